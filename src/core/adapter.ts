@@ -1,0 +1,91 @@
+import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import type { PaymentPayload } from '../schemas/payload.js'
+import type { PaymentRequirements, ResourceInfo } from '../schemas/requirements.js'
+import type { Caip2Network, NetworkFamily } from '../networks/networks.js'
+
+/** One network an adapter serves. */
+export interface AdapterNetwork {
+  /** The CAIP-2 id, e.g. `eip155:8453`. */
+  readonly caip2: Caip2Network
+  /** The x402 v1 name, when v1 clients may use this network. */
+  readonly v1Name?: string
+  /** Scheme-specific data listed in supported() (Solana: `{ feePayer }`). */
+  readonly extra?: Record<string, unknown>
+}
+
+/**
+ * Everything an adapter needs to judge one payment, already checked by the
+ * core: the version, scheme and network are served by this adapter, and the
+ * payload's scheme/network (v1) or `accepted` (v2) match the requirements.
+ */
+export interface PaymentContext {
+  readonly x402Version: 1 | 2
+  readonly scheme: string
+  /** The CAIP-2 id of the network. */
+  readonly network: Caip2Network
+  /** The network as the request wrote it (v1 name or CAIP-2 id), echoed in settle answers. */
+  readonly wireNetwork: string
+  /** The required amount in the smallest unit (v1 `maxAmountRequired`, v2 `amount`). */
+  readonly amount: bigint
+  readonly asset: string
+  readonly payTo: string
+  /** The requirements as received (unknown fields kept). */
+  readonly requirements: PaymentRequirements
+  /** The whole payment payload; `payload.payload` is the scheme-specific part to validate. */
+  readonly payload: PaymentPayload
+  /** The paid resource (v2 `paymentPayload.resource`, v1 `requirements.resource`). */
+  readonly resource: ResourceInfo | undefined
+  /** Aborts when the request's time budget is spent. */
+  readonly signal: AbortSignal
+  /** Durations an adapter wants statistics to see, e.g. `{ confirmationMs }`. */
+  readonly timings: Record<string, number>
+}
+
+/** What settle must record before a transaction leaves the process. */
+export interface BroadcastRecord {
+  /** The transaction id (EVM hash, Solana signature). */
+  readonly transaction: string
+  /** The signed transaction, so a retry after a crash can re-send the same bytes. */
+  readonly raw?: string
+}
+
+/**
+ * Given to an adapter's settle. `broadcasting` must be awaited before the
+ * transaction is sent: once it returns, a crash or a timeout can no longer
+ * lose the transaction id, and a retried settle resumes instead of resending.
+ */
+export interface SettleJournal {
+  broadcasting(record: BroadcastRecord): Promise<void>
+}
+
+/**
+ * A scheme on a set of networks: the plug-in unit of the facilitator. Built by
+ * factories such as `exactEvm()` and passed in configuration.
+ */
+export interface SchemeAdapter {
+  /** The scheme served, e.g. `exact`. */
+  readonly scheme: string
+  /** The network family; signers are listed under `<family>:*`. */
+  readonly family: NetworkFamily
+  readonly networks: readonly AdapterNetwork[]
+  /** Protocol versions served. @default [1, 2] */
+  readonly versions?: readonly (1 | 2)[]
+  /** Addresses that sign or pay fees, listed in supported(). */
+  signers(): readonly string[]
+  /** Checks a payment; never throws for a bad payment, only for faults. */
+  verify(ctx: PaymentContext): Promise<VerifyResponse>
+  /**
+   * The identity of this payment for at-most-once settlement (e.g. chain,
+   * token, payer and nonce), or `undefined` when the payload is too malformed
+   * to have one (verify then rejects it).
+   */
+  settlementKey(ctx: PaymentContext): string | undefined
+  /** Re-checks, broadcasts (after `journal.broadcasting`) and confirms a payment. */
+  settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse>
+  /**
+   * Finishes a settlement whose transaction was recorded but whose outcome is
+   * unknown (a pending answer, or a process that died after broadcasting):
+   * re-sends `raw` when the chain has never seen it, then waits with a bound.
+   */
+  resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse>
+}

@@ -1,0 +1,95 @@
+import { REJECTION } from '../errors/reasons.js'
+import type { PaymentRequest } from '../schemas/messages.js'
+import type { ResourceInfo } from '../schemas/requirements.js'
+import type { PaymentContext } from './adapter.js'
+import type { Registry, RegistryMatch } from './registry.js'
+
+/** A request that cannot reach an adapter, with the reason to answer. */
+export interface DispatchRejection {
+  reason: string
+  message: string
+}
+
+/**
+ * Finds the adapter for a request and builds its context, or says why the
+ * request cannot be served. Cross-field checks every scheme needs live here:
+ * the payload must name the same scheme and network as the requirements, and
+ * in v2 `accepted` must equal the requirements on every field that moves money.
+ */
+export function dispatch(
+  registry: Registry,
+  request: PaymentRequest,
+  signal: AbortSignal,
+): { match: RegistryMatch; context: PaymentContext } | { rejection: DispatchRejection } {
+  const requirements = request.paymentRequirements
+  const payload = request.paymentPayload
+  const version = payload.x402Version
+  const scheme = requirements.scheme
+  const network = requirements.network
+
+  const match = registry.find(version, scheme, network)
+  if (!match) {
+    if (!registry.servesScheme(scheme)) {
+      return { rejection: { reason: REJECTION.unsupportedScheme, message: `scheme "${scheme}" is not supported` } }
+    }
+    return {
+      rejection: {
+        reason: REJECTION.invalidNetwork,
+        message: `x402 v${version} "${scheme}" payments on network "${network}" are not supported`,
+      },
+    }
+  }
+
+  let resource: ResourceInfo | undefined
+  if (payload.x402Version === 1) {
+    if (payload.scheme !== scheme) {
+      return { rejection: { reason: REJECTION.schemeMismatch, message: 'payload scheme differs from the requirements' } }
+    }
+    if (payload.network !== network) {
+      return { rejection: { reason: REJECTION.networkMismatch, message: 'payload network differs from the requirements' } }
+    }
+    const v1 = request.paymentRequirements as { resource?: string; description?: string; mimeType?: string }
+    resource = v1.resource ? { url: v1.resource, description: v1.description, mimeType: v1.mimeType } : undefined
+  } else {
+    const accepted = payload.accepted
+    const differing = (['scheme', 'network', 'asset', 'payTo', 'amount'] as const).find(
+      (field) => !sameValue(field, accepted[field], (requirements as Record<string, unknown>)[field]),
+    )
+    if (differing) {
+      return {
+        rejection: {
+          reason: REJECTION.acceptedMismatch,
+          message: `paymentPayload.accepted.${differing} differs from paymentRequirements.${differing}`,
+        },
+      }
+    }
+    resource = payload.resource ?? undefined
+  }
+
+  const amount = 'amount' in requirements ? requirements.amount : requirements.maxAmountRequired
+  return {
+    match,
+    context: {
+      x402Version: version,
+      scheme,
+      network: match.network.caip2,
+      wireNetwork: network,
+      amount: BigInt(amount as string),
+      asset: requirements.asset,
+      payTo: requirements.payTo,
+      requirements,
+      payload,
+      resource,
+      signal,
+      timings: {},
+    },
+  }
+}
+
+// EVM addresses are case-insensitive (checksum casing varies between clients).
+function sameValue(field: string, a: unknown, b: unknown): boolean {
+  if (typeof a === 'string' && typeof b === 'string' && (field === 'asset' || field === 'payTo') && a.startsWith('0x')) {
+    return a.toLowerCase() === b.toLowerCase()
+  }
+  return a === b
+}

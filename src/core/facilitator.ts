@@ -1,0 +1,246 @@
+import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
+import { REJECTION } from '../errors/reasons.js'
+import type { PaymentRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../schemas/messages.js'
+import { parsePaymentRequest } from '../schemas/parse-request.js'
+import { settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
+import { createMemoryStore } from '../stores/memory-store.js'
+import type { Store } from '../stores/store.js'
+import type { PaymentContext, SchemeAdapter } from './adapter.js'
+import { dispatch } from './context.js'
+import { withDeadline } from './deadline.js'
+import type { FacilitatorHooks, PaymentEvent } from './hooks.js'
+import { createRegistry, type Registry } from './registry.js'
+
+/** Time budgets of one call. */
+export interface Timeouts {
+  /** Budget of one verify, RPC included. @default 10_000 */
+  verifyMs?: number
+  /** Budget of one settle, confirmation included; past it a sent payment answers `settlement_pending`. @default 60_000 */
+  settleMs?: number
+}
+
+/** Options shared by the standalone `verify()` and `settle()`. */
+export interface PaymentOptions {
+  hooks?: readonly FacilitatorHooks[]
+  timeouts?: Timeouts
+  /** Receives errors of after-hooks, which never change an answer. */
+  onError?: (error: unknown, where: string) => void
+  /** Tracks after-hook promises so callers can await them (`drain()`). */
+  pending?: Set<Promise<unknown>>
+}
+
+export interface SettleOptions extends PaymentOptions {
+  /** Where claims and outcomes live; share one store between instances to settle each payment once. */
+  store: Store
+  settlement?: SettlementOptions
+}
+
+const DEFAULT_VERIFY_MS = 10_000
+const DEFAULT_SETTLE_MS = 60_000
+
+/**
+ * The payment kinds and signers a registry serves.
+ *
+ * @example
+ * const { kinds, signers } = supported(createRegistry([exactEvm(config)]))
+ */
+export function supported(registry: Registry, extensions: readonly string[] = []): SupportedResponse {
+  return registry.supported(extensions)
+}
+
+/**
+ * Checks a payment against its requirements. `body` is the untrusted
+ * `{x402Version, paymentPayload, paymentRequirements}` object.
+ *
+ * A payment that fails a check resolves `{ isValid: false, invalidReason }`;
+ * a malformed body throws `FacilitatorError('invalid_request')` naming the
+ * field; an unreachable chain throws a `rpc_*` or `timeout` FacilitatorError.
+ */
+export async function verify(registry: Registry, body: unknown, options: PaymentOptions = {}): Promise<VerifyResponse> {
+  const request = parseOrThrow(body)
+  const started = performance.now()
+  const signal = AbortSignal.timeout(options.timeouts?.verifyMs ?? DEFAULT_VERIFY_MS)
+  let context: PaymentContext | undefined
+  let result: VerifyResponse
+  try {
+    if ('rejection' in request) {
+      result = invalid(request.rejection.reason, request.rejection.message)
+    } else {
+      const routed = dispatch(registry, request.request, signal)
+      if ('rejection' in routed) {
+        result = invalid(routed.rejection.reason, routed.rejection.message)
+      } else {
+        context = routed.context
+        result = await runVerify(routed.match.adapter, context, options)
+      }
+    }
+  } catch (error) {
+    const fault = asFault(error, signal)
+    if ('request' in request) notify(options, 'afterVerify', { operation: 'verify', request: request.request, context, result: invalid(fault.code, fault.message), durationMs: performance.now() - started, fault: { code: fault.code } })
+    throw fault
+  }
+  if ('request' in request) notify(options, 'afterVerify', { operation: 'verify', request: request.request, context, result, durationMs: performance.now() - started })
+  return result
+}
+
+/**
+ * Verifies and settles a payment at most once. A repeated settle of a settled
+ * payment answers the recorded transaction; a transaction sent but not yet
+ * confirmed within the budget answers `success:false` with
+ * `errorReason: 'settlement_pending'` and keeps its id in `transaction`.
+ */
+export async function settle(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
+  const request = parseOrThrow(body)
+  const started = performance.now()
+  const budgetMs = options.timeouts?.settleMs ?? DEFAULT_SETTLE_MS
+  const signal = AbortSignal.timeout(budgetMs)
+  let context: PaymentContext | undefined
+  let result: SettleResponse
+  const networkOf = (r: PaymentRequest) => r.paymentRequirements.network
+  try {
+    if ('rejection' in request) {
+      result = { success: false, errorReason: request.rejection.reason, errorMessage: request.rejection.message, transaction: '', network: request.network }
+    } else {
+      const routed = dispatch(registry, request.request, signal)
+      if ('rejection' in routed) {
+        const { reason, message } = routed.rejection
+        result = { success: false, errorReason: reason, errorMessage: message, transaction: '', network: networkOf(request.request) }
+      } else {
+        const ctx = routed.context
+        context = ctx
+        const adapter = routed.match.adapter
+        const rejection = await firstRejection(options.hooks, 'beforeSettle', ctx)
+        result = rejection
+          ? { success: false, errorReason: rejection.reason ?? REJECTION.rejectedByPolicy, errorMessage: rejection.message, transaction: '', network: ctx.wireNetwork }
+          : await settleOnce({
+              adapter,
+              context: ctx,
+              store: options.store,
+              budgetMs,
+              options: options.settlement ?? {},
+              // Settle re-verifies with the adapter only: the before-verify hooks guard /verify.
+              verify: () => adapter.verify(ctx),
+            })
+      }
+    }
+  } catch (error) {
+    const fault = asFault(error, signal)
+    if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code } })
+    throw fault
+  }
+  if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started })
+  return result
+}
+
+/** Configuration of `createFacilitator`. */
+export interface FacilitatorConfig {
+  /** Scheme adapters, e.g. `[exactEvm({...}), exactSvm({...})]`. */
+  schemes: readonly SchemeAdapter[]
+  /** Where settlements (and statistics) are remembered. @default createMemoryStore() */
+  store?: Store
+  hooks?: readonly FacilitatorHooks[]
+  timeouts?: Timeouts
+  settlement?: SettlementOptions
+  /** Extension names listed in supported(). @default [] */
+  extensions?: readonly string[]
+  /** Receives errors of after-hooks. @default ignore */
+  onError?: (error: unknown, where: string) => void
+}
+
+/** A facilitator: supported, verify and settle bound to one configuration. */
+export interface Facilitator {
+  readonly registry: Registry
+  readonly store: Store
+  supported(): Promise<SupportedResponse>
+  verify(body: unknown): Promise<VerifyResponse>
+  settle(body: unknown): Promise<SettleResponse>
+  /** Resolves when every after-hook started so far has finished (for tests and shutdown). */
+  drain(): Promise<void>
+}
+
+/**
+ * Creates a facilitator over the given scheme adapters. Nothing is shared
+ * between two facilitators unless you pass them the same store.
+ *
+ * @example
+ * const facilitator = createFacilitator({
+ *   schemes: [exactEvm({ networks: { 'eip155:8453': { rpcUrls: [url] } }, signers: [account] })],
+ * })
+ * const answer = await facilitator.verify(await request.json())
+ */
+export function createFacilitator(config: FacilitatorConfig): Facilitator {
+  const registry = createRegistry(config.schemes)
+  const store = config.store ?? createMemoryStore()
+  const pending = new Set<Promise<unknown>>()
+  const base = { hooks: config.hooks, timeouts: config.timeouts, onError: config.onError, pending }
+  return {
+    registry,
+    store,
+    supported: async () => supported(registry, config.extensions),
+    verify: (body) => verify(registry, body, base),
+    settle: (body) => settle(registry, body, { ...base, store, settlement: config.settlement }),
+    async drain() {
+      while (pending.size > 0) await Promise.allSettled([...pending])
+    },
+  }
+}
+
+async function runVerify(adapter: SchemeAdapter, context: PaymentContext, options: PaymentOptions): Promise<VerifyResponse> {
+  const rejection = await firstRejection(options.hooks, 'beforeVerify', context)
+  if (rejection) return invalid(rejection.reason ?? REJECTION.rejectedByPolicy, rejection.message)
+  return withDeadline(adapter.verify(context), context.signal)
+}
+
+async function firstRejection(hooks: readonly FacilitatorHooks[] | undefined, name: 'beforeVerify' | 'beforeSettle', ctx: PaymentContext) {
+  for (const hook of hooks ?? []) {
+    const verdict = await hook[name]?.(ctx)
+    if (verdict) return verdict
+  }
+  return undefined
+}
+
+type ParsedBody = { request: PaymentRequest } | { rejection: { reason: string; message: string }; network: string }
+
+function parseOrThrow(body: unknown): ParsedBody {
+  const parsed = parsePaymentRequest(body)
+  if (parsed.ok) return { request: parsed.request }
+  if (parsed.reason === 'unsupported_version') {
+    const requirements = (body as { paymentRequirements?: { network?: unknown } }).paymentRequirements
+    const network = typeof requirements?.network === 'string' ? requirements.network : ''
+    return { rejection: { reason: REJECTION.invalidVersion, message: `x402 version ${parsed.version} is not supported` }, network }
+  }
+  throw new FacilitatorError('invalid_request', `${parsed.path}: ${parsed.message}`, { details: { field: parsed.path } })
+}
+
+function invalid(invalidReason: string, invalidMessage: string): VerifyResponse {
+  return { isValid: false, invalidReason, invalidMessage }
+}
+
+function asFault(error: unknown, signal: AbortSignal): FacilitatorError {
+  if (signal.aborted && !(error instanceof FacilitatorError)) {
+    return new FacilitatorError('timeout', 'the operation did not finish within its time budget', { cause: error })
+  }
+  return toFacilitatorError(error)
+}
+
+/** Runs after-hooks without delaying the answer; their failures go to onError. */
+function notify<K extends 'afterVerify' | 'afterSettle'>(
+  options: PaymentOptions,
+  name: K,
+  event: PaymentEvent<K extends 'afterVerify' ? VerifyResponse : SettleResponse>,
+): void {
+  for (const hook of options.hooks ?? []) {
+    const fn = hook[name] as ((e: typeof event) => unknown) | undefined
+    if (!fn) continue
+    try {
+      const outcome = fn.call(hook, event)
+      if (outcome instanceof Promise) {
+        const tracked = outcome.catch((error: unknown) => options.onError?.(error, name))
+        options.pending?.add(tracked)
+        void tracked.finally(() => options.pending?.delete(tracked))
+      }
+    } catch (error) {
+      options.onError?.(error, name)
+    }
+  }
+}

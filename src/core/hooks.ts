@@ -1,0 +1,39 @@
+import type { PaymentRequest, SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import type { PaymentContext } from './adapter.js'
+
+/** A before-hook's refusal; the payment is rejected with this reason and message. */
+export interface HookRejection {
+  /** Snake_case code. @default 'rejected_by_policy' */
+  reason?: string
+  message: string
+}
+
+/** What an after-hook sees about one verify or settle. */
+export interface PaymentEvent<Result> {
+  readonly operation: 'verify' | 'settle'
+  readonly request: PaymentRequest
+  /** Absent when the request never reached an adapter (unsupported kind, mismatch). */
+  readonly context: PaymentContext | undefined
+  readonly result: Result
+  /** Wall time of the operation in milliseconds. */
+  readonly durationMs: number
+  /** When the operation ended in a fault rather than an answer. */
+  readonly fault?: { code: string }
+}
+
+export type VerifyEvent = PaymentEvent<VerifyResponse>
+export type SettleEvent = PaymentEvent<SettleResponse>
+
+type MaybePromise<T> = T | Promise<T>
+
+/**
+ * Hooks around verify and settle. Before-hooks may refuse a payment (rate
+ * limits, allowlists); after-hooks observe results (statistics, catalog) and
+ * never delay or change the answer: their errors go to `onError`.
+ */
+export interface FacilitatorHooks {
+  beforeVerify?(ctx: PaymentContext): MaybePromise<HookRejection | void>
+  afterVerify?(event: VerifyEvent): MaybePromise<void>
+  beforeSettle?(ctx: PaymentContext): MaybePromise<HookRejection | void>
+  afterSettle?(event: SettleEvent): MaybePromise<void>
+}

@@ -1,0 +1,33 @@
+/**
+ * Stable snake_case codes of payment rejections shared by every scheme. Codes
+ * follow the reference x402 implementations where one exists. Scheme adapters
+ * add their own (`invalid_exact_evm_*`, `invalid_exact_svm_*`).
+ */
+export const REJECTION = {
+  /** The protocol version is neither 1 nor 2. */
+  invalidVersion: 'invalid_x402_version',
+  /** No adapter serves this scheme. */
+  unsupportedScheme: 'unsupported_scheme',
+  /** No adapter serves this network (or scheme on this network). */
+  invalidNetwork: 'invalid_network',
+  /** The payload names another scheme than the requirements. */
+  schemeMismatch: 'invalid_scheme',
+  /** The payload names another network than the requirements. */
+  networkMismatch: 'network_mismatch',
+  /** v2: the payload's `accepted` differs from the requirements. */
+  acceptedMismatch: 'accepted_requirements_mismatch',
+  /** A before-hook refused the request. */
+  rejectedByPolicy: 'rejected_by_policy',
+  /** Settle: the payment failed verification. */
+  invalidPayload: 'invalid_payload',
+  /** Settle: the payment is being settled by another call that has not finished. */
+  settlementInProgress: 'settlement_in_progress',
+  /** Settle: the transaction was sent but not confirmed within the bound; `transaction` is kept. */
+  settlementPending: 'settlement_pending',
+  /** Settle: the transaction was mined and reverted / failed; `transaction` is kept. */
+  transactionFailed: 'transaction_failed',
+  unexpectedVerifyError: 'unexpected_verify_error',
+  unexpectedSettleError: 'unexpected_settle_error',
+} as const
+
+export type RejectionCode = (typeof REJECTION)[keyof typeof REJECTION]

@@ -1,0 +1,65 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
+import type { FetchHandler } from './handler.js'
+
+export interface NodeListenerOptions {
+  /** Origin used to build request URLs when the Host header is missing. @default 'http://localhost' */
+  origin?: string
+}
+
+/**
+ * Adapts a web-standard handler to node:http (and to Express or Fastify,
+ * which hand out the same request and response objects). The body is streamed
+ * into the handler, which enforces its own size limit.
+ *
+ * @example
+ * http.createServer(createNodeListener(createHandler(facilitator))).listen(4020)
+ */
+export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}) {
+  const fallbackOrigin = options.origin ?? 'http://localhost'
+  return async function listener(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const response = await handler(toRequest(req, fallbackOrigin))
+      await writeResponse(response, res)
+    } catch {
+      // Only a broken socket gets here: the handler itself never throws.
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+      res.end('{"error":"internal error","code":"internal_error"}')
+    }
+  }
+}
+
+/** Builds a web `Request` from a node request (body streamed, not buffered). */
+export function toRequest(req: IncomingMessage, fallbackOrigin = 'http://localhost'): Request {
+  const host = req.headers.host
+  const origin = host && /^[\w.:[\]-]+$/.test(host) ? `http://${host}` : fallbackOrigin
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name.startsWith(':')) continue
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v)
+    else headers.set(name, value)
+  }
+  const method = req.method ?? 'GET'
+  const hasBody = method !== 'GET' && method !== 'HEAD'
+  const init: RequestInit & { duplex?: 'half' } = { method, headers }
+  if (hasBody) {
+    init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>
+    init.duplex = 'half'
+  }
+  return new Request(new URL(req.url ?? '/', origin), init)
+}
+
+/** Writes a web `Response` to a node response. */
+export async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string | string[]> = {}
+  response.headers.forEach((value, name) => {
+    const existing = headers[name]
+    headers[name] = existing === undefined ? value : ([] as string[]).concat(existing, value)
+  })
+  res.writeHead(response.status, headers)
+  if (!response.body) {
+    res.end()
+    return
+  }
+  res.end(Buffer.from(await response.arrayBuffer()))
+}

@@ -1,0 +1,53 @@
+// Core entry: no chain library is imported from here (see test/package/shape.test.ts).
+export type {
+  AdapterNetwork,
+  BroadcastRecord,
+  PaymentContext,
+  SchemeAdapter,
+  SettleJournal,
+} from './core/adapter.js'
+export {
+  createFacilitator,
+  settle,
+  supported,
+  verify,
+  type Facilitator,
+  type FacilitatorConfig,
+  type PaymentOptions,
+  type SettleOptions,
+  type Timeouts,
+} from './core/facilitator.js'
+export type { FacilitatorHooks, HookRejection, PaymentEvent, SettleEvent, VerifyEvent } from './core/hooks.js'
+export { createRegistry, type Registry, type RegistryMatch } from './core/registry.js'
+export {
+  FAULT_STATUS,
+  FacilitatorError,
+  isFacilitatorError,
+  toFacilitatorError,
+  type FacilitatorErrorOptions,
+  type FaultCode,
+} from './errors/facilitator-error.js'
+export { REJECTION, type RejectionCode } from './errors/reasons.js'
+export { createAssetTable, KNOWN_ASSETS, type AssetTable, type KnownAsset } from './networks/assets.js'
+export {
+  describeNetwork,
+  evmChainId,
+  isCaip2Network,
+  KNOWN_NETWORKS,
+  SOLANA_DEVNET,
+  SOLANA_MAINNET,
+  SOLANA_TESTNET,
+  toCaip2,
+  type Caip2Network,
+  type NetworkFamily,
+  type NetworkInfo,
+} from './networks/networks.js'
+export * from './schemas/messages.js'
+export * from './schemas/payload.js'
+export * from './schemas/requirements.js'
+export { amountSchema } from './schemas/primitives.js'
+export { formatIssuePath, parsePaymentRequest, type ParsedPaymentRequest } from './schemas/parse-request.js'
+export { settlementRecordSchema, type SettlementRecord } from './settlement/settlement-record.js'
+export type { SettlementOptions } from './settlement/settle-once.js'
+export { createMemoryStore, type MemoryStoreOptions } from './stores/memory-store.js'
+export type { ExpiryOptions, SetOptions, Store } from './stores/store.js'

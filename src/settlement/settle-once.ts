@@ -1,0 +1,180 @@
+import type { BroadcastRecord, PaymentContext, SchemeAdapter } from '../core/adapter.js'
+import { REJECTION } from '../errors/reasons.js'
+import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import type { Store } from '../stores/store.js'
+import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
+
+/** Tuning of at-most-once settlement. */
+export interface SettlementOptions {
+  /** How long a settled or failed payment is remembered. @default 7 days */
+  recordTtlMs?: number
+  /** How often a call waiting for another call's settlement looks again. @default 25 */
+  pollIntervalMs?: number
+}
+
+interface SettleOnceInput {
+  adapter: SchemeAdapter
+  context: PaymentContext
+  store: Store
+  /** Time budget of the whole settle call, in ms. */
+  budgetMs: number
+  options: SettlementOptions
+  /** Runs the adapter's verify (with the before-hooks) so a bad payment is never claimed. */
+  verify: () => Promise<VerifyResponse>
+}
+
+const DAY_MS = 86_400_000
+
+/**
+ * Settles a payment at most once, also across processes sharing the store:
+ *
+ * 1. A payment with a record is answered from it: settled or failed payments
+ *    with their transaction, a broadcast whose owner is gone is resumed, one
+ *    still owned is waited for.
+ * 2. Otherwise it is verified, then claimed with an atomic set-if-absent. The
+ *    loser of a race waits for the winner's answer.
+ * 3. The winner's adapter records the transaction id before sending it, so no
+ *    crash or timeout after that point loses it.
+ */
+export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse> {
+  const { adapter, context, store, budgetMs, options } = input
+  const key = adapter.settlementKey(context)
+  const deadline = Date.now() + budgetMs
+  const pollMs = options.pollIntervalMs ?? 25
+  const recordTtlMs = options.recordTtlMs ?? 7 * DAY_MS
+  const lease = () => Date.now() + budgetMs
+
+  if (key === undefined) {
+    // No identity means the payload is malformed: verify says why.
+    const verdict = await input.verify()
+    return failure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer)
+  }
+  const storeKey = `settlement:${adapter.scheme}:${key}`
+  const write = (record: SettlementRecord, ttlMs: number) => store.set(storeKey, JSON.stringify(record), { ttlMs })
+  const read = async () => decodeSettlementRecord(await store.get(storeKey))
+
+  let verified: VerifyResponse | undefined
+  for (;;) {
+    const record = await read()
+    if (record) {
+      const answer = await answerFromRecord(record)
+      if (answer) return answer
+      if (Date.now() >= deadline) {
+        const transaction = record.state === 'broadcast' ? record.transaction : ''
+        return failure(context, REJECTION.settlementInProgress, 'another call is settling this payment', undefined, transaction)
+      }
+      await sleep(pollMs)
+      continue
+    }
+
+    if (!verified) {
+      verified = await input.verify()
+      if (!verified.isValid) {
+        // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
+        if (await read()) continue
+        return failure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
+      }
+    }
+    const claimed = await store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease() }), {
+      ifAbsent: true,
+      ttlMs: budgetMs * 2,
+    })
+    if (claimed) return settleClaimed(verified.payer)
+  }
+
+  /** Answers from a record, or `undefined` to wait for its owner. */
+  async function answerFromRecord(record: SettlementRecord): Promise<SettleResponse | undefined> {
+    switch (record.state) {
+      case 'settled':
+        return { success: true, transaction: record.transaction, network: context.wireNetwork, payer: record.payer }
+      case 'failed':
+        return failure(context, record.errorReason, record.errorMessage, record.payer, record.transaction)
+      case 'claimed':
+        return undefined
+      case 'broadcast':
+        if (record.leaseUntil > Date.now()) return undefined
+        // Take the lease over so that one caller, not every waiter, resumes.
+        await write({ ...record, leaseUntil: lease() }, recordTtlMs)
+        return finish(await resumeSafely(record), record)
+    }
+  }
+
+  async function settleClaimed(payer: string | undefined): Promise<SettleResponse> {
+    let sent: BroadcastRecord | undefined
+    try {
+      const result = await adapter.settle(context, {
+        async broadcasting(record) {
+          await write({ state: 'broadcast', ...record, leaseUntil: lease() }, recordTtlMs)
+          sent = record
+        },
+      })
+      if (!sent) {
+        // Nothing left the process: free the claim so the payer may retry.
+        await store.delete(storeKey)
+        return result
+      }
+      return finish(result, sent)
+    } catch (error) {
+      if (!sent) {
+        await store.delete(storeKey).catch(() => undefined)
+        throw error
+      }
+      // The transaction may be on its way: keep its id and let a later call resume it.
+      await write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs).catch(() => undefined)
+      return pending(sent.transaction, payer)
+    }
+  }
+
+  async function resumeSafely(record: BroadcastRecord): Promise<SettleResponse> {
+    try {
+      return await adapter.resume(context, record)
+    } catch {
+      return pending(record.transaction, undefined)
+    }
+  }
+
+  /** Stores the outcome of a broadcast transaction and returns the answer. */
+  async function finish(result: SettleResponse, sent: BroadcastRecord): Promise<SettleResponse> {
+    const transaction = result.transaction || sent.transaction
+    if (result.success) {
+      await write({ state: 'settled', transaction, payer: result.payer }, recordTtlMs)
+    } else if (result.errorReason === REJECTION.settlementPending) {
+      await write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs)
+    } else {
+      await write(
+        { state: 'failed', transaction, errorReason: result.errorReason ?? REJECTION.transactionFailed, errorMessage: result.errorMessage, payer: result.payer },
+        recordTtlMs,
+      )
+    }
+    return { ...result, transaction }
+  }
+
+  function pending(transaction: string, payerHint: string | undefined): SettleResponse {
+    return failure(
+      context,
+      REJECTION.settlementPending,
+      'the transaction was sent but is not confirmed yet; settle again later to learn its outcome',
+      payerHint ?? verified?.payer,
+      transaction,
+    )
+  }
+}
+
+function failure(
+  context: PaymentContext,
+  errorReason: string,
+  errorMessage: string | undefined,
+  payer: string | undefined,
+  transaction = '',
+): SettleResponse {
+  return {
+    success: false,
+    errorReason,
+    ...(errorMessage ? { errorMessage } : {}),
+    transaction,
+    network: context.wireNetwork,
+    ...(payer ? { payer } : {}),
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

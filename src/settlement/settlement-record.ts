@@ -1,0 +1,40 @@
+import { z } from 'zod'
+
+/**
+ * What the store remembers of one payment's settlement, keyed by the adapter's
+ * settlement key. `leaseUntil` says until when the call that wrote it is still
+ * working on it; past that, another call may take over (resume).
+ */
+export const settlementRecordSchema = z.discriminatedUnion('state', [
+  /** Claimed; nothing has left the process yet. */
+  z.object({ state: z.literal('claimed'), leaseUntil: z.number() }),
+  /** Sent (or about to be); the outcome is not known yet. */
+  z.object({
+    state: z.literal('broadcast'),
+    transaction: z.string(),
+    raw: z.string().optional(),
+    leaseUntil: z.number(),
+  }),
+  /** Confirmed on chain. */
+  z.object({ state: z.literal('settled'), transaction: z.string(), payer: z.string().optional() }),
+  /** Mined and failed; the transaction id is kept. */
+  z.object({
+    state: z.literal('failed'),
+    transaction: z.string(),
+    errorReason: z.string(),
+    errorMessage: z.string().optional(),
+    payer: z.string().optional(),
+  }),
+])
+export type SettlementRecord = z.infer<typeof settlementRecordSchema>
+
+/** Reads a stored record; anything unreadable counts as absent rather than crashing a settle. */
+export function decodeSettlementRecord(raw: string | undefined): SettlementRecord | undefined {
+  if (raw === undefined) return undefined
+  try {
+    const parsed = settlementRecordSchema.safeParse(JSON.parse(raw))
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,19 @@
+import { defineConfig } from 'tsup'
+
+// One entry per capability so an embedder only loads the chain library it imports.
+export default defineConfig({
+  entry: {
+    index: 'src/index.ts',
+    'http/index': 'src/http/index.ts',
+    'evm/index': 'src/evm/index.ts',
+    'svm/index': 'src/svm/index.ts',
+    'stores/redis': 'src/stores/redis-store.ts',
+  },
+  format: ['esm', 'cjs'],
+  dts: true,
+  clean: true,
+  sourcemap: true,
+  target: 'node20',
+  splitting: true,
+  treeshake: true,
+})

@@ -1,6 +1,19 @@
+import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 
+const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
+
 export default defineConfig({
+  resolve: {
+    // Examples import the package by name, as users do; tests run them against the sources.
+    alias: [
+      { find: /^x402-facilitator$/, replacement: src('index.ts') },
+      { find: /^x402-facilitator\/http$/, replacement: src('http/index.ts') },
+      { find: /^x402-facilitator\/evm$/, replacement: src('evm/index.ts') },
+      { find: /^x402-facilitator\/svm$/, replacement: src('svm/index.ts') },
+      { find: /^x402-facilitator\/stores\/redis$/, replacement: src('stores/redis-store.ts') },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // Real chains, Redis and HTTP servers start in the tests: give them room.

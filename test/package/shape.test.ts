@@ -1,0 +1,67 @@
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { beforeAll, describe, expect, it } from 'vitest'
+
+// The published artifact is what users get: these tests build it and load it
+// the way Node does for an installed package (self-reference by name).
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | { import: { default: string }; require: { default: string } }>
+  dependencies: Record<string, string>
+  sideEffects: boolean
+}
+const subpaths = Object.keys(manifest.exports).filter((key) => key !== './package.json')
+const specifier = (subpath: string) => (subpath === '.' ? 'x402-facilitator' : `x402-facilitator/${subpath.slice(2)}`)
+
+function node(code: string, type: 'module' | 'commonjs'): string {
+  return execFileSync(process.execPath, [`--input-type=${type}`, '-e', code], { cwd: root, encoding: 'utf8' })
+}
+
+beforeAll(() => {
+  execFileSync(process.execPath, [join(root, 'node_modules/tsup/dist/cli-default.js')], { cwd: root, stdio: 'pipe' })
+}, 180_000)
+
+describe('package shape', () => {
+  it.each(subpaths)('%s resolves from dist in ESM and CJS with the same exports', (subpath) => {
+    const name = specifier(subpath)
+    const esm = JSON.parse(node(`const m = await import('${name}'); console.log(JSON.stringify(Object.keys(m).sort()))`, 'module')) as string[]
+    const cjs = JSON.parse(node(`console.log(JSON.stringify(Object.keys(require('${name}')).sort()))`, 'commonjs')) as string[]
+    expect(cjs).toEqual(esm)
+    if (subpath === '.' || subpath === './http') expect(esm.length).toBeGreaterThan(5)
+  })
+
+  it('exports the core API from the main entry', () => {
+    const keys = JSON.parse(node(`const m = await import('x402-facilitator'); console.log(JSON.stringify(Object.keys(m)))`, 'module')) as string[]
+    for (const name of ['createFacilitator', 'supported', 'verify', 'settle', 'createRegistry', 'FacilitatorError', 'createMemoryStore', 'verifyResponseSchema', 'settleResponseSchema', 'supportedResponseSchema', 'paymentRequestSchema', 'describeNetwork']) {
+      expect(keys).toContain(name)
+    }
+  })
+
+  it('keeps chain libraries out of the core bundle', () => {
+    // Follow the core entry's static imports through the shared chunks.
+    for (const entry of ['dist/index.js', 'dist/http/index.js', 'dist/index.cjs']) {
+      const seen = new Set<string>()
+      const visit = (file: string) => {
+        if (seen.has(file)) return
+        seen.add(file)
+        const text = readFileSync(file, 'utf8')
+        expect(text, file).not.toMatch(/from ['"](viem|@solana|@solana-program|ioredis)/)
+        expect(text, file).not.toMatch(/require\(['"](viem|@solana|@solana-program|ioredis)/)
+        for (const match of text.matchAll(/(?:from |require\()['"](\.{1,2}\/[^'"]+)['"]/g)) visit(resolve(dirname(file), match[1] as string))
+      }
+      visit(join(root, entry))
+      expect(seen.size).toBeGreaterThan(0)
+    }
+  })
+
+  it('declares what bundlers and installers rely on', () => {
+    expect(manifest.sideEffects).toBe(false)
+    expect(Object.keys(manifest.dependencies)).toEqual(['zod'])
+    for (const subpath of subpaths) {
+      const target = manifest.exports[subpath]
+      expect(typeof target === 'object' && target.import.default.endsWith('.js') && target.require.default.endsWith('.cjs'), subpath).toBe(true)
+    }
+  })
+})

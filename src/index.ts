@@ -51,3 +51,18 @@ export { settlementRecordSchema, type SettlementRecord } from './settlement/sett
 export type { SettlementOptions } from './settlement/settle-once.js'
 export { createMemoryStore, type MemoryStoreOptions } from './stores/memory-store.js'
 export type { ExpiryOptions, SetOptions, Store } from './stores/store.js'
+export {
+  decodePaymentHeader,
+  encodeJsonHeader,
+  encodePaymentResponseHeader,
+  PAYMENT_HEADERS,
+  type DecodedPaymentHeader,
+} from './resource-server/payment-headers.js'
+export {
+  paymentRequiredResponse,
+  toRequirementsV1,
+  toRequirementsV2,
+  type PaymentChallengeInput,
+  type PaymentOffer,
+} from './resource-server/payment-required.js'
+export { withPayment, type PaywallOptions, type VerifiedPayment } from './resource-server/paywall.js'

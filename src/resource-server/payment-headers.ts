@@ -1,0 +1,84 @@
+import { z } from 'zod'
+import { settleResponseSchema, type SettleResponse } from '../schemas/messages.js'
+import { paymentPayloadV1Schema, paymentPayloadV2Schema, type PaymentPayload } from '../schemas/payload.js'
+import { firstIssue } from '../schemas/parse-request.js'
+
+/** Header names of the x402 HTTP transport. */
+export const PAYMENT_HEADERS = {
+  /** v1: the client's base64 JSON payment payload. */
+  v1Payment: 'X-PAYMENT',
+  /** v1: the server's base64 JSON settlement answer. */
+  v1Response: 'X-PAYMENT-RESPONSE',
+  /** v2: the client's base64 JSON payment payload. */
+  v2Payment: 'PAYMENT-SIGNATURE',
+  /** v2: the server's base64 JSON payment challenge (on a 402). */
+  v2Required: 'PAYMENT-REQUIRED',
+  /** v2: the server's base64 JSON settlement answer. */
+  v2Response: 'PAYMENT-RESPONSE',
+} as const
+
+/** Base64 of the UTF-8 JSON of a value: the encoding of every x402 header. */
+export function encodeJsonHeader(value: unknown): string {
+  const bytes = new TextEncoder().encode(JSON.stringify(value))
+  let binary = ''
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return btoa(binary)
+}
+
+// atob/btoa rather than Buffer: the core also runs in workers and edge runtimes.
+function decodeBase64Utf8(value: string): string {
+  const binary = atob(value.replace(/-/g, '+').replace(/_/g, '/'))
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0))
+  return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+}
+
+/** The outcome of reading a payment header from a request. */
+export type DecodedPaymentHeader =
+  | { ok: true; header: string; payload: PaymentPayload }
+  | { ok: false; reason: 'missing_payment' }
+  | { ok: false; reason: 'invalid_payment_header'; message: string }
+
+const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/
+const anyPayload = z.discriminatedUnion('x402Version', [paymentPayloadV1Schema, paymentPayloadV2Schema])
+
+/** Largest header accepted; a payment payload is a few kilobytes at most. */
+const MAX_HEADER_CHARS = 32_768
+
+/**
+ * Reads the payment a client sent: `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT`
+ * (v1), base64 JSON validated against the payload schemas.
+ *
+ * @example
+ * const payment = decodePaymentHeader(request.headers)
+ * if (!payment.ok) return paymentRequiredResponse(challenge)
+ */
+export function decodePaymentHeader(headers: Headers): DecodedPaymentHeader {
+  const name = headers.has(PAYMENT_HEADERS.v2Payment) ? PAYMENT_HEADERS.v2Payment : PAYMENT_HEADERS.v1Payment
+  const raw = headers.get(name)
+  if (raw === null || raw.trim() === '') return { ok: false, reason: 'missing_payment' }
+  const invalid = (message: string) => ({ ok: false as const, reason: 'invalid_payment_header' as const, message: `${name}: ${message}` })
+  const value = raw.trim()
+  if (value.length > MAX_HEADER_CHARS) return invalid('is too long')
+  if (!BASE64.test(value)) return invalid('is not base64')
+  let json: unknown
+  try {
+    json = JSON.parse(decodeBase64Utf8(value))
+  } catch {
+    return invalid('is not base64-encoded JSON')
+  }
+  const parsed = anyPayload.safeParse(json)
+  if (!parsed.success) {
+    const issue = firstIssue(parsed.error)
+    return invalid(`${issue.path}: ${issue.message}`)
+  }
+  return { ok: true, header: name, payload: parsed.data }
+}
+
+/**
+ * The settlement header for a paid response: `PAYMENT-RESPONSE` for v2 and
+ * `X-PAYMENT-RESPONSE` for v1, so each client finds the one it reads.
+ */
+export function encodePaymentResponseHeader(x402Version: 1 | 2, settlement: SettleResponse): Record<string, string> {
+  const value = encodeJsonHeader(settleResponseSchema.parse(settlement))
+  return x402Version === 2 ? { [PAYMENT_HEADERS.v2Response]: value } : { [PAYMENT_HEADERS.v1Response]: value }
+}

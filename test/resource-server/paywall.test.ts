@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest'
+import {
+  createFacilitator,
+  decodePaymentHeader,
+  encodeJsonHeader,
+  PAYMENT_HEADERS,
+  settleResponseSchema,
+  withPayment,
+  type PaymentOffer,
+} from '../../src/index.js'
+import { createLedgerAdapter, ledgerBody } from '../support/ledger-adapter.js'
+
+const offer: PaymentOffer = { scheme: 'exact', network: 'eip155:8453', amount: '10', asset: 'LEDGER', payTo: '0xshop' }
+
+function setup() {
+  const adapter = createLedgerAdapter({ network: 'eip155:8453', v1Name: 'base' })
+  adapter.balances.set('0xpayer', 100n)
+  const facilitator = createFacilitator({ schemes: [adapter] })
+  let served = 0
+  const handle = (request: Request, status = 200) =>
+    withPayment(request, { facilitator, offers: [offer], resource: { description: 'Weather', mimeType: 'application/json' } }, async (payment) => {
+      served++
+      return Response.json({ weather: 'sunny', payer: payment.payer }, { status })
+    })
+  return { adapter, handle, served: () => served }
+}
+
+const decode = (value: string | null) => JSON.parse(Buffer.from(value ?? '', 'base64').toString('utf8')) as Record<string, unknown>
+
+describe('withPayment (in-process resource server)', () => {
+  it('answers an unpaid request with a 402 that both versions read', async () => {
+    const { handle } = setup()
+    const response = await handle(new Request('https://api.example.com/weather'))
+    expect(response.status).toBe(402)
+    const v2 = decode(response.headers.get(PAYMENT_HEADERS.v2Required))
+    expect(v2).toMatchObject({ x402Version: 2, resource: { url: 'https://api.example.com/weather' }, accepts: [{ network: 'eip155:8453', amount: '10', maxTimeoutSeconds: 60 }] })
+    const v1 = (await response.json()) as Record<string, unknown>
+    expect(v1).toMatchObject({ x402Version: 1, accepts: [{ network: 'base', maxAmountRequired: '10', resource: 'https://api.example.com/weather', description: 'Weather' }] })
+  })
+
+  it('serves and settles a v2 payment, returning PAYMENT-RESPONSE', async () => {
+    const { adapter, handle } = setup()
+    const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '10', nonce: 'p1' }, 'eip155:8453')
+    const response = await handle(new Request('https://api.example.com/weather', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(body.paymentPayload) } }))
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ weather: 'sunny', payer: '0xpayer' })
+    const settlement = settleResponseSchema.parse(decode(response.headers.get(PAYMENT_HEADERS.v2Response)))
+    expect(settlement).toMatchObject({ success: true, payer: '0xpayer', network: 'eip155:8453' })
+    expect(adapter.applied.has(settlement.transaction)).toBe(true)
+  })
+
+  it('serves a v1 payment with X-PAYMENT-RESPONSE', async () => {
+    const { adapter, handle } = setup()
+    const t = { from: '0xpayer', to: '0xshop', value: '10', nonce: 'p2' }
+    const payload = { x402Version: 1, scheme: 'exact', network: 'base', payload: { ...t, signature: adapter.sign(t) } }
+    const response = await handle(new Request('https://api.example.com/weather', { headers: { 'X-PAYMENT': encodeJsonHeader(payload) } }))
+    expect(response.status).toBe(200)
+    expect(decode(response.headers.get(PAYMENT_HEADERS.v1Response))).toMatchObject({ success: true, network: 'base' })
+  })
+
+  it('answers 402 with the reason for a bad payment and does not run the work', async () => {
+    const { adapter, handle, served } = setup()
+    const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '10', nonce: 'p3' }, 'eip155:8453')
+    body.paymentPayload.payload.signature = 'f'.repeat(64)
+    const response = await handle(new Request('https://x/w', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(body.paymentPayload) } }))
+    expect(response.status).toBe(402)
+    expect(decode(response.headers.get(PAYMENT_HEADERS.v2Required))).toMatchObject({ error: 'invalid_signature' })
+    expect(served()).toBe(0)
+  })
+
+  it('refuses a payment for another offer or a garbled header', async () => {
+    const { adapter, handle } = setup()
+    const cheap = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '1', nonce: 'p4' }, 'eip155:8453')
+    const mismatch = await handle(new Request('https://x/w', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(cheap.paymentPayload) } }))
+    expect(mismatch.status).toBe(402)
+    const garbled = await handle(new Request('https://x/w', { headers: { 'X-PAYMENT': '%%%not-base64' } }))
+    expect(garbled.status).toBe(402)
+    expect(((await garbled.json()) as { error: string }).error).toContain('X-PAYMENT')
+  })
+
+  it('does not charge when the work fails', async () => {
+    const { adapter, handle } = setup()
+    const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '10', nonce: 'p5' }, 'eip155:8453')
+    const request = new Request('https://x/w', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(body.paymentPayload) } })
+    const response = await handle(request, 500)
+    expect(response.status).toBe(500)
+    expect(adapter.applied.size).toBe(0)
+  })
+
+  it('decodes headers strictly', () => {
+    expect(decodePaymentHeader(new Headers())).toEqual({ ok: false, reason: 'missing_payment' })
+    expect(decodePaymentHeader(new Headers({ 'PAYMENT-SIGNATURE': encodeJsonHeader({ x402Version: 2 }) }))).toMatchObject({
+      ok: false,
+      reason: 'invalid_payment_header',
+    })
+    expect(decodePaymentHeader(new Headers({ 'X-PAYMENT': encodeJsonHeader('x'.repeat(40_000)) }))).toMatchObject({ ok: false })
+  })
+})

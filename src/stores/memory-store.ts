@@ -1,4 +1,5 @@
-import type { ExpiryOptions, SetOptions, Store } from './store.js'
+import { addToHyperLogLog, createHyperLogLog, estimateHyperLogLog } from './hyperloglog.js'
+import type { ExpiryOptions, RankedEntry, SetOptions, Store } from './store.js'
 
 interface Entry<T> {
   value: T
@@ -11,6 +12,21 @@ export interface MemoryStoreOptions {
   now?: () => number
 }
 
+/** Numbers of live keys per kind, to watch memory stay bounded. */
+export interface MemoryStoreSize {
+  values: number
+  hashes: number
+  texts: number
+  sketches: number
+  rankings: number
+}
+
+/** The in-memory store, with a size probe for tests and monitoring. */
+export interface MemoryStore extends Store {
+  /** Counts live keys per kind (expired ones are swept first). */
+  size(): MemoryStoreSize
+}
+
 /**
  * The default store: one process, nothing shared. Expired entries are dropped
  * when read and swept on writes, so memory follows live data only.
@@ -18,10 +34,14 @@ export interface MemoryStoreOptions {
  * @example
  * const facilitator = createFacilitator({ schemes, store: createMemoryStore() })
  */
-export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
+export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const now = options.now ?? Date.now
   const values = new Map<string, Entry<string>>()
   const hashes = new Map<string, Entry<Map<string, number>>>()
+  const texts = new Map<string, Entry<Map<string, string>>>()
+  const sketches = new Map<string, Entry<Uint8Array>>()
+  const rankings = new Map<string, Entry<Map<string, number>>>()
+  const all = [values, hashes, texts, sketches, rankings] as Map<string, Entry<unknown>>[]
   let writesSinceSweep = 0
 
   const live = <T>(map: Map<string, Entry<T>>, key: string): Entry<T> | undefined => {
@@ -34,14 +54,27 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     return entry
   }
   const expiry = (options?: ExpiryOptions) => (options?.ttlMs === undefined ? Infinity : now() + options.ttlMs)
+  const sweepAll = () => {
+    const t = now()
+    for (const map of all) for (const [key, entry] of map) if (entry.expiresAt <= t) map.delete(key)
+  }
   // Sweeping every 1024 writes keeps the cost amortised and bounds dead entries.
   const sweep = () => {
     if (++writesSinceSweep < 1024) return
     writesSinceSweep = 0
-    const t = now()
-    for (const map of [values, hashes] as Map<string, Entry<unknown>>[]) {
-      for (const [key, entry] of map) if (entry.expiresAt <= t) map.delete(key)
+    sweepAll()
+  }
+  /** The live entry of a key, created when absent; a given ttl restarts its lifetime (like Redis PEXPIRE). */
+  const upsert = <T>(map: Map<string, Entry<T>>, key: string, create: () => T, options?: ExpiryOptions): Entry<T> => {
+    let entry = live(map, key)
+    if (!entry) {
+      entry = { value: create(), expiresAt: expiry(options) }
+      map.set(key, entry)
+      sweep()
+    } else if (options?.ttlMs !== undefined) {
+      entry.expiresAt = expiry(options)
     }
+    return entry
   }
 
   return {
@@ -55,25 +88,66 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return true
     },
     async delete(key) {
-      values.delete(key)
-      hashes.delete(key)
+      for (const map of all) map.delete(key)
     },
     async incrementFields(key, increments, options) {
-      let entry = live(hashes, key)
-      if (!entry) {
-        entry = { value: new Map(), expiresAt: expiry(options) }
-        hashes.set(key, entry)
-        sweep()
-      } else if (options?.ttlMs !== undefined) {
-        entry.expiresAt = expiry(options)
-      }
-      for (const [field, by] of Object.entries(increments)) {
-        entry.value.set(field, (entry.value.get(field) ?? 0) + by)
-      }
+      const fields = upsert(hashes, key, () => new Map<string, number>(), options).value
+      for (const field in increments) fields.set(field, (fields.get(field) ?? 0) + increments[field]!)
     },
     async readFields(key) {
       const entry = live(hashes, key)
       return entry ? Object.fromEntries(entry.value) : {}
     },
+    async setTextFields(key, fields, options) {
+      const entry = upsert(texts, key, () => new Map<string, string>(), options).value
+      for (const field in fields) entry.set(field, fields[field]!)
+    },
+    async readTextFields(key) {
+      const entry = live(texts, key)
+      return entry ? Object.fromEntries(entry.value) : {}
+    },
+    async addDistinct(key, members, options) {
+      const registers = upsert(sketches, key, createHyperLogLog, options).value
+      for (const member of members) addToHyperLogLog(registers, member)
+    },
+    async countDistinct(keys) {
+      const found = keys.map((key) => live(sketches, key)?.value).filter((s): s is Uint8Array => s !== undefined)
+      return estimateHyperLogLog(found)
+    },
+    async incrementRanked(key, member, by, options) {
+      const ranking = upsert(rankings, key, () => new Map<string, number>(), options).value
+      const score = (ranking.get(member) ?? 0) + by
+      ranking.set(member, score)
+      const evicted: string[] = []
+      const cap = options?.cap
+      if (cap !== undefined && ranking.size > cap) {
+        const lowest = sorted(ranking).reverse().slice(0, ranking.size - cap)
+        for (const entry of lowest) {
+          ranking.delete(entry.member)
+          evicted.push(entry.member)
+        }
+      }
+      return { score, evicted }
+    },
+    async readRanked(key, range = {}) {
+      const entry = live(rankings, key)
+      if (!entry) return []
+      const offset = range.offset ?? 0
+      return sorted(entry.value).slice(offset, range.limit === undefined ? undefined : offset + range.limit)
+    },
+    async countRanked(key) {
+      return live(rankings, key)?.value.size ?? 0
+    },
+    size() {
+      sweepAll()
+      return { values: values.size, hashes: hashes.size, texts: texts.size, sketches: sketches.size, rankings: rankings.size }
+    },
   }
+}
+
+/** Highest score first; ties by member name, highest first (Redis ZREVRANGE order). */
+function sorted(ranking: Map<string, number>): RankedEntry[] {
+  return [...ranking]
+    .map(([member, score]) => ({ member, score }))
+    .sort((a, b) => b.score - a.score || (a.member < b.member ? 1 : a.member > b.member ? -1 : 0))
 }

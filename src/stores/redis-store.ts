@@ -1,2 +1,152 @@
-// Work in progress: the Redis store lands with its issue. Nothing is exported yet.
-export {}
+import { createHash } from 'node:crypto'
+import { Redis, type RedisOptions } from 'ioredis'
+import type { ExpiryOptions, RankedEntry, SetOptions, Store } from './store.js'
+
+/** Options of the Redis store: a client of yours, or what to connect to. */
+export interface RedisStoreOptions {
+  /** An ioredis client to use; the store does not close it. */
+  client?: Redis
+  /** A `redis://` URL to connect to when no client is given. */
+  url?: string
+  /** ioredis options when no client is given (merged with `url`). */
+  redis?: RedisOptions
+  /** Prefix of every key, so several facilitators can share one Redis. @default 'x402:' */
+  keyPrefix?: string
+}
+
+// Every multi-step write is one Lua script: atomic, and one round trip per call.
+const INCREMENT_FIELDS = `
+for i = 2, #ARGV, 2 do
+  local by = ARGV[i + 1]
+  if string.find(by, '[%.eE]') then redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], by)
+  else redis.call('HINCRBY', KEYS[1], ARGV[i], by) end
+end
+if ARGV[1] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1`
+
+const SET_TEXT_FIELDS = `
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+if ARGV[1] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1`
+
+const ADD_DISTINCT = `
+redis.call('PFADD', KEYS[1], unpack(ARGV, 2))
+if ARGV[1] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1`
+
+// ZPOPMIN removes the lowest scores, ties by lowest member: the order the memory store follows.
+const INCREMENT_RANKED = `
+local score = redis.call('ZINCRBY', KEYS[1], ARGV[2], ARGV[3])
+if ARGV[1] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local result = { score }
+local cap = tonumber(ARGV[4])
+if cap then
+  local extra = redis.call('ZCARD', KEYS[1]) - cap
+  if extra > 0 then
+    local popped = redis.call('ZPOPMIN', KEYS[1], extra)
+    for i = 1, #popped, 2 do result[#result + 1] = popped[i] end
+  end
+end
+return result`
+
+/**
+ * A store in Redis, for several facilitator processes that must act as one:
+ * a payment claimed by one is claimed for all (`SET NX PX`), and statistics
+ * and catalog counters add up. Needs the optional peer `ioredis` 5.
+ *
+ * @example
+ * import { createRedisStore } from 'x402-facilitator/stores/redis'
+ * const store = createRedisStore({ url: process.env.REDIS_URL })
+ * const facilitator = createFacilitator({ schemes, store })
+ */
+export function createRedisStore(options: RedisStoreOptions = {}): Store {
+  const owned = !options.client
+  const client = options.client ?? (options.url ? new Redis(options.url, options.redis ?? {}) : new Redis(options.redis ?? {}))
+  const prefix = options.keyPrefix ?? 'x402:'
+  const k = (key: string) => prefix + key
+  const ttl = (o?: ExpiryOptions) => (o?.ttlMs === undefined ? '' : String(Math.max(1, Math.ceil(o.ttlMs))))
+  const scripts = new Map<string, string>()
+
+  /** EVALSHA, loading the script on its first use or after a Redis restart (NOSCRIPT). */
+  async function run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    let sha = scripts.get(script)
+    if (!sha) {
+      sha = createHash('sha1').update(script).digest('hex')
+      scripts.set(script, sha)
+    }
+    try {
+      return await client.evalsha(sha, keys.length, ...keys, ...args)
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
+      return client.eval(script, keys.length, ...keys, ...args)
+    }
+  }
+
+  return {
+    async get(key) {
+      return (await client.get(k(key))) ?? undefined
+    },
+    async set(key, value, options?: SetOptions) {
+      const px = options?.ttlMs === undefined ? undefined : Math.max(1, Math.ceil(options.ttlMs))
+      let answer: string | null
+      if (options?.ifAbsent) answer = px === undefined ? await client.set(k(key), value, 'NX') : await client.set(k(key), value, 'PX', px, 'NX')
+      else answer = px === undefined ? await client.set(k(key), value) : await client.set(k(key), value, 'PX', px)
+      return answer === 'OK'
+    },
+    async delete(key) {
+      await client.del(k(key))
+    },
+    async incrementFields(key, increments, options) {
+      const args: (string | number)[] = [ttl(options)]
+      for (const field in increments) args.push(field, String(increments[field]))
+      if (args.length === 1) return
+      await run(INCREMENT_FIELDS, [k(key)], args)
+    },
+    async readFields(key) {
+      const raw = await client.hgetall(k(key))
+      const out: Record<string, number> = {}
+      for (const field in raw) {
+        const value = Number(raw[field])
+        if (Number.isFinite(value)) out[field] = value
+      }
+      return out
+    },
+    async setTextFields(key, fields, options) {
+      const args: string[] = [ttl(options)]
+      for (const field in fields) args.push(field, fields[field]!)
+      if (args.length === 1) return
+      await run(SET_TEXT_FIELDS, [k(key)], args)
+    },
+    async readTextFields(key) {
+      return client.hgetall(k(key))
+    },
+    async addDistinct(key, members, options) {
+      if (members.length === 0) return
+      await run(ADD_DISTINCT, [k(key)], [ttl(options), ...members])
+    },
+    async countDistinct(keys) {
+      if (keys.length === 0) return 0
+      return client.pfcount(...keys.map(k))
+    },
+    async incrementRanked(key, member, by, options) {
+      const cap = options?.cap === undefined ? '' : String(options.cap)
+      const reply = (await run(INCREMENT_RANKED, [k(key)], [ttl(options), String(by), member, cap])) as string[]
+      return { score: Number(reply[0]), evicted: reply.slice(1) }
+    },
+    async readRanked(key, range = {}) {
+      const offset = range.offset ?? 0
+      const stop = range.limit === undefined ? -1 : offset + range.limit - 1
+      if (range.limit === 0) return []
+      const flat = await client.zrevrange(k(key), offset, stop, 'WITHSCORES')
+      const out: RankedEntry[] = []
+      for (let i = 0; i < flat.length; i += 2) out.push({ member: flat[i]!, score: Number(flat[i + 1]) })
+      return out
+    },
+    async countRanked(key) {
+      return client.zcard(k(key))
+    },
+    async close() {
+      if (owned) await client.quit()
+    },
+  }
+}

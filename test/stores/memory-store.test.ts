@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest'
+import { createMemoryStore } from '../../src/stores/memory-store.js'
+import { storeConformance } from './store-conformance.js'
+
+let clock = 0
+storeConformance('memory store', {
+  create: async () => createMemoryStore({ now: () => clock }),
+  advance: async (ms) => {
+    clock += ms
+  },
+})
+
+describe('memory store', () => {
+  it('drops expired keys of every kind, so memory follows live data', async () => {
+    let now = 0
+    const store = createMemoryStore({ now: () => now })
+    for (let i = 0; i < 2000; i++) {
+      await store.incrementFields(`h${i}`, { n: 1 }, { ttlMs: 1000 })
+      await store.addDistinct(`d${i}`, ['x'], { ttlMs: 1000 })
+      await store.setTextFields(`t${i}`, { a: 'b' }, { ttlMs: 1000 })
+      await store.set(`v${i}`, 'x', { ttlMs: 1000 })
+    }
+    expect(store.size()).toEqual({ values: 2000, hashes: 2000, texts: 2000, sketches: 2000, rankings: 0 })
+    now = 5000
+    await store.set('fresh', 'x')
+    expect(store.size()).toEqual({ values: 1, hashes: 0, texts: 0, sketches: 0, rankings: 0 })
+  })
+})

@@ -1,0 +1,70 @@
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createRedisStore } from '../../src/stores/redis-store.js'
+import { startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { storeConformance } from './store-conformance.js'
+
+let server: RedisServer
+let admin: Redis
+let run = 0
+beforeAll(async () => {
+  server = await startRedisServer()
+  admin = new Redis(server.url)
+})
+afterAll(async () => {
+  await admin?.quit()
+  await server?.stop()
+})
+
+// Each test gets its own key prefix on the shared server, so tests never see each other's keys.
+storeConformance('redis store', {
+  create: async () => createRedisStore({ url: server.url, keyPrefix: `conf${++run}:` }),
+  advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+})
+
+describe('redis store', () => {
+  it('claims with an atomic SET NX PX: the key carries its ttl', async () => {
+    const store = createRedisStore({ url: server.url, keyPrefix: 'claim:' })
+    await store.set('settlement:x', 'claimed', { ifAbsent: true, ttlMs: 30_000 })
+    const pttl = await admin.pttl('claim:settlement:x')
+    expect(pttl).toBeGreaterThan(29_000)
+    expect(pttl).toBeLessThanOrEqual(30_000)
+    await store.close?.()
+  })
+
+  it('uses a given client and leaves it open on close', async () => {
+    const client = new Redis(server.url)
+    const store = createRedisStore({ client, keyPrefix: 'mine:' })
+    await store.set('a', '1')
+    await store.close?.()
+    expect(await client.get('mine:a')).toBe('1')
+    await client.quit()
+  })
+
+  it('reloads its scripts after SCRIPT FLUSH (a restarted Redis)', async () => {
+    const store = createRedisStore({ url: server.url, keyPrefix: 'flush:' })
+    await store.incrementFields('h', { n: 1 })
+    await admin.script('FLUSH')
+    await store.incrementFields('h', { n: 1 })
+    expect(await store.readFields('h')).toEqual({ n: 2 })
+    await store.close?.()
+  })
+
+  it('shares claims, counters, sketches and rankings between two stores on one Redis', async () => {
+    const a = createRedisStore({ url: server.url, keyPrefix: 'shared:' })
+    const b = createRedisStore({ url: server.url, keyPrefix: 'shared:' })
+    expect(await a.set('claim', 'a', { ifAbsent: true, ttlMs: 10_000 })).toBe(true)
+    expect(await b.set('claim', 'b', { ifAbsent: true, ttlMs: 10_000 })).toBe(false)
+    await a.incrementFields('h', { n: 1 })
+    await b.incrementFields('h', { n: 2 })
+    await a.addDistinct('d', ['x', 'y'])
+    await b.addDistinct('d', ['y', 'z'])
+    await a.incrementRanked('r', 'm', 1)
+    await b.incrementRanked('r', 'm', 1)
+    expect(await b.readFields('h')).toEqual({ n: 3 })
+    expect(await a.countDistinct(['d'])).toBe(3)
+    expect(await a.readRanked('r')).toEqual([{ member: 'm', score: 2 }])
+    await a.close?.()
+    await b.close?.()
+  })
+})

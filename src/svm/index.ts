@@ -1,2 +1,24 @@
-// Work in progress: the adapter lands with its issue. Nothing is exported yet.
-export {}
+// Solana entry (`x402-facilitator/svm`): the only place @solana/* is imported.
+export { buildExactSvmTransaction, type ExactSvmTransactionOptions } from './build-transaction.js'
+export { exactSvm, type ExactSvmConfig, type ExactSvmNetworkConfig } from './exact-svm.js'
+export { SVM_REASON, type SvmReason } from './reasons.js'
+export {
+  createHttpRpcTransport,
+  type HttpRpcTransportOptions,
+  type RpcCall,
+  type RpcOutcome,
+  type SvmRpcTransport,
+} from './solana-rpc.js'
+export {
+  checkPaymentTransaction,
+  DEFAULT_ALLOWED_PROGRAMS,
+  DEFAULT_LIMITS,
+  LIGHTHOUSE_PROGRAM_ADDRESS,
+  MEMO_PROGRAM_ADDRESS,
+  TOKEN_2022_PROGRAM_ADDRESS,
+  type CheckedPayment,
+  type ExactSvmLimits,
+  type RuleOutcome,
+  type RuleViolation,
+  type TransactionRuleInput,
+} from './transaction-rules.js'

@@ -1,0 +1,465 @@
+import { createHash } from 'node:crypto'
+import {
+  type Address,
+  assertIsTransactionWithinSizeLimit,
+  type Blockhash,
+  getBase64EncodedWireTransaction,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getSignatureFromTransaction,
+  isAddress,
+  type Transaction,
+  type TransactionPartialSigner,
+} from '@solana/kit'
+import { getTokenDecoder } from '@solana-program/token'
+import { z } from 'zod'
+import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal } from '../core/adapter.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
+import { REJECTION } from '../errors/reasons.js'
+import { describeNetwork } from '../networks/networks.js'
+import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import { SVM_REASON, type SvmReason } from './reasons.js'
+import { createHttpRpcTransport, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
+import {
+  checkPaymentTransaction,
+  type CheckedPayment,
+  DEFAULT_ALLOWED_PROGRAMS,
+  DEFAULT_LIMITS,
+  decodeWireTransaction,
+  type ExactSvmLimits,
+} from './transaction-rules.js'
+
+/** One Solana network served by {@link exactSvm}. */
+export interface ExactSvmNetworkConfig {
+  /** A v1 name (`solana`, `solana-devnet`, `solana-testnet`) or a CAIP-2 id (`solana:<genesis hash>`). */
+  network: string
+  /** RPC URLs, tried in order when one fails. Never quoted in errors. */
+  rpcUrls?: readonly string[]
+  /** Shorthand for a single RPC URL. */
+  rpcUrl?: string
+  /** HTTP headers sent to the RPC (API keys). */
+  rpcHeaders?: Record<string, string>
+  /**
+   * The fee payer listed as `extra.feePayer` for this network.
+   * @default the first of `feePayers`
+   */
+  feePayer?: string
+}
+
+/** Configuration of {@link exactSvm}. */
+export interface ExactSvmConfig {
+  networks: readonly ExactSvmNetworkConfig[]
+  /**
+   * Signers that co-sign payments as fee payer (a kit `KeyPairSigner` or any
+   * `TransactionPartialSigner`). All are listed under `signers['solana:*']`;
+   * a payment may name any of them, as long as it equals `extra.feePayer`.
+   */
+  feePayers: readonly TransactionPartialSigner[]
+  /** Caps on the compute budget a payment may ask of the fee payer. */
+  limits?: ExactSvmLimits
+  /**
+   * Programs allowed besides ComputeBudget and the token programs.
+   * @default [Memo, Lighthouse]
+   */
+  allowedPrograms?: readonly string[]
+  /** How long settle waits for confirmation before answering `settlement_pending`. @default 40_000 */
+  confirmTimeoutMs?: number
+  /** Pause between two signature-status polls while confirming. @default 400 */
+  pollIntervalMs?: number
+  /** Budget of one RPC round trip. @default 10_000 */
+  rpcTimeoutMs?: number
+  /** Protocol versions served. @default [1, 2] */
+  versions?: readonly (1 | 2)[]
+  /** Builds the RPC transport of a network (tests, fault injection, custom clients). @default createHttpRpcTransport */
+  rpc?: (network: { caip2: string; urls: readonly string[]; headers?: Record<string, string> }) => SvmRpcTransport
+}
+
+const payloadSchema = z.looseObject({
+  transaction: z
+    .string()
+    .min(1)
+    .max(4096)
+    .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64'),
+})
+const extraSchema = z.looseObject({
+  feePayer: z.string().optional(),
+  memo: z.string().optional(),
+})
+
+const encodedAccountSchema = z.looseObject({
+  data: z.tuple([z.string(), z.literal('base64')]),
+  owner: z.string(),
+})
+const multipleAccountsSchema = z.looseObject({ value: z.array(encodedAccountSchema.nullable()) })
+const signatureStatusSchema = z.looseObject({
+  confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullish(),
+  err: z.unknown().nullish(),
+})
+const signatureStatusesSchema = z.looseObject({ value: z.array(signatureStatusSchema.nullable()) })
+const simulationSchema = z.looseObject({
+  value: z.looseObject({ err: z.unknown().nullish(), logs: z.array(z.string()).nullish() }),
+})
+const blockhashValidSchema = z.looseObject({ value: z.boolean() })
+
+/** Signer, RPC and advertised fee payer of one served network. */
+interface NetworkRuntime {
+  readonly info: AdapterNetwork
+  readonly rpc: SvmRpcTransport
+}
+
+/** A payment that passed the static rules, signed by its fee payer. */
+interface SignedPayment {
+  readonly payment: CheckedPayment
+  readonly wire: string
+  readonly signature: string
+}
+
+type Prepared = { ok: true; signed: SignedPayment } | { ok: false; reason: SvmReason; message: string; payer?: string }
+
+/**
+ * The x402 `exact` scheme on Solana: verifies a payer-signed SPL
+ * `TransferChecked` transaction, co-signs it as fee payer and settles it. Every
+ * rule that protects the fee payer is checked before anything is simulated or
+ * sent (see `transaction-rules.ts`); a valid verify costs one RPC round trip
+ * (accounts, signature status and simulation in one JSON-RPC batch).
+ *
+ * @example
+ * import { createFacilitator } from 'x402-facilitator'
+ * import { exactSvm } from 'x402-facilitator/svm'
+ * import { createKeyPairSignerFromBytes } from '@solana/kit'
+ *
+ * const feePayer = await createKeyPairSignerFromBytes(secretKeyBytes)
+ * const facilitator = createFacilitator({
+ *   schemes: [exactSvm({ networks: [{ network: 'solana-devnet', rpcUrl: 'https://api.devnet.solana.com' }], feePayers: [feePayer] })],
+ * })
+ */
+export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
+  if (config.feePayers.length === 0) throw new FacilitatorError('misconfigured', 'exactSvm needs at least one fee payer')
+  const signers = new Map<string, TransactionPartialSigner>()
+  for (const signer of config.feePayers) signers.set(signer.address, signer)
+  const feePayerSet: ReadonlySet<string> = new Set(signers.keys())
+  const firstFeePayer = config.feePayers[0]?.address ?? ''
+
+  const allowedPrograms: ReadonlySet<string> = new Set(config.allowedPrograms ?? DEFAULT_ALLOWED_PROGRAMS)
+  for (const program of allowedPrograms) {
+    if (!isAddress(program)) throw new FacilitatorError('misconfigured', `allowed program ${program} is not a Solana address`)
+  }
+  const limits = {
+    maxComputeUnitLimit: config.limits?.maxComputeUnitLimit ?? DEFAULT_LIMITS.maxComputeUnitLimit,
+    maxComputeUnitPrice: BigInt(config.limits?.maxComputeUnitPrice ?? DEFAULT_LIMITS.maxComputeUnitPrice),
+    maxPriorityFeeLamports: BigInt(config.limits?.maxPriorityFeeLamports ?? DEFAULT_LIMITS.maxPriorityFeeLamports),
+  }
+  const confirmTimeoutMs = config.confirmTimeoutMs ?? 40_000
+  const pollIntervalMs = config.pollIntervalMs ?? 400
+
+  // One transport per network, built once: connection reuse is most of the latency.
+  const runtimes = new Map<string, NetworkRuntime>()
+  for (const entry of config.networks) {
+    const info = describeNetwork(entry.network)
+    if (!info || info.family !== 'solana') throw new FacilitatorError('misconfigured', `${entry.network} is not a Solana network`)
+    if (runtimes.has(info.caip2)) throw new FacilitatorError('misconfigured', `network ${entry.network} is configured twice`)
+    const urls = entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])
+    const feePayer = entry.feePayer ?? firstFeePayer
+    if (!signers.has(feePayer)) throw new FacilitatorError('misconfigured', `fee payer ${feePayer} of ${entry.network} is not among feePayers`)
+    const rpc = config.rpc
+      ? config.rpc({ caip2: info.caip2, urls, headers: entry.rpcHeaders })
+      : createHttpRpcTransport({ urls, headers: entry.rpcHeaders, timeoutMs: config.rpcTimeoutMs })
+    runtimes.set(info.caip2, {
+      info: { caip2: info.caip2, ...(info.v1Name ? { v1Name: info.v1Name } : {}), extra: { feePayer } },
+      rpc,
+    })
+  }
+
+  const runtimeOf = (ctx: PaymentContext): NetworkRuntime => {
+    const runtime = runtimes.get(ctx.network)
+    if (!runtime) throw new FacilitatorError('misconfigured', `exactSvm does not serve ${ctx.network}`)
+    return runtime
+  }
+
+  /** Static rules, then the fee payer's signature; nothing touches the chain. */
+  async function prepare(ctx: PaymentContext): Promise<Prepared> {
+    const payload = payloadSchema.safeParse(ctx.payload.payload)
+    if (!payload.success) {
+      return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentPayload.payload.transaction must be a base64 Solana transaction' }
+    }
+    const extra = extraSchema.safeParse(ctx.requirements.extra ?? {})
+    if (!extra.success) {
+      return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentRequirements.extra.feePayer and .memo must be strings' }
+    }
+    const outcome = await checkPaymentTransaction({
+      transaction: payload.data.transaction,
+      feePayers: feePayerSet,
+      expectedFeePayer: extra.data.feePayer,
+      allowedPrograms,
+      limits,
+      asset: ctx.asset,
+      payTo: ctx.payTo,
+      amount: ctx.amount,
+      memo: extra.data.memo,
+    })
+    if (!outcome.ok) return outcome
+    const payment = outcome.payment
+    const signer = signers.get(payment.feePayer)
+    if (!signer) return { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
+    return { ok: true, signed: await signAsFeePayer(signer, payment) }
+  }
+
+  async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
+    const runtime = runtimeOf(ctx)
+    const prepared = await prepare(ctx)
+    if (!prepared.ok) return invalid(prepared.reason, prepared.message, prepared.payer)
+    const { payment, wire, signature } = prepared.signed
+    const payer = payment.payer
+
+    // One round trip: the account reads, the replay check and the simulation travel in one batch.
+    const [accountsOutcome, statusOutcome, simulationOutcome] = await runtime.rpc.request(
+      [
+        { method: 'getMultipleAccounts', params: [[payment.mint, payment.source, payment.destination], { encoding: 'base64', commitment: 'confirmed' }] },
+        { method: 'getSignatureStatuses', params: [[signature], { searchTransactionHistory: true }] },
+        {
+          method: 'simulateTransaction',
+          params: [wire, { encoding: 'base64', sigVerify: true, replaceRecentBlockhash: false, commitment: 'confirmed' }],
+        },
+      ],
+      ctx.signal,
+    )
+
+    const accounts = parseResult(multipleAccountsSchema, accountsOutcome, 'getMultipleAccounts').value
+    const [mintAccount, sourceAccount, destinationAccount] = accounts
+    if (!mintAccount || mintAccount.owner !== payment.tokenProgram) {
+      return invalid(SVM_REASON.mintAccountInvalid, `mint ${payment.mint} does not exist under the transfer's token program`, payer)
+    }
+    const source = decodeTokenAccount(sourceAccount, payment)
+    if (!source) return invalid(SVM_REASON.sourceAccountMissing, `source token account ${payment.source} does not exist or does not hold this mint`, payer)
+    const destination = decodeTokenAccount(destinationAccount, payment)
+    if (!destination) {
+      return invalid(SVM_REASON.destinationAccountMissing, `destination token account ${payment.destination} does not exist; the facilitator does not create accounts`, payer)
+    }
+    if (source.amount < payment.amount) {
+      return invalid(SVM_REASON.insufficientFunds, `the source token account holds ${source.amount}, the payment needs ${payment.amount}`, payer)
+    }
+
+    const status = parseResult(signatureStatusesSchema, statusOutcome, 'getSignatureStatuses').value[0]
+    if (status) return invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer)
+
+    if (!simulationOutcome) throw new FacilitatorError('rpc_error', 'the Solana RPC gave no answer to simulateTransaction')
+    if (!simulationOutcome.ok) {
+      // Nodes answer a signature that does not verify with a JSON-RPC error (-32003), not a simulation error.
+      if (simulationOutcome.error.code === -32003) return invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
+      if (simulationOutcome.error.code === -32602 || simulationOutcome.error.code === -32002) {
+        return invalid(SVM_REASON.simulationFailed, `the simulation was refused: ${simulationOutcome.error.message}`, payer)
+      }
+      throw new FacilitatorError('rpc_error', `the Solana RPC failed simulateTransaction: ${simulationOutcome.error.message}`)
+    }
+    const simulation = simulationSchema.safeParse(simulationOutcome.result)
+    if (!simulation.success) throw new FacilitatorError('rpc_error', 'the Solana RPC answered simulateTransaction in an unknown shape')
+    const err = simulation.data.value.err
+    if (err !== null && err !== undefined) {
+      const text = describeTransactionError(err)
+      if (text === 'BlockhashNotFound') return invalid(SVM_REASON.blockhashExpired, 'the transaction blockhash is expired or unknown', payer)
+      if (text === 'AlreadyProcessed') return invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer)
+      if (text === 'SignatureFailure') return invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
+      return invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer)
+    }
+    return { isValid: true, payer }
+  }
+
+  async function settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse> {
+    const runtime = runtimeOf(ctx)
+    // The core ran verify (with the simulation) just before claiming: only the cheap local steps are redone.
+    const prepared = await prepare(ctx)
+    if (!prepared.ok) return failed(ctx, prepared.reason, prepared.message, '', prepared.payer)
+    const { payment, wire, signature } = prepared.signed
+    await journal.broadcasting({ transaction: signature, raw: wire })
+    const sentAt = performance.now()
+    await runtime.rpc.request(
+      // Preflight would simulate a second time; verify has just done it.
+      [{ method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] }],
+      ctx.signal,
+    )
+    // A refusal is not proof the bytes cannot land (another node may have them): only the
+    // chain's status or the blockhash's expiry below decides the outcome.
+    return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt })
+  }
+
+  async function resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse> {
+    const runtime = runtimeOf(ctx)
+    const rawTransaction = record.raw ? decodeWireTransaction(record.raw) : undefined
+    const original = payloadSchema.safeParse(ctx.payload.payload)
+    const transaction = rawTransaction ?? (original.success ? decodeWireTransaction(original.data.transaction) : undefined)
+    const facts = transaction ? readLifetimeAndPayer(transaction) : undefined
+    if (!facts) throw new FacilitatorError('internal_error', 'the recorded Solana transaction cannot be decoded')
+    return confirm(ctx, runtime, {
+      signature: record.transaction,
+      blockhash: facts.blockhash,
+      payer: facts.payer,
+      sentAt: performance.now(),
+      resend: record.raw,
+    })
+  }
+
+  interface Confirmation {
+    signature: string
+    blockhash: Blockhash
+    payer: string | undefined
+    sentAt: number
+    /** Wire bytes to send again if the chain has never seen the transaction (resume after a crash). */
+    resend?: string
+  }
+
+  /** Polls the signature status until confirmed, expired (blockhash no longer valid) or out of time. */
+  async function confirm(ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation): Promise<SettleResponse> {
+    const deadline = performance.now() + confirmTimeoutMs
+    let resend = c.resend
+    let expiredOnce = false
+    for (;;) {
+      if (ctx.signal.aborted || performance.now() >= deadline) return pendingAnswer(ctx, c)
+      let outcomes: RpcOutcome[]
+      try {
+        outcomes = await runtime.rpc.request(
+          [
+            { method: 'getSignatureStatuses', params: [[c.signature], { searchTransactionHistory: true }] },
+            { method: 'isBlockhashValid', params: [c.blockhash, { commitment: 'processed' }] },
+          ],
+          ctx.signal,
+        )
+      } catch (error) {
+        // The transaction is out: a flaky RPC while polling ends in `pending`, never in a lost id.
+        if (ctx.signal.aborted || performance.now() >= deadline) return pendingAnswer(ctx, c)
+        if (!(error instanceof FacilitatorError)) throw error
+        await sleep(pollIntervalMs, ctx.signal)
+        continue
+      }
+      const status = parseResult(signatureStatusesSchema, outcomes[0], 'getSignatureStatuses').value[0]
+      if (status) {
+        if (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized') {
+          ctx.timings.confirmationMs = performance.now() - c.sentAt
+          if (status.err !== null && status.err !== undefined) {
+            return failed(ctx, REJECTION.transactionFailed, `the transaction failed on chain: ${describeTransactionError(status.err)}`, c.signature, c.payer)
+          }
+          return { success: true, transaction: c.signature, network: ctx.wireNetwork, ...(c.payer ? { payer: c.payer } : {}) }
+        }
+      } else {
+        const valid = parseResult(blockhashValidSchema, outcomes[1], 'isBlockhashValid').value
+        if (!valid) {
+          // Look once more: the transaction may have landed between the two reads of the batch.
+          if (expiredOnce) {
+            return failed(ctx, SVM_REASON.transactionExpired, 'the transaction blockhash expired before it landed; it can never land', c.signature, c.payer)
+          }
+          expiredOnce = true
+          continue
+        }
+        if (resend) {
+          await runtime.rpc.request([{ method: 'sendTransaction', params: [resend, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
+          resend = undefined
+        }
+      }
+      await sleep(pollIntervalMs, ctx.signal)
+    }
+  }
+
+  return {
+    scheme: 'exact',
+    family: 'solana',
+    networks: [...runtimes.values()].map((runtime) => runtime.info),
+    versions: config.versions ?? [1, 2],
+    signers: () => [...feePayerSet],
+    verify,
+    settlementKey(ctx) {
+      const payload = payloadSchema.safeParse(ctx.payload.payload)
+      if (!payload.success) return undefined
+      const transaction = decodeWireTransaction(payload.data.transaction)
+      if (!transaction) return undefined
+      // The message is what every signature signs: one message, one payment, whatever signatures ride along.
+      return `${ctx.network}:${createHash('sha256').update(new Uint8Array(transaction.messageBytes)).digest('base64url')}`
+    },
+    settle,
+    resume,
+  }
+}
+
+async function signAsFeePayer(signer: TransactionPartialSigner, payment: CheckedPayment): Promise<SignedPayment> {
+  const unsigned = {
+    ...payment.transaction,
+    lifetimeConstraint: { blockhash: payment.blockhash, lastValidBlockHeight: 0n },
+  }
+  assertIsTransactionWithinSizeLimit(unsigned)
+  const [signatures] = await signer.signTransactions([unsigned])
+  const signed: Transaction = Object.freeze({
+    messageBytes: payment.transaction.messageBytes,
+    signatures: Object.freeze({ ...payment.transaction.signatures, ...signatures }),
+  })
+  return { payment, wire: getBase64EncodedWireTransaction(signed), signature: getSignatureFromTransaction(signed) }
+}
+
+function readLifetimeAndPayer(transaction: Transaction): { blockhash: Blockhash; payer: string | undefined } | undefined {
+  try {
+    const compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
+    if (compiled.lifetimeToken === undefined) return undefined
+    // The payer is the second signer (the first is the fee payer).
+    const payer = compiled.staticAccounts[1]
+    return { blockhash: compiled.lifetimeToken as Blockhash, payer }
+  } catch {
+    return undefined
+  }
+}
+
+function decodeTokenAccount(
+  account: z.infer<typeof encodedAccountSchema> | null | undefined,
+  payment: CheckedPayment,
+): { amount: bigint } | undefined {
+  if (!account || account.owner !== payment.tokenProgram) return undefined
+  try {
+    const token = getTokenDecoder().decode(getBase64Encoder().encode(account.data[0]))
+    return token.mint === payment.mint ? { amount: token.amount } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function parseResult<T extends z.ZodType>(schema: T, outcome: RpcOutcome | undefined, method: string): z.infer<T> {
+  const parsed = schema.safeParse(resultOf(outcome, method))
+  if (!parsed.success) throw new FacilitatorError('rpc_error', `the Solana RPC answered ${method} in an unknown shape`)
+  return parsed.data
+}
+
+/** A short text of a Solana TransactionError (`"BlockhashNotFound"`, `{"InstructionError":[2,{"Custom":1}]}`). */
+function describeTransactionError(err: unknown): string {
+  if (typeof err === 'string') return err
+  try {
+    return JSON.stringify(err, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)).slice(0, 300)
+  } catch {
+    return 'unknown error'
+  }
+}
+
+function invalid(reason: string, message: string, payer?: string): VerifyResponse {
+  return { isValid: false, invalidReason: reason, invalidMessage: message, ...(payer ? { payer } : {}) }
+}
+
+function failed(ctx: PaymentContext, reason: string, message: string, transaction: string, payer?: string): SettleResponse {
+  return { success: false, errorReason: reason, errorMessage: message, transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+}
+
+function pendingAnswer(ctx: PaymentContext, c: { signature: string; payer: string | undefined }): SettleResponse {
+  return failed(
+    ctx,
+    REJECTION.settlementPending,
+    'the transaction was sent but is not confirmed yet; settle again later to learn its outcome',
+    c.signature,
+    c.payer,
+  )
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve()
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    signal.addEventListener('abort', done, { once: true })
+  })
+}

@@ -1,0 +1,71 @@
+/**
+ * Rejection codes of the Solana `exact` adapter. Each is a stable snake_case
+ * string; names follow the reference x402 implementation where it has one for
+ * the same rule, so clients that switch facilitators see the same codes.
+ */
+export const SVM_REASON = {
+  /** `payload` is not `{ transaction: <base64> }`. */
+  invalidPayload: 'invalid_exact_svm_payload_transaction',
+  /** The base64 does not decode to a Solana transaction. */
+  undecodable: 'invalid_exact_svm_payload_transaction_could_not_be_decoded',
+  /** A transaction format other than legacy or v0 (v1 messages carry their own fee configuration). */
+  unsupportedVersion: 'invalid_exact_svm_payload_transaction_version',
+  /** The transaction's fee payer is not one of this facilitator's fee payers. */
+  feePayerNotManaged: 'invalid_exact_svm_fee_payer_not_managed_by_facilitator',
+  /** The fee payer differs from `paymentRequirements.extra.feePayer`. */
+  feePayerMismatch: 'invalid_exact_svm_fee_payer_mismatch',
+  /** The fee payer appears in an instruction's accounts (in any role): it could be made to pay or sign for something. */
+  feePayerInInstruction: 'invalid_exact_svm_payload_transaction_fee_payer_transferring_funds',
+  /** An instruction of a program outside the allowlist. */
+  programNotAllowed: 'invalid_exact_svm_payload_transaction_program_not_allowed',
+  /** Address lookup tables hide accounts from static checks. */
+  addressLookupTable: 'invalid_exact_svm_payload_transaction_address_lookup_table',
+  /** More (or fewer) signers than the fee payer and the transfer authority. */
+  excessiveSigners: 'invalid_exact_svm_payload_excessive_signers',
+  /** A second compute-unit-limit instruction. */
+  duplicateComputeLimit: 'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction',
+  /** A second compute-unit-price instruction. */
+  duplicateComputePrice: 'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction',
+  /** A compute-budget instruction other than limit and price (heap frame, data size limit, malformed). */
+  computeBudgetNotAllowed: 'invalid_exact_svm_payload_transaction_instructions_compute_budget_instruction',
+  /** The compute-unit limit is above the configured cap. */
+  computeLimitTooHigh: 'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high',
+  /** The compute-unit price is above the configured cap. */
+  computePriceTooHigh: 'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
+  /** limit x price (the priority fee the fee payer pays) is above the configured cap. */
+  priorityFeeTooHigh: 'invalid_exact_svm_payload_transaction_priority_fee_too_high',
+  /** A token-program instruction other than TransferChecked (Transfer, Approve, CloseAccount, ...). */
+  tokenInstructionNotAllowed: 'invalid_exact_svm_payload_transaction_token_instruction_not_allowed',
+  /** No TransferChecked instruction. */
+  noTransfer: 'invalid_exact_svm_payload_no_transfer_instruction',
+  /** More than one TransferChecked instruction. */
+  multipleTransfers: 'invalid_exact_svm_payload_multiple_transfer_instructions',
+  /** The transferred mint differs from the required asset. */
+  mintMismatch: 'invalid_exact_svm_payload_mint_mismatch',
+  /** The destination is not the associated token account of payTo for the mint and token program. */
+  recipientMismatch: 'invalid_exact_svm_payload_recipient_mismatch',
+  /** The transferred amount differs from the required amount. */
+  amountMismatch: 'invalid_exact_svm_payload_amount_mismatch',
+  /** The requirements carry `extra.memo` and the transaction has no single memo equal to it. */
+  memoMismatch: 'invalid_exact_svm_payload_memo_mismatch',
+  /** The mint account does not exist or belongs to another program than the transfer's. */
+  mintAccountInvalid: 'invalid_exact_svm_payload_mint_account_invalid',
+  /** The source token account does not exist (or is not a token account of this mint). */
+  sourceAccountMissing: 'invalid_exact_svm_payload_source_token_account_missing',
+  /** The destination token account does not exist: the facilitator never pays to create it. */
+  destinationAccountMissing: 'invalid_exact_svm_payload_destination_token_account_missing',
+  /** The source token account holds less than the amount. */
+  insufficientFunds: 'insufficient_funds',
+  /** The chain already knows this transaction (replay). */
+  alreadyProcessed: 'invalid_exact_svm_payload_transaction_already_processed',
+  /** The transaction's blockhash is no longer valid. */
+  blockhashExpired: 'invalid_exact_svm_payload_transaction_blockhash_expired',
+  /** A signature in the transaction does not verify. */
+  signatureInvalid: 'invalid_exact_svm_payload_signature_invalid',
+  /** The simulation of the fee-payer-signed transaction failed. */
+  simulationFailed: 'invalid_exact_svm_transaction_simulation_failed',
+  /** Settle: the transaction was sent and its blockhash expired before it landed; it can never land. */
+  transactionExpired: 'invalid_exact_svm_transaction_expired',
+} as const
+
+export type SvmReason = (typeof SVM_REASON)[keyof typeof SVM_REASON]

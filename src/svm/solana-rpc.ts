@@ -1,0 +1,119 @@
+import { FacilitatorError } from '../errors/facilitator-error.js'
+
+/** One JSON-RPC call: a Solana RPC method and its positional params. */
+export interface RpcCall {
+  readonly method: string
+  readonly params: readonly unknown[]
+}
+
+/** The answer to one call: its `result`, or the node's JSON-RPC `error`. */
+export type RpcOutcome =
+  | { readonly ok: true; readonly result: unknown }
+  | { readonly ok: false; readonly error: { readonly code: number; readonly message: string } }
+
+/**
+ * The port the adapter speaks to a Solana node through. `request` sends all
+ * `calls` as one JSON-RPC batch (one HTTP round trip) and answers them in order.
+ * It throws `FacilitatorError('rpc_unavailable' | 'rpc_error' | 'rpc_timeout')`
+ * when the node cannot answer; a per-call JSON-RPC error is an outcome, not a throw.
+ */
+export interface SvmRpcTransport {
+  request(calls: readonly RpcCall[], signal?: AbortSignal): Promise<RpcOutcome[]>
+}
+
+/** Options of {@link createHttpRpcTransport}. */
+export interface HttpRpcTransportOptions {
+  /** Node URLs; on a connection failure or a 5xx the next one is tried. */
+  urls: readonly string[]
+  /** Budget of one HTTP exchange. @default 10_000 */
+  timeoutMs?: number
+  /** Extra HTTP headers (API keys). They are never quoted in errors. */
+  headers?: Record<string, string>
+  /** A fetch implementation. @default globalThis.fetch */
+  fetch?: typeof globalThis.fetch
+}
+
+/**
+ * A JSON-RPC-over-HTTP transport with batching and fail-over. Errors never
+ * quote the URL or headers (they may carry API keys).
+ *
+ * @example
+ * const rpc = createHttpRpcTransport({ urls: ['https://api.devnet.solana.com'] })
+ * const [slot] = await rpc.request([{ method: 'getSlot', params: [] }])
+ */
+export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpcTransport {
+  const urls = [...options.urls]
+  if (urls.length === 0) throw new FacilitatorError('misconfigured', 'a Solana network needs at least one RPC URL')
+  const timeoutMs = options.timeoutMs ?? 10_000
+  const doFetch = options.fetch ?? globalThis.fetch
+  const headers = { 'content-type': 'application/json', ...options.headers }
+
+  return {
+    async request(calls, signal) {
+      const body = JSON.stringify(calls.map((call, id) => ({ jsonrpc: '2.0', id, method: call.method, params: call.params })))
+      let lastFault: FacilitatorError | undefined
+      for (const url of urls) {
+        const timeout = AbortSignal.timeout(timeoutMs)
+        const combined = signal ? AbortSignal.any([signal, timeout]) : timeout
+        let response: Response
+        try {
+          response = await doFetch(url, { method: 'POST', headers, body, signal: combined })
+        } catch (error) {
+          if (signal?.aborted) throw new FacilitatorError('timeout', 'the operation did not finish within its time budget', { cause: error })
+          lastFault = timeout.aborted
+            ? new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`, { cause: error })
+            : new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable', { cause: error })
+          continue
+        }
+        if (response.status >= 500 || response.status === 429) {
+          lastFault = new FacilitatorError('rpc_unavailable', `the Solana RPC answered HTTP ${response.status}`)
+          await response.body?.cancel().catch(() => undefined)
+          continue
+        }
+        if (!response.ok) throw new FacilitatorError('rpc_error', `the Solana RPC answered HTTP ${response.status}`)
+        let json: unknown
+        try {
+          json = await response.json()
+        } catch (error) {
+          throw new FacilitatorError('rpc_error', 'the Solana RPC answered something that is not JSON', { cause: error })
+        }
+        return matchBatch(json, calls.length)
+      }
+      throw lastFault ?? new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable')
+    },
+  }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Orders a batch answer by id; a node may answer a batch in any order. */
+function matchBatch(json: unknown, count: number): RpcOutcome[] {
+  if (!Array.isArray(json)) {
+    // Some nodes answer a whole rejected batch with one error object.
+    const message = isRecord(json) && isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : 'not a batch answer'
+    throw new FacilitatorError('rpc_error', `the Solana RPC rejected the request: ${message}`)
+  }
+  const outcomes: (RpcOutcome | undefined)[] = new Array(count).fill(undefined)
+  for (const entry of json) {
+    if (!isRecord(entry) || typeof entry.id !== 'number' || entry.id < 0 || entry.id >= count) continue
+    if (isRecord(entry.error)) {
+      const code = typeof entry.error.code === 'number' ? entry.error.code : 0
+      const message = typeof entry.error.message === 'string' ? entry.error.message : 'unknown error'
+      outcomes[entry.id] = { ok: false, error: { code, message } }
+    } else if ('result' in entry) {
+      outcomes[entry.id] = { ok: true, result: entry.result }
+    }
+  }
+  return outcomes.map((outcome) => outcome ?? { ok: false, error: { code: 0, message: 'missing answer in the batch' } })
+}
+
+/**
+ * The result of one outcome, or a thrown `rpc_error` naming the method. For
+ * calls whose JSON-RPC error is infrastructure, not a judgement of the payment.
+ */
+export function resultOf(outcome: RpcOutcome | undefined, method: string): unknown {
+  if (!outcome) throw new FacilitatorError('rpc_error', `the Solana RPC gave no answer to ${method}`)
+  if (!outcome.ok) throw new FacilitatorError('rpc_error', `the Solana RPC failed ${method}: ${outcome.error.message}`)
+  return outcome.result
+}

@@ -1,0 +1,312 @@
+import {
+  AccountRole,
+  type Address,
+  type Blockhash,
+  decompileTransactionMessage,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+  type Instruction,
+  isAddress,
+  type Transaction,
+} from '@solana/kit'
+import {
+  COMPUTE_BUDGET_PROGRAM_ADDRESS,
+  ComputeBudgetInstruction,
+  identifyComputeBudgetInstruction,
+  parseSetComputeUnitLimitInstruction,
+  parseSetComputeUnitPriceInstruction,
+} from '@solana-program/compute-budget'
+import {
+  findAssociatedTokenPda,
+  identifyTokenInstruction,
+  parseTransferCheckedInstruction,
+  TOKEN_PROGRAM_ADDRESS,
+  TokenInstruction,
+} from '@solana-program/token'
+import { SVM_REASON, type SvmReason } from './reasons.js'
+
+/** The Token-2022 program; its TransferChecked layout equals spl-token's. */
+export const TOKEN_2022_PROGRAM_ADDRESS = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb' as Address
+/** The SPL Memo program (v2). */
+export const MEMO_PROGRAM_ADDRESS = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr' as Address
+/** Lighthouse, the assertion program wallets (Phantom, Solflare) append to guard users. */
+export const LIGHTHOUSE_PROGRAM_ADDRESS = 'L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95' as Address
+/** Programs allowed besides ComputeBudget and the token programs, by default. */
+export const DEFAULT_ALLOWED_PROGRAMS: readonly Address[] = Object.freeze([MEMO_PROGRAM_ADDRESS, LIGHTHOUSE_PROGRAM_ADDRESS])
+
+/** The runtime's compute-unit limit per instruction when the transaction sets none. */
+const DEFAULT_UNITS_PER_INSTRUCTION = 200_000
+const MAX_UNITS_PER_TRANSACTION = 1_400_000
+
+/** Caps on what a payment may make the fee payer spend. */
+export interface ExactSvmLimits {
+  /** Highest compute-unit limit accepted. @default 200_000 */
+  maxComputeUnitLimit?: number
+  /** Highest compute-unit price accepted, in micro-lamports. @default 5_000_000 */
+  maxComputeUnitPrice?: bigint | number
+  /**
+   * Highest priority fee accepted, in lamports: ceil(limit x price / 1e6). A
+   * price cap alone lets a payer raise the limit to multiply the fee.
+   * @default 100_000 (0.0001 SOL)
+   */
+  maxPriorityFeeLamports?: bigint | number
+}
+
+export const DEFAULT_LIMITS = Object.freeze({
+  maxComputeUnitLimit: 200_000,
+  maxComputeUnitPrice: 5_000_000n,
+  maxPriorityFeeLamports: 100_000n,
+})
+
+/** What the static rules need to know about the facilitator and the payment. */
+export interface TransactionRuleInput {
+  /** Base64 wire transaction from the payload. */
+  readonly transaction: string
+  /** Every fee payer this facilitator signs for. */
+  readonly feePayers: ReadonlySet<string>
+  /** `paymentRequirements.extra.feePayer`, when given. */
+  readonly expectedFeePayer: string | undefined
+  /** Programs allowed besides ComputeBudget and the token programs. */
+  readonly allowedPrograms: ReadonlySet<string>
+  readonly limits: { maxComputeUnitLimit: number; maxComputeUnitPrice: bigint; maxPriorityFeeLamports: bigint }
+  readonly asset: string
+  readonly payTo: string
+  readonly amount: bigint
+  /** `paymentRequirements.extra.memo`, when given. */
+  readonly memo: string | undefined
+}
+
+/** A payment transaction that passed every static rule. */
+export interface CheckedPayment {
+  readonly transaction: Transaction
+  readonly feePayer: Address
+  /** The transfer authority: the payer. */
+  readonly payer: Address
+  readonly source: Address
+  readonly destination: Address
+  readonly mint: Address
+  readonly tokenProgram: Address
+  readonly amount: bigint
+  readonly blockhash: Blockhash
+  readonly computeUnitLimit: number
+  readonly computeUnitPrice: bigint
+}
+
+/** A broken rule: a stable code and a message for humans. */
+export interface RuleViolation {
+  readonly reason: SvmReason
+  readonly message: string
+  readonly payer?: string
+}
+
+export type RuleOutcome = { ok: true; payment: CheckedPayment } | ({ ok: false } & RuleViolation)
+
+const violation = (reason: SvmReason, message: string, payer?: string): RuleOutcome => ({
+  ok: false,
+  reason,
+  message,
+  ...(payer ? { payer } : {}),
+})
+
+/**
+ * Decodes a base64 wire transaction with @solana/kit. Returns `undefined` when
+ * the bytes are not a transaction.
+ */
+export function decodeWireTransaction(base64: string): Transaction | undefined {
+  try {
+    return getTransactionDecoder().decode(getBase64Encoder().encode(base64))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Applies every rule that needs no chain state to a payment transaction: who
+ * pays fees, which programs run, what compute budget it asks for, and that its
+ * one transfer moves exactly the required amount of the asset to ATA(payTo).
+ *
+ * The central rule is that the fee payer appears in no instruction's accounts:
+ * a program can only debit, close onto, or sign with an account an instruction
+ * hands it, so a fee payer absent from every instruction can lose nothing but
+ * the transaction fee, which the compute-budget caps bound.
+ *
+ * @example
+ * const outcome = await checkPaymentTransaction({ transaction, feePayers: new Set([fp]), ... })
+ * if (!outcome.ok) console.log(outcome.reason, outcome.message)
+ */
+export async function checkPaymentTransaction(input: TransactionRuleInput): Promise<RuleOutcome> {
+  const transaction = decodeWireTransaction(input.transaction)
+  if (!transaction) return violation(SVM_REASON.undecodable, 'the payload transaction is not a base64 Solana transaction')
+
+  let compiled: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>
+  try {
+    compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
+  } catch {
+    return violation(SVM_REASON.undecodable, 'the transaction message cannot be decoded')
+  }
+  if (compiled.version !== 'legacy' && compiled.version !== 0) {
+    return violation(SVM_REASON.unsupportedVersion, `transaction version ${String(compiled.version)} is not accepted; use a legacy or v0 transaction`)
+  }
+  if (compiled.version === 0 && (compiled.addressTableLookups?.length ?? 0) > 0) {
+    return violation(SVM_REASON.addressLookupTable, 'address lookup tables are not accepted: every account must be listed in the transaction')
+  }
+
+  const feePayer = compiled.staticAccounts[0]
+  if (!feePayer) return violation(SVM_REASON.undecodable, 'the transaction has no accounts')
+  if (!input.feePayers.has(feePayer)) {
+    return violation(SVM_REASON.feePayerNotManaged, `fee payer ${feePayer} is not a fee payer of this facilitator`)
+  }
+  if (input.expectedFeePayer !== undefined && input.expectedFeePayer !== feePayer) {
+    return violation(SVM_REASON.feePayerMismatch, `fee payer ${feePayer} differs from paymentRequirements.extra.feePayer ${input.expectedFeePayer}`)
+  }
+  // The fee payer and the transfer authority: any further signer is not needed by the transfer.
+  if (compiled.header.numSignerAccounts !== 2) {
+    return violation(SVM_REASON.excessiveSigners, `the transaction needs ${compiled.header.numSignerAccounts} signatures; a payment has exactly 2 (fee payer and payer)`)
+  }
+
+  let instructions: readonly Instruction[]
+  try {
+    instructions = decompileTransactionMessage(compiled).instructions
+  } catch {
+    return violation(SVM_REASON.undecodable, 'the transaction instructions cannot be decoded')
+  }
+
+  // The fee payer must not reach any program, in any role.
+  for (const [index, ix] of instructions.entries()) {
+    if (ix.programAddress === feePayer || ix.accounts?.some((meta) => meta.address === feePayer)) {
+      return violation(SVM_REASON.feePayerInInstruction, `instruction ${index} names the fee payer in its accounts`)
+    }
+  }
+
+  let limit: number | undefined
+  let price: bigint | undefined
+  let nonBudgetInstructions = 0
+  const transfers: Instruction[] = []
+  const memos: Instruction[] = []
+  for (const [index, ix] of instructions.entries()) {
+    const program = ix.programAddress
+    if (program === COMPUTE_BUDGET_PROGRAM_ADDRESS) {
+      const data = ix.data
+      let kind: ComputeBudgetInstruction | undefined
+      try {
+        kind = data ? identifyComputeBudgetInstruction(data) : undefined
+      } catch {
+        kind = undefined
+      }
+      try {
+        if (kind === ComputeBudgetInstruction.SetComputeUnitLimit && data) {
+          if (limit !== undefined) return violation(SVM_REASON.duplicateComputeLimit, `instruction ${index} sets the compute-unit limit a second time`)
+          limit = parseSetComputeUnitLimitInstruction({ ...ix, data }).data.units
+          continue
+        }
+        if (kind === ComputeBudgetInstruction.SetComputeUnitPrice && data) {
+          if (price !== undefined) return violation(SVM_REASON.duplicateComputePrice, `instruction ${index} sets the compute-unit price a second time`)
+          price = parseSetComputeUnitPriceInstruction({ ...ix, data }).data.microLamports
+          continue
+        }
+      } catch {
+        // Malformed data: falls through to the rejection below.
+      }
+      return violation(SVM_REASON.computeBudgetNotAllowed, `instruction ${index} is a compute-budget instruction other than one unit limit and one unit price`)
+    }
+    nonBudgetInstructions += 1
+    if (program === TOKEN_PROGRAM_ADDRESS || program === TOKEN_2022_PROGRAM_ADDRESS) {
+      let kind: TokenInstruction | undefined
+      try {
+        kind = ix.data ? identifyTokenInstruction(ix.data) : undefined
+      } catch {
+        kind = undefined
+      }
+      if (kind !== TokenInstruction.TransferChecked) {
+        return violation(SVM_REASON.tokenInstructionNotAllowed, `instruction ${index} is a token instruction other than TransferChecked`)
+      }
+      transfers.push(ix)
+      continue
+    }
+    if (!input.allowedPrograms.has(program)) {
+      return violation(SVM_REASON.programNotAllowed, `instruction ${index} calls program ${program}, which is not allowed`)
+    }
+    if (program === MEMO_PROGRAM_ADDRESS) memos.push(ix)
+  }
+
+  if (transfers.length === 0) return violation(SVM_REASON.noTransfer, 'the transaction has no TransferChecked instruction')
+  if (transfers.length > 1) return violation(SVM_REASON.multipleTransfers, `the transaction has ${transfers.length} TransferChecked instructions; a payment has one`)
+
+  // Without a limit instruction the runtime grants a default per instruction: that is what the fee payer risks.
+  const effectiveLimit = limit ?? Math.min(MAX_UNITS_PER_TRANSACTION, DEFAULT_UNITS_PER_INSTRUCTION * nonBudgetInstructions)
+  const effectivePrice = price ?? 0n
+  const { maxComputeUnitLimit, maxComputeUnitPrice, maxPriorityFeeLamports } = input.limits
+  if (effectiveLimit > maxComputeUnitLimit) {
+    return violation(SVM_REASON.computeLimitTooHigh, `compute-unit limit ${effectiveLimit} is above the cap of ${maxComputeUnitLimit}`)
+  }
+  if (effectivePrice > maxComputeUnitPrice) {
+    return violation(SVM_REASON.computePriceTooHigh, `compute-unit price ${effectivePrice} micro-lamports is above the cap of ${maxComputeUnitPrice}`)
+  }
+  const priorityFee = (BigInt(effectiveLimit) * effectivePrice + 999_999n) / 1_000_000n
+  if (priorityFee > maxPriorityFeeLamports) {
+    return violation(SVM_REASON.priorityFeeTooHigh, `priority fee ${priorityFee} lamports (limit x price) is above the cap of ${maxPriorityFeeLamports}`)
+  }
+
+  const transferIx = transfers[0]
+  let parsed: ReturnType<typeof parseTransferCheckedInstruction>
+  try {
+    if (!transferIx?.data || !transferIx.accounts) throw new Error('incomplete')
+    parsed = parseTransferCheckedInstruction({ ...transferIx, data: transferIx.data, accounts: transferIx.accounts })
+  } catch {
+    return violation(SVM_REASON.noTransfer, 'the TransferChecked instruction is malformed')
+  }
+  const tokenProgram = transferIx.programAddress
+  const { source, mint, destination, authority } = parsed.accounts
+  const payer = authority.address
+  if (authority.role !== AccountRole.READONLY_SIGNER && authority.role !== AccountRole.WRITABLE_SIGNER) {
+    return violation(SVM_REASON.excessiveSigners, 'the transfer authority does not sign the transaction', payer)
+  }
+  // Extra accounts would be multisig signers or transfer-hook accounts: neither is a plain payment.
+  if ((transferIx.accounts?.length ?? 0) !== 4) {
+    return violation(SVM_REASON.excessiveSigners, 'the TransferChecked instruction has accounts beyond source, mint, destination and authority', payer)
+  }
+  if (mint.address !== input.asset) {
+    return violation(SVM_REASON.mintMismatch, `the transfer moves mint ${mint.address}, the requirements ask for ${input.asset}`, payer)
+  }
+  const payTo = input.payTo
+  if (!isAddress(payTo)) return violation(SVM_REASON.recipientMismatch, `payTo ${payTo} is not a Solana address`, payer)
+  const [expectedDestination] = await findAssociatedTokenPda({ mint: mint.address, owner: payTo, tokenProgram })
+  if (destination.address !== expectedDestination) {
+    return violation(SVM_REASON.recipientMismatch, `the transfer pays ${destination.address}, not the associated token account ${expectedDestination} of payTo`, payer)
+  }
+  if (parsed.data.amount !== input.amount) {
+    return violation(SVM_REASON.amountMismatch, `the transfer moves ${parsed.data.amount}, the requirements ask for exactly ${input.amount}`, payer)
+  }
+  if (input.memo !== undefined) {
+    const expected = new TextEncoder().encode(input.memo)
+    const matching = memos.filter((ix) => ix.data && equalBytes(ix.data, expected))
+    if (memos.length !== 1 || matching.length !== 1) {
+      return violation(SVM_REASON.memoMismatch, 'the transaction must carry exactly one memo equal to paymentRequirements.extra.memo', payer)
+    }
+  }
+
+  if (compiled.lifetimeToken === undefined) return violation(SVM_REASON.undecodable, 'the transaction has no blockhash', payer)
+  return {
+    ok: true,
+    payment: {
+      transaction,
+      feePayer,
+      payer,
+      source: source.address,
+      destination: destination.address,
+      mint: mint.address,
+      tokenProgram,
+      amount: parsed.data.amount,
+      blockhash: compiled.lifetimeToken as Blockhash,
+      computeUnitLimit: effectiveLimit,
+      computeUnitPrice: effectivePrice,
+    },
+  }
+}
+
+function equalBytes(a: ArrayLike<number>, b: ArrayLike<number>): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}

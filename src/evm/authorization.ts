@@ -1,0 +1,109 @@
+import { z } from 'zod'
+import type { Address, Hex } from 'viem'
+import { formatIssuePath } from '../schemas/parse-request.js'
+import { EVM_REJECTION, type Rejection } from './reasons.js'
+
+const UINT256_MAX = (1n << 256n) - 1n
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
+// Clients send these as decimal strings; a JSON number is accepted when it is a safe integer.
+const uint256 = z
+  .union([z.string().regex(/^\d{1,78}$/, 'must be a decimal integer string'), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)])
+  .transform((value) => BigInt(value))
+  .refine((value) => value <= UINT256_MAX, 'does not fit in uint256')
+const bytes32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 32 bytes of hex')
+// 6492 wrappers carry factory calldata, so the bound is generous but finite.
+const signature = z
+  .string()
+  .regex(/^0x([0-9a-fA-F]{2}){1,16384}$/, 'must be hex signature bytes')
+
+/**
+ * The inner payload of an EVM `exact` payment (EIP-3009). Real clients send
+ * `authorization.value`; SPEC.md's reduced form writes `amount` (an alias) and
+ * may add `asset`, which must then name the requirements' token.
+ */
+export const exactEvmPayloadSchema = z.object({
+  signature,
+  authorization: z
+    .object({
+      from: address,
+      to: address,
+      value: uint256.optional(),
+      amount: uint256.optional(),
+      asset: address.optional(),
+      validAfter: uint256,
+      validBefore: uint256,
+      nonce: bytes32,
+    })
+    .refine((a) => a.value !== undefined || a.amount !== undefined, { message: 'value (or amount) is required', path: ['value'] })
+    .refine((a) => a.value === undefined || a.amount === undefined || a.value === a.amount, {
+      message: 'value and amount differ',
+      path: ['amount'],
+    }),
+})
+
+/** A validated EIP-3009 authorization with its numbers as bigints. */
+export interface ExactEvmAuthorization {
+  readonly from: Address
+  readonly to: Address
+  readonly value: bigint
+  readonly validAfter: bigint
+  readonly validBefore: bigint
+  readonly nonce: Hex
+  /** The token named in the payload, when the client sent one (SPEC.md form). */
+  readonly asset: Address | undefined
+}
+
+export interface ExactEvmPayload {
+  readonly signature: Hex
+  readonly authorization: ExactEvmAuthorization
+}
+
+/**
+ * Validates the untrusted inner payload. A bad shape is a payment rejection
+ * (`invalid_payload`) naming the field, not a thrown error.
+ *
+ * @example
+ * const parsed = parseExactEvmPayload(ctx.payload.payload)
+ * if ('reason' in parsed) return { isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message }
+ */
+export function parseExactEvmPayload(raw: unknown): ExactEvmPayload | Rejection {
+  const parsed = exactEvmPayloadSchema.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const path = formatIssuePath(['paymentPayload', 'payload', ...(issue?.path ?? [])])
+    return {
+      reason: EVM_REJECTION.invalidPayload,
+      message: `${path}: ${issue?.message ?? 'is invalid'} (expected an EIP-3009 authorization and signature)`,
+    }
+  }
+  const { signature: sig, authorization: a } = parsed.data
+  return {
+    signature: toHex(sig),
+    authorization: {
+      from: toAddress(a.from),
+      to: toAddress(a.to),
+      // The refinements above guarantee one of the two is present.
+      value: a.value ?? a.amount ?? 0n,
+      validAfter: a.validAfter,
+      validBefore: a.validBefore,
+      nonce: toHex(a.nonce),
+      asset: a.asset === undefined ? undefined : toAddress(a.asset),
+    },
+  }
+}
+
+/** True for a 0x-prefixed 20-byte hex string (any casing). */
+export function isAddress(value: string): value is Address {
+  return /^0x[0-9a-fA-F]{40}$/.test(value)
+}
+
+// The regexes above already proved the `0x` prefix; these narrow the template type without a cast.
+function toHex(value: string): Hex {
+  if (!value.startsWith('0x')) throw new TypeError('not hex')
+  return `0x${value.slice(2)}`
+}
+
+function toAddress(value: string): Address {
+  return toHex(value)
+}

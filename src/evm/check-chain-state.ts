@@ -1,0 +1,113 @@
+import { decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Address, type Hex } from 'viem'
+import { FacilitatorError } from '../errors/facilitator-error.js'
+import { eip3009Abi, ERC1271_MAGIC_VALUE, erc1271Abi, multicall3Abi } from './abi.js'
+import type { NetworkRuntime } from './network-runtime.js'
+import type { PreparedPayment } from './prepare-payment.js'
+import { EVM_REJECTION, type Rejection } from './reasons.js'
+import { toRpcFault } from './rpc-fault.js'
+
+/** What the chain said about a prepared payment. */
+export interface ChainVerdict {
+  /** The first failed check, or `undefined` when the payment would settle. */
+  readonly rejection: Rejection | undefined
+  /** ERC-6492: whether the payer's wallet already has code. */
+  readonly walletDeployed: boolean
+}
+
+interface Call {
+  target: Address
+  allowFailure: boolean
+  callData: Hex
+}
+
+/**
+ * Checks signature (smart wallets), nonce, balance and a simulation of the
+ * exact settlement call in ONE `eth_call` to Multicall3 `aggregate3`.
+ *
+ * The calls run in order inside one simulated block, so state changes carry
+ * over: an ERC-6492 factory call deploys the wallet before its ERC-1271 check,
+ * and the reads come before the simulated transfer that would change them.
+ */
+export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment): Promise<ChainVerdict> {
+  const { payer, asset, digest, signature, deployment, kind } = payment
+  const { nonce } = payment.payload.authorization
+  const isValidSignature: Call = {
+    target: payer,
+    allowFailure: true,
+    callData: encodeFunctionData({ abi: erc1271Abi, functionName: 'isValidSignature', args: [digest, signature] }),
+  }
+  const calls: Call[] = []
+  if (deployment) {
+    // Before the factory runs: does the wallet already exist?
+    calls.push(isValidSignature)
+    calls.push({ target: deployment.factory, allowFailure: true, callData: deployment.data })
+  }
+  if (kind !== 'eoa') calls.push(isValidSignature)
+  const readsAt = calls.length
+  calls.push(
+    { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: eip3009Abi, functionName: 'balanceOf', args: [payer] }) },
+    { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: eip3009Abi, functionName: 'authorizationState', args: [payer, nonce] }) },
+    { target: asset, allowFailure: true, callData: payment.transferCalldata },
+  )
+
+  const data = encodeFunctionData({ abi: multicall3Abi, functionName: 'aggregate3', args: [calls] })
+  let raw: Hex
+  try {
+    raw = await runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] })
+  } catch (error) {
+    throw toRpcFault(error, 'reading the chain state')
+  }
+  if (raw === '0x') {
+    throw new FacilitatorError('misconfigured', `Multicall3 is not deployed at ${runtime.multicall3} on ${runtime.network.caip2}`)
+  }
+  const results = decodeFunctionResult({ abi: multicall3Abi, functionName: 'aggregate3', data: raw })
+  const at = (index: number) => results[index] ?? { success: false, returnData: '0x' as Hex }
+
+  const walletDeployed = deployment ? hasCode(at(0)) : true
+  const verdict = (rejection: Rejection | undefined): ChainVerdict => ({ rejection, walletDeployed })
+
+  if (kind !== 'eoa' && !isMagicValue(at(readsAt - 1))) {
+    return verdict({ reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' })
+  }
+  const balance = at(readsAt)
+  const used = at(readsAt + 1)
+  const simulation = at(readsAt + 2)
+  if (used.success && used.returnData.length >= 66 && readBool(used.returnData)) {
+    return verdict({ reason: EVM_REJECTION.nonceUsed, message: 'the authorization nonce has already been used or canceled' })
+  }
+  if (balance.success && balance.returnData.length >= 66) {
+    const amount = decodeFunctionResult({ abi: eip3009Abi, functionName: 'balanceOf', data: balance.returnData })
+    if (amount < payment.payload.authorization.value) {
+      return verdict({ reason: EVM_REJECTION.insufficientFunds, message: `the payer's balance ${amount} is below ${payment.payload.authorization.value}` })
+    }
+  }
+  if (!simulation.success) {
+    return verdict({ reason: EVM_REJECTION.simulationFailed, message: `a simulation of transferWithAuthorization reverted${revertReason(simulation.returnData)}` })
+  }
+  return verdict(undefined)
+}
+
+/** An ERC-1271 answer counts only when the call succeeded and returned the magic value. */
+function isMagicValue(result: { success: boolean; returnData: Hex }): boolean {
+  return result.success && result.returnData.length >= 66 && result.returnData.slice(0, 10).toLowerCase() === ERC1271_MAGIC_VALUE
+}
+
+// A call to an address without code succeeds with empty return data.
+function hasCode(result: { success: boolean; returnData: Hex }): boolean {
+  return !result.success || result.returnData !== '0x'
+}
+
+function readBool(data: Hex): boolean {
+  return BigInt(data.slice(0, 66)) !== 0n
+}
+
+function revertReason(data: Hex): string {
+  if (data === '0x') return ''
+  try {
+    const decoded = decodeErrorResult({ abi: [], data })
+    const reason = decoded.args?.[0]
+    return typeof reason === 'string' ? `: ${reason.slice(0, 200)}` : ` (${decoded.errorName})`
+  } catch {
+    return ` (${data.slice(0, 10)})`
+  }
+}

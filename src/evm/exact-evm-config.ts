@@ -1,0 +1,56 @@
+import type { Address, LocalAccount, Transport } from 'viem'
+
+/**
+ * What settle needs from a facilitator key: its address and offline
+ * transaction signing. A viem `LocalAccount` (`privateKeyToAccount(...)`,
+ * a KMS-backed `toAccount(...)`) fits as is.
+ */
+export type EvmSettlementSigner = Pick<LocalAccount, 'address' | 'signTransaction'>
+
+/** A token and its EIP-712 domain, for requirements that omit `extra.name` / `extra.version`. */
+export interface ExactEvmAsset {
+  readonly address: Address
+  readonly name: string
+  readonly version: string
+}
+
+/** One EVM network served by the adapter. */
+export interface ExactEvmNetworkConfig {
+  /** A v1 name (`base`, `base-sepolia`) or a CAIP-2 id (`eip155:8453`). */
+  readonly network: string
+  /** One or more JSON-RPC URLs, tried in order (viem `fallback`). They may carry API keys: they never appear in messages. */
+  readonly rpcUrls: readonly string[]
+  /** Facilitator keys of this network. @default the adapter's `signers` */
+  readonly signers?: readonly EvmSettlementSigner[]
+  /** Extra tokens with their EIP-712 domain; the built-in USDC table is always known. */
+  readonly assets?: readonly ExactEvmAsset[]
+  /** Accept only `assets` and the built-in tokens of this network. @default false */
+  readonly restrictAssets?: boolean
+  /** Where Multicall3 lives on this chain. @default 0xcA11bde05977b3631167028862bE2a173976CA11 */
+  readonly multicall3?: Address
+}
+
+/** Configuration of `exactEvm()`. */
+export interface ExactEvmConfig {
+  readonly networks: readonly ExactEvmNetworkConfig[]
+  /** Facilitator keys used on every network without its own `signers`. */
+  readonly signers?: readonly EvmSettlementSigner[]
+  /** Seconds an authorization must stay valid after verify, so settle can still land it. @default 6 */
+  readonly settleMarginSeconds?: number
+  /** How long settle waits for the receipt before answering `settlement_pending`. @default 30_000 */
+  readonly receiptTimeoutMs?: number
+  /** Longest pause between two receipt polls (polling starts fast and backs off). @default 1_000 */
+  readonly receiptPollIntervalMs?: number
+  /** ERC-6492 factories whose wrapped signatures are accepted; any other factory is rejected. @default [] */
+  readonly erc6492Factories?: readonly Address[]
+  /** Deploy an undeployed ERC-6492 wallet (at the facilitator's cost) before settling. @default false */
+  readonly deployErc6492Wallets?: boolean
+  /** Gas limit of a settlement signed by a plain account (no estimate round trip). @default 150_000n */
+  readonly gasLimit?: bigint
+  /** How long a fee quote is reused between settles. @default 2_000 */
+  readonly feeCacheMs?: number
+  /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default viem `http(url, { retryCount: 1 })` */
+  readonly transport?: (url: string) => Transport
+  /** Protocol versions served. @default [1, 2] */
+  readonly versions?: readonly (1 | 2)[]
+}

@@ -1,0 +1,210 @@
+import type { Address, Hex } from 'viem'
+import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal } from '../core/adapter.js'
+import { withDeadline } from '../core/deadline.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
+import { REJECTION } from '../errors/reasons.js'
+import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import { parseExactEvmPayload } from './authorization.js'
+import { checkChainState } from './check-chain-state.js'
+import type { ExactEvmConfig } from './exact-evm-config.js'
+import { createNetworkRuntime, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
+import { preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
+import { EVM_REJECTION, type Rejection } from './reasons.js'
+import { toRpcFault } from './rpc-fault.js'
+import { pickSigner, resend, signAndSend, waitForReceipt, type ReceiptOutcome } from './send-transaction.js'
+
+const DEFAULT_GAS_LIMIT = 150_000n
+
+/**
+ * The `exact` scheme on EVM chains: EIP-3009 `transferWithAuthorization`
+ * payments, verified offline then in one Multicall3 round trip, settled by
+ * the facilitator's own keys with locally managed nonces.
+ *
+ * Served under each network's v1 name (when it has one) and its CAIP-2 id;
+ * the signers are listed under `eip155:*`.
+ *
+ * @example
+ * import { createFacilitator } from 'x402-facilitator'
+ * import { exactEvm } from 'x402-facilitator/evm'
+ * import { privateKeyToAccount } from 'viem/accounts'
+ *
+ * const facilitator = createFacilitator({
+ *   schemes: [exactEvm({
+ *     networks: [{ network: 'base', rpcUrls: [process.env.BASE_RPC!] }],
+ *     signers: [privateKeyToAccount(process.env.FACILITATOR_KEY as `0x${string}`)],
+ *   })],
+ * })
+ */
+export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
+  const runtimes = new Map<string, NetworkRuntime>()
+  for (const entry of config.networks) {
+    const runtime = createNetworkRuntime(entry, config)
+    if (runtimes.has(runtime.network.caip2)) {
+      throw new FacilitatorError('misconfigured', `exactEvm: ${runtime.network.caip2} is configured twice`)
+    }
+    runtimes.set(runtime.network.caip2, runtime)
+  }
+  const signerAddresses = [...new Set([...runtimes.values()].flatMap((r) => r.signers.map((s) => s.signer.address)))]
+  const prepareOptions: PrepareOptions = {
+    settleMarginSeconds: config.settleMarginSeconds ?? 6,
+    erc6492Factories: new Set((config.erc6492Factories ?? []).map((factory) => factory.toLowerCase())),
+    nowSeconds: () => BigInt(Math.floor(Date.now() / 1000)),
+  }
+  const deployWallets = config.deployErc6492Wallets ?? false
+  const receiptOptions = (signal: AbortSignal) => ({
+    timeoutMs: config.receiptTimeoutMs ?? 30_000,
+    maxIntervalMs: config.receiptPollIntervalMs ?? 1_000,
+    signal,
+  })
+
+  const runtimeOf = (ctx: PaymentContext): NetworkRuntime => {
+    const runtime = runtimes.get(ctx.network)
+    // The registry only routes networks this adapter listed.
+    if (!runtime) throw new FacilitatorError('misconfigured', `exactEvm does not serve ${ctx.network}`)
+    return runtime
+  }
+
+  /** Offline checks then the one chain round trip; shared by verify and settle. */
+  async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
+    const payment = await preparePayment(ctx, runtime, prepareOptions)
+    if ('reason' in payment) return payment
+    const verdict = await withDeadline(checkChainState(runtime, payment), ctx.signal)
+    if (verdict.rejection) return verdict.rejection
+    if (payment.deployment && !verdict.walletDeployed && !deployWallets) {
+      return { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
+    }
+    return { payment, walletDeployed: verdict.walletDeployed }
+  }
+
+  return {
+    scheme: 'exact',
+    family: 'eip155',
+    networks: [...runtimes.values()].map((r) => r.network),
+    versions: config.versions ?? [1, 2],
+    signers: () => signerAddresses,
+
+    async verify(ctx): Promise<VerifyResponse> {
+      const result = await check(ctx, runtimeOf(ctx))
+      const payer = payerOf(ctx)
+      if ('reason' in result) return { isValid: false, invalidReason: result.reason, invalidMessage: result.message, ...(payer ? { payer } : {}) }
+      return { isValid: true, payer: result.payment.payer }
+    },
+
+    settlementKey(ctx) {
+      const payload = parseExactEvmPayload(ctx.payload.payload)
+      if ('reason' in payload) return undefined
+      const runtime = runtimes.get(ctx.network)
+      if (!runtime) return undefined
+      const { from, nonce } = payload.authorization
+      return `${runtime.chainId}:${ctx.asset.toLowerCase()}:${from.toLowerCase()}:${nonce.toLowerCase()}`
+    },
+
+    async settle(ctx, journal): Promise<SettleResponse> {
+      const runtime = runtimeOf(ctx)
+      // The core verified (chain state included) just before claiming; the clock may have moved since.
+      const payment = await preparePayment(ctx, runtime, prepareOptions)
+      if ('reason' in payment) return failure(ctx, payment, payerOf(ctx))
+      const slot = pickSigner(runtime)
+      slot.inFlight++
+      try {
+        if (payment.deployment) {
+          const deployed = await deployWalletIfNeeded(runtime, slot, payment, ctx.signal)
+          if (deployed) return failure(ctx, deployed, payment.payer)
+        }
+        const gas = payment.kind === 'eoa' ? (config.gasLimit ?? DEFAULT_GAS_LIMIT) : await estimateGas(runtime, slot.signer.address, payment.asset, payment.transferCalldata, ctx.signal)
+        const sentAt = performance.now()
+        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
+        const outcome = await waitForReceipt(runtime, hash, receiptOptions(ctx.signal))
+        if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
+        return answer(ctx, hash, outcome, payment.payer)
+      } finally {
+        slot.inFlight--
+      }
+    },
+
+    async resume(ctx, record: BroadcastRecord): Promise<SettleResponse> {
+      const runtime = runtimeOf(ctx)
+      const payer = payerOf(ctx)
+      const hash = asHash(record.transaction)
+      const quick = { ...receiptOptions(ctx.signal), timeoutMs: 0 }
+      const known = await waitForReceipt(runtime, hash, quick)
+      if (known.status !== 'pending') return answer(ctx, hash, known, payer)
+      const seen = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch((error: unknown) => {
+        throw toRpcFault(error, 'looking up the settlement transaction')
+      })
+      if (!seen && record.raw) {
+        if ((await resend(runtime, asHash(record.raw))) === 'nonce_used') {
+          // The key's nonce moved on without this transaction: re-check once, it may just have been mined.
+          const late = await waitForReceipt(runtime, hash, quick)
+          if (late.status !== 'pending') return answer(ctx, hash, late, payer)
+          return failure(ctx, { reason: REJECTION.transactionFailed, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
+        }
+      }
+      return answer(ctx, hash, await waitForReceipt(runtime, hash, receiptOptions(ctx.signal)), payer)
+    },
+  }
+
+  /** Deploys an ERC-6492 wallet through its allowed factory; a rejection when it cannot be deployed. */
+  async function deployWalletIfNeeded(runtime: NetworkRuntime, slot: SignerSlot, payment: PreparedPayment, signal: AbortSignal): Promise<Rejection | undefined> {
+    const deployment = payment.deployment
+    if (!deployment) return undefined
+    const code = await withDeadline(runtime.client.request({ method: 'eth_getCode', params: [payment.payer, 'latest'] }), signal).catch((error: unknown) => {
+      throw toRpcFault(error, 'reading the payer wallet')
+    })
+    if (code && code !== '0x') return undefined
+    if (!deployWallets) {
+      return { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
+    }
+    const gas = await estimateGas(runtime, slot.signer.address, deployment.factory, deployment.data, signal)
+    // The deployment is not the payment: nothing to journal, and a repeat is harmless.
+    const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async () => undefined)
+    const outcome = await waitForReceipt(runtime, hash, receiptOptions(signal))
+    if (outcome.status === 'pending') {
+      throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
+    }
+    if (outcome.status === 'reverted') return { reason: EVM_REJECTION.undeployedWallet, message: 'deploying the payer\'s smart wallet reverted' }
+    return undefined
+  }
+}
+
+async function estimateGas(runtime: NetworkRuntime, from: Address, to: Address, data: Hex, signal: AbortSignal): Promise<bigint> {
+  try {
+    const estimate = await withDeadline(runtime.client.request({ method: 'eth_estimateGas', params: [{ from, to, data }] }), signal)
+    // Headroom: smart-wallet checks may cost more in the mined block than in the estimate.
+    return (BigInt(estimate) * 5n) / 4n
+  } catch (error) {
+    throw toRpcFault(error, 'estimating the settlement gas')
+  }
+}
+
+function answer(ctx: PaymentContext, transaction: Hex, outcome: ReceiptOutcome, payer: string | undefined): SettleResponse {
+  const base = { transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+  switch (outcome.status) {
+    case 'success':
+      return { success: true, ...base }
+    case 'reverted':
+      return { success: false, errorReason: REJECTION.transactionFailed, errorMessage: `the settlement transaction reverted in block ${outcome.blockNumber}`, ...base }
+    case 'pending':
+      return {
+        success: false,
+        errorReason: REJECTION.settlementPending,
+        errorMessage: 'the transaction was sent but is not confirmed yet; settle again later to learn its outcome',
+        ...base,
+      }
+  }
+}
+
+function failure(ctx: PaymentContext, rejection: Rejection, payer: string | undefined, transaction = ''): SettleResponse {
+  return { success: false, errorReason: rejection.reason, errorMessage: rejection.message, transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+}
+
+/** The payer named by a payload, even one that fails later checks. */
+function payerOf(ctx: PaymentContext): string | undefined {
+  const payload = parseExactEvmPayload(ctx.payload.payload)
+  return 'reason' in payload ? undefined : payload.authorization.from
+}
+
+function asHash(value: string): Hex {
+  if (!/^0x[0-9a-fA-F]*$/.test(value)) throw new FacilitatorError('internal_error', 'a recorded transaction is not hex')
+  return `0x${value.slice(2)}`
+}

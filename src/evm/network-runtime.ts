@@ -1,0 +1,119 @@
+import { createPublicClient, fallback, http, type Address, type PublicClient } from 'viem'
+import type { AdapterNetwork } from '../core/adapter.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
+import { createAssetTable, type AssetTable } from '../networks/assets.js'
+import { describeNetwork, evmChainId, type Caip2Network } from '../networks/networks.js'
+import { MULTICALL3_ADDRESS } from './abi.js'
+import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
+import { createNonceManager, type NonceManager } from './nonce-manager.js'
+
+/** Fees of a type-2 transaction, or a legacy gas price on chains without EIP-1559. */
+export type FeeQuote = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint }
+
+/** A signer of one network with its local nonce counter and load. */
+export interface SignerSlot {
+  readonly signer: EvmSettlementSigner
+  readonly nonces: NonceManager
+  /** Settlements currently using this signer. */
+  inFlight: number
+}
+
+/** Everything the adapter keeps per network, built once at configuration time. */
+export interface NetworkRuntime {
+  readonly network: AdapterNetwork
+  readonly chainId: number
+  readonly client: PublicClient
+  readonly multicall3: Address
+  readonly assets: AssetTable
+  readonly restrictAssets: boolean
+  readonly signers: readonly SignerSlot[]
+  /** A recent fee quote, shared by concurrent settles. */
+  fees(): Promise<FeeQuote>
+}
+
+/**
+ * Builds the client, signer slots and caches of one configured network.
+ * Throws `misconfigured` for an unknown network or a network without URLs or signers.
+ */
+export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: ExactEvmConfig): NetworkRuntime {
+  const info = describeNetwork(entry.network)
+  if (!info || info.family !== 'eip155') {
+    throw new FacilitatorError('misconfigured', `exactEvm: "${entry.network}" is not an EVM network (use a v1 name or eip155:<chainId>)`)
+  }
+  if (entry.rpcUrls.length === 0) throw new FacilitatorError('misconfigured', `exactEvm: ${info.caip2} has no rpcUrls`)
+  const signers = entry.signers ?? config.signers ?? []
+  if (signers.length === 0) throw new FacilitatorError('misconfigured', `exactEvm: ${info.caip2} has no signers`)
+
+  const caip2: Caip2Network = info.caip2
+  const chainId = evmChainId(caip2)
+  const makeTransport = config.transport ?? ((url: string) => http(url, { retryCount: 1 }))
+  const transports = entry.rpcUrls.map((url) => makeTransport(url))
+  const [only] = transports
+  const client = createPublicClient({
+    transport: transports.length === 1 && only ? only : fallback(transports),
+    // Receipts are polled by settle itself; viem's own batching would add latency to verify.
+    batch: { multicall: false },
+  })
+
+  const assets = createAssetTable(
+    (entry.assets ?? []).map((asset) => ({
+      network: caip2,
+      address: asset.address,
+      symbol: '',
+      decimals: 0,
+      eip712: { name: asset.name, version: asset.version },
+    })),
+  )
+
+  const slots: SignerSlot[] = signers.map((signer) => ({
+    signer,
+    nonces: createNonceManager(async () =>
+      Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] })),
+    ),
+    inFlight: 0,
+  }))
+
+  const feeCacheMs = config.feeCacheMs ?? 2_000
+  let cached: { quote: Promise<FeeQuote>; at: number } | undefined
+  const fees = () => {
+    const now = Date.now()
+    if (!cached || now - cached.at > feeCacheMs) {
+      const quote = readFees(client)
+      cached = { quote, at: now }
+      // A failed quote must not be served from the cache.
+      quote.catch(() => {
+        if (cached?.quote === quote) cached = undefined
+      })
+    }
+    return cached.quote
+  }
+
+  return {
+    network: { caip2, ...(info.v1Name ? { v1Name: info.v1Name } : {}) },
+    chainId,
+    client,
+    multicall3: entry.multicall3 ?? MULTICALL3_ADDRESS,
+    assets,
+    restrictAssets: entry.restrictAssets ?? false,
+    signers: slots,
+    fees,
+  }
+}
+
+/**
+ * Reads a fee quote in one parallel round: twice the latest base fee plus the
+ * node's priority tip, so a transaction stays includable over several blocks
+ * of rising base fee (only the used fee is paid).
+ */
+async function readFees(client: PublicClient): Promise<FeeQuote> {
+  const [block, tip] = await Promise.all([
+    client.request({ method: 'eth_getBlockByNumber', params: ['latest', false] }),
+    client.request({ method: 'eth_maxPriorityFeePerGas' }).catch(() => undefined),
+  ])
+  const baseFee = block?.baseFeePerGas
+  if (baseFee === undefined || baseFee === null) {
+    return { gasPrice: BigInt(await client.request({ method: 'eth_gasPrice' })) }
+  }
+  const priority = tip === undefined ? 0n : BigInt(tip)
+  return { maxFeePerGas: BigInt(baseFee) * 2n + priority, maxPriorityFeePerGas: priority }
+}

@@ -1,0 +1,149 @@
+import { encodeFunctionData, parseErc6492Signature, parseSignature, type Address, type Hex } from 'viem'
+import type { PaymentContext } from '../core/adapter.js'
+import { eip3009Abi } from './abi.js'
+import { isAddress, parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
+import type { NetworkRuntime } from './network-runtime.js'
+import { EVM_REJECTION, type Rejection } from './reasons.js'
+import { recoverAuthorizationSigner } from './recover-signer.js'
+import { hashAuthorization, type TokenDomain } from './typed-data.js'
+
+/**
+ * How the payer's signature is proven, which also decides the overload settle sends:
+ * `eoa` recovered offline (the (v,r,s) overload), `erc1271` a deployed smart
+ * wallet, `erc6492` a wallet a factory deploys (both with the `bytes` overload).
+ */
+export type SignatureKind = 'eoa' | 'erc1271' | 'erc6492'
+
+/** A payment that passed every offline check, ready for the chain. */
+export interface PreparedPayment {
+  readonly payload: ExactEvmPayload
+  readonly payer: Address
+  readonly asset: Address
+  readonly domain: TokenDomain
+  /** The EIP-712 digest the token will check. */
+  readonly digest: Hex
+  readonly kind: SignatureKind
+  /** The signature the token receives (unwrapped from an ERC-6492 envelope). */
+  readonly signature: Hex
+  /** ERC-6492: the factory call that deploys the payer's wallet. */
+  readonly deployment: { readonly factory: Address; readonly data: Hex } | undefined
+  /** Calldata of the exact transferWithAuthorization call settle sends (and verify simulates). */
+  readonly transferCalldata: Hex
+}
+
+export interface PrepareOptions {
+  readonly settleMarginSeconds: number
+  /** Lower-cased allowed ERC-6492 factories. */
+  readonly erc6492Factories: ReadonlySet<string>
+  readonly nowSeconds: () => bigint
+}
+
+/**
+ * Runs every check that needs no RPC, cheapest first, and returns the first
+ * failure or the prepared payment. The core already matched version, scheme,
+ * network and (v2) `accepted` against the requirements.
+ */
+export async function preparePayment(
+  ctx: PaymentContext,
+  runtime: NetworkRuntime,
+  options: PrepareOptions,
+): Promise<PreparedPayment | Rejection> {
+  const payload = parseExactEvmPayload(ctx.payload.payload)
+  if ('reason' in payload) return payload
+  const { authorization } = payload
+
+  if (!isAddress(ctx.asset) || !isAddress(ctx.payTo)) {
+    return reject(EVM_REJECTION.invalidRequirements, 'paymentRequirements.asset and payTo must be EVM addresses')
+  }
+  const asset: Address = ctx.asset
+  if (authorization.asset !== undefined && !sameAddress(authorization.asset, asset)) {
+    return reject(EVM_REJECTION.assetMismatch, 'authorization.asset differs from paymentRequirements.asset')
+  }
+  const known = runtime.assets.find(runtime.network.caip2, asset)
+  if (runtime.restrictAssets && !known) {
+    return reject(EVM_REJECTION.assetNotAllowed, `asset ${asset} is not accepted on ${runtime.network.caip2}`)
+  }
+  const extra = ctx.requirements.extra
+  const name = typeof extra?.name === 'string' ? extra.name : known?.eip712?.name
+  const version = typeof extra?.version === 'string' ? extra.version : known?.eip712?.version
+  if (name === undefined || version === undefined) {
+    return reject(EVM_REJECTION.missingDomain, 'paymentRequirements.extra must carry the token\'s EIP-712 name and version')
+  }
+  if (!sameAddress(authorization.to, ctx.payTo)) {
+    return reject(EVM_REJECTION.recipientMismatch, 'authorization.to differs from paymentRequirements.payTo')
+  }
+  // Exact equality: the scheme is `exact`, and a larger authorization would move more than the price.
+  if (authorization.value !== ctx.amount) {
+    return reject(EVM_REJECTION.valueMismatch, `authorization.value ${authorization.value} differs from the required amount ${ctx.amount}`)
+  }
+  const now = options.nowSeconds()
+  if (authorization.validAfter > now) {
+    return reject(EVM_REJECTION.validAfter, 'the authorization is not valid yet (validAfter is in the future)')
+  }
+  if (authorization.validBefore < now + BigInt(options.settleMarginSeconds)) {
+    return reject(
+      EVM_REJECTION.validBefore,
+      `the authorization expires too soon (validBefore must be at least ${options.settleMarginSeconds}s ahead)`,
+    )
+  }
+
+  const domain: TokenDomain = { name, version, chainId: runtime.chainId, verifyingContract: asset }
+  const digest = hashAuthorization(domain, authorization)
+  const signature = await classifySignature(payload, digest, options)
+  if ('reason' in signature) return signature
+
+  return {
+    payload,
+    payer: authorization.from,
+    asset,
+    domain,
+    digest,
+    ...signature,
+    transferCalldata: transferCalldata(payload, signature.kind, signature.signature),
+  }
+}
+
+async function classifySignature(payload: ExactEvmPayload, digest: Hex, options: PrepareOptions) {
+  const wrapped = unwrapErc6492(payload.signature)
+  if (wrapped) {
+    if (!options.erc6492Factories.has(wrapped.factory.toLowerCase())) {
+      return reject(EVM_REJECTION.factoryNotAllowed, `ERC-6492 factory ${wrapped.factory} is not allowed`)
+    }
+    return { kind: 'erc6492' as const, signature: wrapped.signature, deployment: { factory: wrapped.factory, data: wrapped.data } }
+  }
+  const recovered = await recoverAuthorizationSigner(digest, payload.signature)
+  if (recovered !== undefined && sameAddress(recovered, payload.authorization.from)) {
+    return { kind: 'eoa' as const, signature: payload.signature, deployment: undefined }
+  }
+  // Not the payer's key: maybe a deployed smart wallet, which only the chain can tell (ERC-1271).
+  return { kind: 'erc1271' as const, signature: payload.signature, deployment: undefined }
+}
+
+function unwrapErc6492(signature: Hex): { factory: Address; data: Hex; signature: Hex } | undefined {
+  try {
+    const parsed = parseErc6492Signature(signature)
+    if (parsed.address === undefined || parsed.data === undefined) return undefined
+    return { factory: parsed.address, data: parsed.data, signature: parsed.signature }
+  } catch {
+    return undefined
+  }
+}
+
+/** The (v,r,s) overload for a plain account's signature, the `bytes` overload for smart wallets. */
+function transferCalldata(payload: ExactEvmPayload, kind: SignatureKind, signature: Hex): Hex {
+  const a = payload.authorization
+  const head = [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce] as const
+  if (kind === 'eoa') {
+    const { r, s, yParity } = parseSignature(signature)
+    return encodeFunctionData({ abi: eip3009Abi, functionName: 'transferWithAuthorization', args: [...head, yParity + 27, r, s] })
+  }
+  return encodeFunctionData({ abi: eip3009Abi, functionName: 'transferWithAuthorization', args: [...head, signature] })
+}
+
+function sameAddress(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase()
+}
+
+function reject(reason: string, message: string): Rejection {
+  return { reason, message }
+}

@@ -1,0 +1,46 @@
+/**
+ * Rejection codes of the EVM `exact` scheme. Names follow the reference x402
+ * implementations where one exists, so clients that switch on them keep working.
+ * Shared codes (`invalid_payload`, `transaction_failed`, `settlement_pending`)
+ * come from the core's REJECTION table.
+ */
+export const EVM_REJECTION = {
+  /** The payload is not an EIP-3009 authorization (bad address, nonce, number or signature bytes). */
+  invalidPayload: 'invalid_payload',
+  /** The requirements' asset or payTo is not an EVM address. */
+  invalidRequirements: 'invalid_payment_requirements',
+  /** `authorization.asset` (SPEC.md's reduced form) names another token than the requirements. */
+  assetMismatch: 'invalid_exact_evm_payload_asset_mismatch',
+  /** The asset is not in the network's allow-list (only with `restrictAssets`). */
+  assetNotAllowed: 'invalid_exact_evm_payload_asset_not_allowed',
+  /** Neither `extra.name`/`extra.version` nor a configured asset give the token's EIP-712 domain. */
+  missingDomain: 'invalid_exact_evm_payload_missing_eip712_domain',
+  /** `authorization.to` is not the requirements' payTo. */
+  recipientMismatch: 'invalid_exact_evm_payload_recipient_mismatch',
+  /** `authorization.value` is not exactly the required amount. */
+  valueMismatch: 'invalid_exact_evm_payload_authorization_value',
+  /** `validAfter` lies in the future. */
+  validAfter: 'invalid_exact_evm_payload_authorization_valid_after',
+  /** `validBefore` has passed or leaves less than the settle margin. */
+  validBefore: 'invalid_exact_evm_payload_authorization_valid_before',
+  /** The signature is not the payer's (EOA recovery, ERC-1271 and ERC-6492 all failed). */
+  signature: 'invalid_exact_evm_payload_signature',
+  /** An ERC-6492 wrapper names a factory outside the configured allow-list. */
+  factoryNotAllowed: 'invalid_exact_evm_payload_eip6492_factory_not_allowed',
+  /** The payer is an undeployed smart wallet and this facilitator does not deploy wallets. */
+  undeployedWallet: 'invalid_exact_evm_payload_undeployed_smart_wallet',
+  /** The payer's token balance is below the value. */
+  insufficientFunds: 'insufficient_funds',
+  /** The token reports this authorization nonce as used or canceled. */
+  nonceUsed: 'invalid_exact_evm_nonce_already_used',
+  /** A simulation of the exact transferWithAuthorization call settle would send reverted. */
+  simulationFailed: 'invalid_exact_evm_transaction_simulation_failed',
+} as const
+
+export type EvmRejectionCode = (typeof EVM_REJECTION)[keyof typeof EVM_REJECTION]
+
+/** A payment rejection: a stable code and a message for humans. */
+export interface Rejection {
+  readonly reason: string
+  readonly message: string
+}

@@ -1,0 +1,136 @@
+import { keccak256, type Address, type Hex } from 'viem'
+import type { BroadcastRecord } from '../core/adapter.js'
+import { withDeadline } from '../core/deadline.js'
+import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
+import { rpcErrorText, toRpcFault } from './rpc-fault.js'
+
+/** A call the facilitator pays for. */
+export interface OutgoingCall {
+  readonly to: Address
+  readonly data: Hex
+  readonly gas: bigint
+}
+
+/**
+ * Picks the signer with the fewest settlements in flight, so several keys
+ * share the load and one slow key does not hold the others back.
+ */
+export function pickSigner(runtime: NetworkRuntime): SignerSlot {
+  let best = runtime.signers[0]
+  for (const slot of runtime.signers) if (best === undefined || slot.inFlight < best.inFlight) best = slot
+  if (!best) throw new Error('a network runtime always has a signer')
+  return best
+}
+
+const NONCE_TOO_LOW = /nonce too low|nonce has already been used|nonce is too low|invalid nonce|lower than the current nonce|oldnonce/i
+const ALREADY_KNOWN = /already known|known transaction|already imported|already exists|alreadyknown/i
+const MAX_NONCE_RETRIES = 2
+
+/**
+ * Signs a call locally with the slot's next nonce, records it with
+ * `record` (the settlement journal) and only then sends the raw bytes, so a
+ * crash after this point can never lose the transaction hash. A stale local
+ * nonce (another process used the key) is re-read and the call re-signed.
+ *
+ * Throws a FacilitatorError `rpc_*` fault when the node cannot be reached or
+ * refuses the transaction; the hash was recorded by then.
+ */
+export async function signAndSend(
+  runtime: NetworkRuntime,
+  slot: SignerSlot,
+  call: OutgoingCall,
+  signal: AbortSignal,
+  record: (sent: BroadcastRecord) => Promise<void>,
+): Promise<Hex> {
+  for (let attempt = 0; ; attempt++) {
+    const [nonce, fees] = await withDeadline(Promise.all([slot.nonces.next(), runtime.fees()]), signal).catch((error: unknown) => {
+      throw toRpcFault(error, 'preparing the settlement transaction')
+    })
+    let raw: Hex
+    try {
+      raw = await slot.signer.signTransaction({
+        chainId: runtime.chainId,
+        nonce,
+        to: call.to,
+        data: call.data,
+        gas: call.gas,
+        ...('gasPrice' in fees ? { type: 'legacy' as const, gasPrice: fees.gasPrice } : { type: 'eip1559' as const, ...fees }),
+      })
+    } catch (error) {
+      // The nonce was taken but never used: re-read it before anyone else signs past the gap.
+      slot.nonces.reset()
+      throw error
+    }
+    const transaction = keccak256(raw)
+    await record({ transaction, raw })
+    try {
+      await runtime.client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+      return transaction
+    } catch (error) {
+      const text = rpcErrorText(error)
+      if (ALREADY_KNOWN.test(text)) return transaction
+      slot.nonces.reset()
+      if (NONCE_TOO_LOW.test(text) && attempt < MAX_NONCE_RETRIES) continue
+      throw toRpcFault(error, 'sending the settlement transaction')
+    }
+  }
+}
+
+/** Sends an already signed transaction again (resume after a crash); true when the node has it. */
+export async function resend(runtime: NetworkRuntime, raw: Hex): Promise<'sent' | 'nonce_used'> {
+  try {
+    await runtime.client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+    return 'sent'
+  } catch (error) {
+    const text = rpcErrorText(error)
+    if (ALREADY_KNOWN.test(text)) return 'sent'
+    if (NONCE_TOO_LOW.test(text)) return 'nonce_used'
+    throw toRpcFault(error, 're-sending the settlement transaction')
+  }
+}
+
+/** Outcome of waiting for a receipt. */
+export type ReceiptOutcome = { status: 'success' | 'reverted'; blockNumber: bigint } | { status: 'pending' }
+
+/**
+ * Polls for the receipt of `hash` until it appears, `timeoutMs` passes or
+ * `signal` aborts. Polling starts at once and backs off to `maxIntervalMs`.
+ * RPC errors while polling are retried: the transaction is already out, so
+ * only a pending answer (which keeps the hash) may end the wait early.
+ */
+export async function waitForReceipt(
+  runtime: NetworkRuntime,
+  hash: Hex,
+  options: { timeoutMs: number; maxIntervalMs: number; signal: AbortSignal },
+): Promise<ReceiptOutcome> {
+  const deadline = Date.now() + options.timeoutMs
+  let interval = 25
+  for (;;) {
+    if (options.signal.aborted) return { status: 'pending' }
+    try {
+      const receipt = await withDeadline(
+        runtime.client.request({ method: 'eth_getTransactionReceipt', params: [hash] }),
+        options.signal,
+      )
+      if (receipt) return { status: receipt.status === '0x1' ? 'success' : 'reverted', blockNumber: BigInt(receipt.blockNumber) }
+    } catch {
+      // Transient: keep polling until the bound.
+    }
+    const remaining = deadline - Date.now()
+    if (remaining <= 0) return { status: 'pending' }
+    await sleep(Math.min(interval, remaining), options.signal)
+    interval = Math.min(interval * 2, options.maxIntervalMs)
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+    function done() {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+  })
+}

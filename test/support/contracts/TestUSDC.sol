@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
+import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
+
+/// @notice A test stand-in for USDC (FiatTokenV2_2): 6 decimals, an EIP-712 domain
+/// chosen at deployment (USDC's is "USD Coin" / "2"), EIP-3009 transferWithAuthorization
+/// in the (v,r,s) and the `bytes signature` (ERC-1271 aware) overloads, and USDC's revert strings.
+/// Anyone may mint: it only ever runs on a local test chain.
+contract TestUSDC is ERC20, EIP712 {
+    bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
+        "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
+    );
+
+    mapping(address => mapping(bytes32 => bool)) private _authorizationStates;
+
+    event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+
+    constructor(string memory name_, string memory version_) ERC20(name_, "USDC") EIP712(name_, version_) {}
+
+    function decimals() public pure override returns (uint8) {
+        return 6;
+    }
+
+    function mint(address to, uint256 amount) external {
+        _mint(to, amount);
+    }
+
+    function DOMAIN_SEPARATOR() external view returns (bytes32) {
+        return _domainSeparatorV4();
+    }
+
+    function authorizationState(address authorizer, bytes32 nonce) external view returns (bool) {
+        return _authorizationStates[authorizer][nonce];
+    }
+
+    function transferWithAuthorization(
+        address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce,
+        uint8 v, bytes32 r, bytes32 s
+    ) external {
+        bytes32 digest = _checkAuthorization(from, to, value, validAfter, validBefore, nonce);
+        (address recovered, ECDSA.RecoverError error,) = ECDSA.tryRecover(digest, v, r, s);
+        require(error == ECDSA.RecoverError.NoError && recovered == from, "FiatTokenV2: invalid signature");
+        _useAuthorization(from, to, value, nonce);
+    }
+
+    function transferWithAuthorization(
+        address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce,
+        bytes memory signature
+    ) external {
+        bytes32 digest = _checkAuthorization(from, to, value, validAfter, validBefore, nonce);
+        require(SignatureChecker.isValidSignatureNow(from, digest, signature), "FiatTokenV2: invalid signature");
+        _useAuthorization(from, to, value, nonce);
+    }
+
+    function _checkAuthorization(
+        address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce
+    ) private view returns (bytes32) {
+        require(block.timestamp > validAfter, "FiatTokenV2: authorization is not yet valid");
+        require(block.timestamp < validBefore, "FiatTokenV2: authorization is expired");
+        require(!_authorizationStates[from][nonce], "FiatTokenV2: authorization is used or canceled");
+        return _hashTypedDataV4(
+            keccak256(abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce))
+        );
+    }
+
+    function _useAuthorization(address from, address to, uint256 value, bytes32 nonce) private {
+        require(balanceOf(from) >= value, "ERC20: transfer amount exceeds balance");
+        _authorizationStates[from][nonce] = true;
+        emit AuthorizationUsed(from, nonce);
+        _transfer(from, to, value);
+    }
+}

@@ -1,0 +1,196 @@
+/**
+ * The Solidity side of the EVM tests: compiles the contracts in
+ * `test/support/contracts` with solc-js (OpenZeppelin 5, evmVersion cancun),
+ * caches the artifacts, and deploys them on an anvil node. Also installs
+ * Multicall3 at its canonical address, which a fresh anvil lacks.
+ *
+ * @example
+ * const node = await startAnvil({ chainId: 84532 })
+ * await installMulticall3(node)
+ * const usdc = await deployTestToken(node)
+ * await fundPayer(node, usdc, payer.address, 1_000_000n)
+ */
+import { createHash } from 'node:crypto'
+import { mkdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { encodeFunctionData, type Abi, type Address, type Hex, type LocalAccount } from 'viem'
+import { MULTICALL3_ADDRESS } from '../../src/evm/abi.js'
+import type { AnvilNode } from './anvil.js'
+
+const require = createRequire(import.meta.url)
+const CONTRACTS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'contracts')
+const CACHE_DIR = join(process.cwd(), 'node_modules', '.cache', 'x402-facilitator-test')
+const SOURCES = ['TestUSDC.sol', 'TestSmartWallet.sol', 'TestWalletFactory.sol'] as const
+
+/** ABI and creation bytecode of one compiled contract. */
+export interface Artifact {
+  readonly abi: Abi
+  readonly bytecode: Hex
+}
+
+export type ContractName = 'TestUSDC' | 'TestSmartWallet' | 'TestWalletFactory'
+export type Artifacts = Record<ContractName, Artifact>
+
+interface SolcModule {
+  version(): string
+  compile(input: string, callbacks: { import: (path: string) => { contents: string } | { error: string } }): string
+}
+
+/**
+ * Compiles the test contracts, or reads them from the cache when neither the
+ * sources nor the compiler changed (compiling takes seconds; reading is instant).
+ */
+export function compileTestContracts(): Artifacts {
+  const solc: SolcModule = require('solc')
+  const sources = Object.fromEntries(SOURCES.map((file) => [file, { content: readFileSync(join(CONTRACTS_DIR, file), 'utf8') }]))
+  const settings = {
+    evmVersion: 'cancun',
+    optimizer: { enabled: true, runs: 200 },
+    outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } },
+  }
+  const ozVersion = JSON.parse(readFileSync(require.resolve('@openzeppelin/contracts/package.json'), 'utf8')).version as string
+  const key = createHash('sha256').update(JSON.stringify({ sources, settings, solc: solc.version(), ozVersion })).digest('hex').slice(0, 16)
+  const cacheFile = join(CACHE_DIR, `artifacts-${key}.json`)
+  if (existsSync(cacheFile)) return JSON.parse(readFileSync(cacheFile, 'utf8')) as Artifacts
+
+  const input = { language: 'Solidity', sources, settings }
+  const output = JSON.parse(
+    solc.compile(JSON.stringify(input), {
+      import: (path) => {
+        try {
+          return { contents: readFileSync(require.resolve(path), 'utf8') }
+        } catch {
+          return { error: `not found: ${path}` }
+        }
+      },
+    }),
+  ) as {
+    errors?: { severity: string; formattedMessage: string }[]
+    contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>
+  }
+  const errors = (output.errors ?? []).filter((e) => e.severity === 'error')
+  if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`)
+
+  const pick = (file: string, name: ContractName): Artifact => {
+    const contract = output.contracts[file]?.[name]
+    if (!contract) throw new Error(`solc produced no ${name}`)
+    return { abi: contract.abi, bytecode: `0x${contract.evm.bytecode.object}` }
+  }
+  const artifacts: Artifacts = {
+    TestUSDC: pick('TestUSDC.sol', 'TestUSDC'),
+    TestSmartWallet: pick('TestSmartWallet.sol', 'TestSmartWallet'),
+    TestWalletFactory: pick('TestWalletFactory.sol', 'TestWalletFactory'),
+  }
+  mkdirSync(CACHE_DIR, { recursive: true })
+  writeFileSync(cacheFile, JSON.stringify(artifacts))
+  return artifacts
+}
+
+/**
+ * Multicall3's deployed (runtime) code, cut from the creation code viem ships
+ * (in an internal module it does not export, so the file is read): the
+ * 32-byte constructor copies the runtime that starts right after it.
+ */
+export function multicall3RuntimeCode(): Hex {
+  const file = join(dirname(require.resolve('viem')), '..', '_esm', 'constants', 'contracts.js')
+  const found = /multicall3Bytecode\s*=\s*'0x([0-9a-f]+)'/.exec(readFileSync(file, 'utf8'))
+  if (!found?.[1]) throw new Error(`multicall3Bytecode not found in ${file}`)
+  const creation = found[1]
+  const header = creation.slice(0, 64)
+  const length = Number.parseInt(header.slice(38, 42), 16)
+  if (!header.startsWith('608060405234801561001057600080fd5b5061') || creation.length !== 64 + length * 2) {
+    throw new Error('viem multicall3Bytecode has an unexpected layout')
+  }
+  return `0x${creation.slice(64)}`
+}
+
+/** Installs Multicall3 at 0xcA11bde05977b3631167028862bE2a173976CA11 with anvil_setCode. */
+export async function installMulticall3(node: AnvilNode): Promise<Address> {
+  await node.testClient.setCode({ address: MULTICALL3_ADDRESS, bytecode: multicall3RuntimeCode() })
+  return MULTICALL3_ADDRESS
+}
+
+/** Deploys a compiled contract from `from` (default: the node's first account) and returns its address. */
+export async function deployContract(node: AnvilNode, artifact: Artifact, args: readonly unknown[] = [], from?: LocalAccount): Promise<Address> {
+  const wallet = node.walletClient(from)
+  const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args, account: from ?? node.accounts[0]!, chain: node.chain })
+  const receipt = await node.publicClient.waitForTransactionReceipt({ hash })
+  if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error('contract deployment failed')
+  return receipt.contractAddress
+}
+
+/** A deployed EIP-3009 test token and the EIP-712 domain its payments are signed for. */
+export interface TestToken {
+  readonly address: Address
+  readonly abi: Abi
+  /** The domain's name and version, as `paymentRequirements.extra` carries them. */
+  readonly name: string
+  readonly version: string
+}
+
+/** Deploys a USDC-like EIP-3009 token. @default name "USD Coin", version "2" */
+export async function deployTestToken(node: AnvilNode, domain: { name?: string; version?: string } = {}): Promise<TestToken> {
+  const { TestUSDC } = compileTestContracts()
+  const name = domain.name ?? 'USD Coin'
+  const version = domain.version ?? '2'
+  const address = await deployContract(node, TestUSDC, [name, version])
+  return { address, abi: TestUSDC.abi, name, version }
+}
+
+/** Mints `amount` (smallest unit) of the test token to `payer`. */
+export async function fundPayer(node: AnvilNode, token: TestToken, payer: Address, amount: bigint): Promise<void> {
+  const hash = await node.walletClient().sendTransaction({
+    account: node.accounts[0]!,
+    chain: node.chain,
+    to: token.address,
+    data: encodeFunctionData({ abi: token.abi, functionName: 'mint', args: [payer, amount] }),
+  })
+  await node.publicClient.waitForTransactionReceipt({ hash })
+}
+
+/** The payer's token balance. */
+export async function tokenBalance(node: AnvilNode, token: TestToken, owner: Address): Promise<bigint> {
+  const balance = await node.publicClient.readContract({ address: token.address, abi: token.abi, functionName: 'balanceOf', args: [owner] })
+  if (typeof balance !== 'bigint') throw new Error('balanceOf did not return a number')
+  return balance
+}
+
+/** Deploys an ERC-1271 smart wallet owned by `owner`. */
+export async function deploySmartWallet(node: AnvilNode, owner: Address): Promise<Address> {
+  return deployContract(node, compileTestContracts().TestSmartWallet, [owner])
+}
+
+/** A deployed counterfactual wallet factory and helpers to build ERC-6492 deployments. */
+export interface TestWalletFactory {
+  readonly address: Address
+  /** The address `createAccount(owner, salt)` deploys to. */
+  walletAddress(owner: Address, salt: Hex): Promise<Address>
+  /** Calldata of `createAccount(owner, salt)`, as an ERC-6492 wrapper carries it. */
+  deployCalldata(owner: Address, salt: Hex): Hex
+}
+
+/** Deploys the ERC-6492 test factory. */
+export async function deployWalletFactory(node: AnvilNode): Promise<TestWalletFactory> {
+  const { TestWalletFactory } = compileTestContracts()
+  const address = await deployContract(node, TestWalletFactory)
+  return {
+    address,
+    async walletAddress(owner, salt) {
+      const wallet = await node.publicClient.readContract({ address, abi: TestWalletFactory.abi, functionName: 'getAddress', args: [owner, salt] })
+      if (typeof wallet !== 'string' || !wallet.startsWith('0x')) throw new Error('getAddress returned no address')
+      return `0x${wallet.slice(2)}`
+    },
+    deployCalldata: (owner, salt) => encodeFunctionData({ abi: TestWalletFactory.abi, functionName: 'createAccount', args: [owner, salt] }),
+  }
+}
+
+/**
+ * One call for the common setup: anvil with Multicall3, a test USDC, and the
+ * deployer as facilitator signer is left to the caller.
+ */
+export async function setupEvmChain(node: AnvilNode): Promise<{ token: TestToken }> {
+  await installMulticall3(node)
+  return { token: await deployTestToken(node) }
+}

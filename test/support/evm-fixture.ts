@@ -1,0 +1,101 @@
+/**
+ * A ready EVM world for tests, benchmarks and demos: anvil on chain 84532
+ * (so the v1 `x402` client can call it `base-sepolia`), Multicall3, a test
+ * USDC, an ERC-6492 wallet factory, facilitator signers and payment
+ * requirements builders.
+ *
+ * @example
+ * const world = await startEvmFixture()
+ * const adapter = exactEvm(world.adapterConfig())
+ * const requirements = world.requirementsV2({ amount: '1000' })
+ * await world.stop()
+ */
+import type { Address, LocalAccount } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
+import type { PaymentRequirementsV1, PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
+import { startAnvil, type AnvilNode, type StartAnvilOptions } from './anvil.js'
+import { deployTestToken, deployWalletFactory, fundPayer, installMulticall3, type TestToken, type TestWalletFactory } from './evm-contracts.js'
+
+export interface EvmFixture {
+  readonly node: AnvilNode
+  readonly token: TestToken
+  readonly factory: TestWalletFactory
+  /** Facilitator keys (anvil accounts 1..n, funded with ETH for gas). */
+  readonly signers: readonly LocalAccount[]
+  /** The resource server's address (`payTo`). */
+  readonly payTo: Address
+  /** A fresh payer key holding `amount` of the test token. */
+  newPayer(amount?: bigint): Promise<LocalAccount>
+  /** Adapter configuration for this chain, with the factory allow-listed. */
+  adapterConfig(overrides?: Partial<ExactEvmConfig>): ExactEvmConfig
+  /** v2 requirements (`eip155:84532`, `amount`). */
+  requirementsV2(overrides?: Partial<PaymentRequirementsV2>): PaymentRequirementsV2
+  /** v1 requirements (`base-sepolia`, `maxAmountRequired`). */
+  requirementsV1(overrides?: Partial<PaymentRequirementsV1>): PaymentRequirementsV1
+  stop(): Promise<void>
+}
+
+export interface EvmFixtureOptions extends StartAnvilOptions {
+  /** How many facilitator signers. @default 1 */
+  signerCount?: number
+}
+
+/** Starts anvil and deploys everything an EVM payment needs. */
+export async function startEvmFixture(options: EvmFixtureOptions = {}): Promise<EvmFixture> {
+  const node = await startAnvil({ chainId: 84532, ...options })
+  try {
+    await installMulticall3(node)
+    const token = await deployTestToken(node)
+    const factory = await deployWalletFactory(node)
+    const signers = node.accounts.slice(1, 1 + (options.signerCount ?? 1))
+    const payTo = privateKeyToAccount(generatePrivateKey()).address
+    const extra = { name: token.name, version: token.version }
+    return {
+      node,
+      token,
+      factory,
+      signers,
+      payTo,
+      async newPayer(amount = 1_000_000n) {
+        const payer = privateKeyToAccount(generatePrivateKey())
+        if (amount > 0n) await fundPayer(node, token, payer.address, amount)
+        return payer
+      },
+      adapterConfig: (overrides = {}) => ({
+        networks: [{ network: 'eip155:84532', rpcUrls: [node.rpcUrl] }],
+        signers,
+        erc6492Factories: [factory.address],
+        deployErc6492Wallets: true,
+        ...overrides,
+      }),
+      requirementsV2: (overrides = {}) => ({
+        scheme: 'exact',
+        network: 'eip155:84532',
+        amount: '1000',
+        asset: token.address,
+        payTo,
+        maxTimeoutSeconds: 60,
+        extra,
+        ...overrides,
+      }),
+      requirementsV1: (overrides = {}) => ({
+        scheme: 'exact',
+        network: 'base-sepolia',
+        maxAmountRequired: '1000',
+        asset: token.address,
+        payTo,
+        resource: 'https://example.test/paid',
+        description: 'a paid test resource',
+        mimeType: 'application/json',
+        maxTimeoutSeconds: 60,
+        extra,
+        ...overrides,
+      }),
+      stop: () => node.stop(),
+    }
+  } catch (error) {
+    await node.stop()
+    throw error
+  }
+}

@@ -160,11 +160,6 @@ export async function checkPaymentTransaction(input: TransactionRuleInput): Prom
   if (input.expectedFeePayer !== undefined && input.expectedFeePayer !== feePayer) {
     return violation(SVM_REASON.feePayerMismatch, `fee payer ${feePayer} differs from paymentRequirements.extra.feePayer ${input.expectedFeePayer}`)
   }
-  // The fee payer and the transfer authority: any further signer is not needed by the transfer.
-  if (compiled.header.numSignerAccounts !== 2) {
-    return violation(SVM_REASON.excessiveSigners, `the transaction needs ${compiled.header.numSignerAccounts} signatures; a payment has exactly 2 (fee payer and payer)`)
-  }
-
   let instructions: readonly Instruction[]
   try {
     instructions = decompileTransactionMessage(compiled).instructions
@@ -177,6 +172,11 @@ export async function checkPaymentTransaction(input: TransactionRuleInput): Prom
     if (ix.programAddress === feePayer || ix.accounts?.some((meta) => meta.address === feePayer)) {
       return violation(SVM_REASON.feePayerInInstruction, `instruction ${index} names the fee payer in its accounts`)
     }
+  }
+
+  // The fee payer and the transfer authority: any further signer is not needed by the transfer.
+  if (compiled.header.numSignerAccounts !== 2) {
+    return violation(SVM_REASON.excessiveSigners, `the transaction needs ${compiled.header.numSignerAccounts} signatures; a payment has exactly 2 (fee payer and payer)`)
   }
 
   let limit: number | undefined

@@ -1,0 +1,273 @@
+import { createServer } from 'node:net'
+import { parseEventLogs, serializeErc6492Signature, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { dispatch } from '../../src/core/context.js'
+import { createRegistry } from '../../src/core/registry.js'
+import { createFacilitator, FacilitatorError, REJECTION, type BroadcastRecord, type SchemeAdapter } from '../../src/index.js'
+import { exactEvm, EVM_REJECTION, signExactEvmPayment } from '../../src/evm/index.js'
+import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
+import type { PaymentPayload } from '../../src/schemas/payload.js'
+import type { PaymentRequirements } from '../../src/schemas/requirements.js'
+import { deploySmartWallet, fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+
+let world: EvmFixture
+
+const body = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements) => ({
+  x402Version: paymentPayload.x402Version,
+  paymentPayload,
+  paymentRequirements,
+})
+
+/** The context the core would hand the adapter, to drive settle/resume directly. */
+function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requirements: PaymentRequirements, budgetMs = 30_000) {
+  const parsed = parsePaymentRequest(body(paymentPayload, requirements))
+  if (!parsed.ok) throw new Error('bad test request')
+  const routed = dispatch(createRegistry([adapter]), parsed.request, AbortSignal.timeout(budgetMs))
+  if ('rejection' in routed) throw new Error(routed.rejection.message)
+  return routed.context
+}
+
+const noJournal = { broadcasting: async () => undefined }
+
+async function transfersOf(hash: Hex) {
+  const receipt = await world.node.publicClient.getTransactionReceipt({ hash })
+  return { receipt, used: parseEventLogs({ abi: world.token.abi, logs: receipt.logs, eventName: 'AuthorizationUsed' }) }
+}
+
+beforeAll(async () => {
+  world = await startEvmFixture({ signerCount: 2 })
+})
+afterAll(async () => world?.stop())
+
+describe('exactEvm settle', () => {
+  it('settles a plain-account v1 payment with the (v,r,s) overload and answers the v1 network name', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV1()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: payer.address })
+    const { receipt, used } = await transfersOf(answer.transaction as Hex)
+    expect(receipt.status).toBe('success')
+    expect(used).toHaveLength(1)
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    expect(tx.input.slice(0, 10)).toBe('0xe3ee160e') // transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBeGreaterThanOrEqual(1000n)
+  })
+
+  it('settles an ERC-1271 wallet with the bytes overload', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const wallet = await deploySmartWallet(world.node, owner.address)
+    await fundPayer(world.node, world.token, wallet, 5_000n)
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer.success).toBe(true)
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    expect(tx.input.slice(0, 10)).toBe('0xcf092995') // the `bytes signature` overload
+    expect(await tokenBalance(world.node, world.token, wallet)).toBe(4_000n)
+  })
+
+  it('deploys an undeployed ERC-6492 wallet through the allowed factory, then settles', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const salt = generatePrivateKey()
+    const wallet = await world.factory.walletAddress(owner.address, salt)
+    await fundPayer(world.node, world.token, wallet, 5_000n)
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({
+      signer: { ...owner, address: wallet },
+      requirements,
+      wrapSignature: (signature) => serializeErc6492Signature({ address: world.factory.address, data: world.factory.deployCalldata(owner.address, salt), signature }),
+    })
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toMatchObject({ success: true, payer: wallet })
+    expect(await world.node.publicClient.getCode({ address: wallet })).toMatch(/^0x[0-9a-f]+$/)
+    expect(await tokenBalance(world.node, world.token, wallet)).toBe(4_000n)
+  })
+
+  it('a replayed payment: the same facilitator answers the original hash, another one refuses the used nonce', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    const first = await facilitator.settle(body(paymentPayload, requirements))
+    expect(first.success).toBe(true)
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toEqual(first)
+    const stranger = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const replay = await stranger.settle(body(paymentPayload, requirements))
+    expect(replay).toMatchObject({ success: false, errorReason: EVM_REJECTION.nonceUsed, transaction: '' })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+  })
+
+  it('concurrent duplicate settles: exactly one transfer on chain, every caller gets the same hash', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    const before = await world.node.publicClient.getBlockNumber()
+    const answers = await Promise.all(Array.from({ length: 12 }, () => facilitator.settle(body(paymentPayload, requirements))))
+    const hashes = new Set(answers.map((a) => a.transaction))
+    expect(answers.every((a) => a.success)).toBe(true)
+    expect(hashes.size).toBe(1)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+    // Only one transaction of this payer's authorization reached the chain.
+    const logs = await world.node.publicClient.getContractEvents({ address: world.token.address, abi: world.token.abi, eventName: 'AuthorizationUsed', fromBlock: before + 1n })
+    expect(logs.filter((log) => (log.args as { authorizer?: string }).authorizer === payer.address)).toHaveLength(1)
+  })
+
+  it('100 concurrent distinct settles on one signer all land (local nonces)', async () => {
+    const signer = world.signers[0]!
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers: [signer] }))] })
+    const payer = await world.newPayer(1_000_000n)
+    const requirements = world.requirementsV2({ amount: '10' })
+    const payments = await Promise.all(Array.from({ length: 100 }, () => signExactEvmPayment({ signer: payer, requirements })))
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer.address })
+    const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+    const started = performance.now()
+    const answers = await Promise.all(payments.map((p) => facilitator.settle(body(p, requirements))))
+    const elapsed = performance.now() - started
+    const failures = answers.filter((a) => !a.success)
+    expect(failures).toEqual([])
+    expect(new Set(answers.map((a) => a.transaction)).size).toBe(100)
+    expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(nonceBefore + 100)
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1000n)
+    console.info(`[measure] 100 concurrent settles on one signer: ${elapsed.toFixed(0)} ms, ${(100_000 / elapsed).toFixed(1)} settles/s`)
+  })
+
+  it('spreads settles over several signers', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const [a, b] = world.signers
+    const before = await Promise.all([a!, b!].map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2({ amount: '10' })
+    const payments = await Promise.all(Array.from({ length: 10 }, () => signExactEvmPayment({ signer: payer, requirements })))
+    const answers = await Promise.all(payments.map((p) => facilitator.settle(body(p, requirements))))
+    expect(answers.every((x) => x.success)).toBe(true)
+    const after = await Promise.all([a!, b!].map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
+    expect(after[0]! - before[0]!).toBeGreaterThan(0)
+    expect(after[1]! - before[1]!).toBeGreaterThan(0)
+    expect(after[0]! - before[0]! + (after[1]! - before[1]!)).toBe(10)
+  })
+
+  it('a reverted receipt is a failure that keeps the hash', async () => {
+    const adapter = exactEvm(world.adapterConfig())
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    const first = await adapter.settle(contextOf(adapter, paymentPayload, requirements), noJournal)
+    expect(first.success).toBe(true)
+    // adapter.settle trusts the core's verify; sending the used authorization again reverts on chain.
+    const again = await adapter.settle(contextOf(adapter, paymentPayload, requirements), noJournal)
+    expect(again).toMatchObject({ success: false, errorReason: REJECTION.transactionFailed, payer: payer.address })
+    expect(again.transaction).toMatch(/^0x[0-9a-f]{64}$/)
+    expect(again.transaction).not.toBe(first.transaction)
+    expect((await world.node.publicClient.getTransactionReceipt({ hash: again.transaction as Hex })).status).toBe('reverted')
+  })
+
+  it('records the transaction before sending it, and resume() sends the recorded bytes after a crash', async () => {
+    const adapter = exactEvm(world.adapterConfig())
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    let recorded: BroadcastRecord | undefined
+    const crash = new Error('process died right after journaling')
+    await expect(
+      adapter.settle(contextOf(adapter, paymentPayload, requirements), {
+        broadcasting: async (record) => {
+          recorded = record
+          throw crash
+        },
+      }),
+    ).rejects.toBe(crash)
+    expect(recorded?.raw).toMatch(/^0x/)
+    const hash = recorded!.transaction as Hex
+    expect(await world.node.publicClient.getTransaction({ hash }).catch(() => undefined)).toBeUndefined()
+    const resumed = await adapter.resume(contextOf(adapter, paymentPayload, requirements), recorded!)
+    expect(resumed).toMatchObject({ success: true, transaction: hash, payer: payer.address })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+  })
+
+  it('past the receipt bound it answers settlement_pending with the hash; a later settle finishes it', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ receiptTimeoutMs: 300 }))] })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    await world.node.testClient.setAutomine(false)
+    let pending
+    try {
+      pending = await facilitator.settle(body(paymentPayload, requirements))
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    expect(pending).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, payer: payer.address })
+    expect(pending.transaction).toMatch(/^0x[0-9a-f]{64}$/)
+    await world.node.testClient.mine({ blocks: 1 })
+    const finished = await facilitator.settle(body(paymentPayload, requirements))
+    expect(finished).toMatchObject({ success: true, transaction: pending.transaction })
+  })
+
+  it('honors the time budget (ctx.signal): a settle cut short after broadcast still keeps the hash', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())], timeouts: { settleMs: 400 } })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    await world.node.testClient.setAutomine(false)
+    const started = performance.now()
+    let answer
+    try {
+      answer = await facilitator.settle(body(paymentPayload, requirements))
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    expect(performance.now() - started).toBeLessThan(2_000)
+    expect(answer).toMatchObject({ success: false, errorReason: REJECTION.settlementPending })
+    expect(answer.transaction).toMatch(/^0x[0-9a-f]{64}$/)
+    await world.node.testClient.mine({ blocks: 1 })
+  })
+})
+
+describe('exactEvm RPC faults', () => {
+  it('an unreachable RPC is an rpc_unavailable fault whose message never quotes the URL', async () => {
+    const port = await closedPort()
+    const secretUrl = `http://127.0.0.1:${port}/v2/SECRET-API-KEY`
+    const facilitator = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [secretUrl] }] }))],
+    })
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: await world.newPayer(), requirements })
+    const error = await facilitator.verify(body(paymentPayload, requirements)).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(FacilitatorError)
+    expect((error as FacilitatorError).code).toBe('rpc_unavailable')
+    expect((error as FacilitatorError).status).toBe(503)
+    expect((error as FacilitatorError).message).not.toContain('SECRET')
+    expect((error as FacilitatorError).message).not.toContain(String(port))
+    const settled = await facilitator.settle(body(paymentPayload, requirements)).catch((e: unknown) => e)
+    expect((settled as FacilitatorError).code).toBe('rpc_unavailable')
+  })
+
+  it('falls back to the next RPC URL when the first is down', async () => {
+    const port = await closedPort()
+    const facilitator = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [`http://127.0.0.1:${port}`, world.node.rpcUrl] }] }))],
+    })
+    const requirements = world.requirementsV2()
+    const payer = await world.newPayer()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toMatchObject({ success: true })
+  })
+})
+
+/** A loopback port nobody listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  if (typeof address !== 'object' || address === null) throw new Error('no port')
+  return address.port
+}

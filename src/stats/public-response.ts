@@ -1,0 +1,34 @@
+import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
+
+/**
+ * A JSON answer for a public, unauthenticated GET: shared caches may keep it
+ * for `maxAgeSeconds` and serve it stale a while longer while they refresh,
+ * and any origin may read it (it holds aggregates only).
+ *
+ * @example
+ * return publicJson(request, await stats.read(), 15)
+ */
+export function publicJson(request: Request, body: unknown, maxAgeSeconds: number): Response {
+  const age = Math.max(0, Math.floor(maxAgeSeconds))
+  return new Response(request.method === 'HEAD' ? null : JSON.stringify(body), {
+    status: 200,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': `public, max-age=${age}, stale-while-revalidate=${age * 4}`,
+      'access-control-allow-origin': '*',
+      'x-content-type-options': 'nosniff',
+    },
+  })
+}
+
+/** The `{error, code}` body of a fault on a public route; never cached, never with a stack. */
+export function publicError(error: unknown): Response {
+  const fault = error instanceof FacilitatorError ? error : toFacilitatorError(error)
+  const headers: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'access-control-allow-origin': '*',
+  }
+  if (fault.status === 405) headers.allow = 'GET, HEAD, OPTIONS'
+  return new Response(JSON.stringify(fault.toBody()), { status: fault.status, headers })
+}

@@ -1,0 +1,119 @@
+import type { FacilitatorHooks, SettleEvent, VerifyEvent } from '../core/hooks.js'
+import type { Store } from '../stores/store.js'
+import { latencyBucket } from './latency-histogram.js'
+import {
+  DAY_TTL_MS,
+  dayKey,
+  HOUR_MS,
+  HOUR_TTL_MS,
+  hourKey,
+  MINUTE_MS,
+  MINUTE_TTL_MS,
+  minuteKey,
+  onceKey,
+  payersKey,
+  splitAmount,
+  STATS_ALL_KEY,
+  UNSUPPORTED_NETWORK,
+  utcDay,
+} from './stats-keys.js'
+
+/** Options of the statistics recorder. */
+export interface StatsRecorderOptions {
+  /** Where counters live; share it between instances so their statistics add up. */
+  store: Store
+  /** Clock in milliseconds. @default Date.now */
+  now?: () => number
+  /**
+   * How long a settled transaction is remembered so that a repeated settle of
+   * the same payment (which answers the recorded transaction) is not counted
+   * twice. Match your settlement record lifetime. @default 7 days
+   */
+  dedupeTtlMs?: number
+}
+
+// Reasons under which a transaction was sent but its outcome is not known yet.
+const PENDING_REASONS = new Set(['settlement_pending', 'settlement_in_progress'])
+// Assets end up in field names: anything else is not an address or mint.
+const ASSET_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/
+
+/**
+ * After-hooks that count verifications and settlements, volume, distinct
+ * payers and response times into time-bucketed counters in the store. One
+ * event costs four hash increments (plus, for a successful settle, one claim
+ * and three sketch updates), all started at once and never awaited by the
+ * payment answer.
+ *
+ * @example
+ * const store = createMemoryStore()
+ * const facilitator = createFacilitator({ schemes, store, hooks: [createStatsRecorder({ store })] })
+ */
+export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorHooks {
+  const { store } = options
+  const now = options.now ?? Date.now
+  const dedupeTtlMs = options.dedupeTtlMs ?? 7 * 86_400_000
+
+  /** Writes one event's usage and latency fields into every time bucket. */
+  function write(time: number, usage: Record<string, number>, latency: Record<string, number>): Promise<unknown> {
+    const hour = Math.floor(time / HOUR_MS)
+    return Promise.all([
+      store.incrementFields(STATS_ALL_KEY, { ...usage, ...latency }),
+      store.incrementFields(hourKey(hour), { ...usage, ...latency }, { ttlMs: HOUR_TTL_MS }),
+      Object.keys(usage).length > 0 ? store.incrementFields(dayKey(utcDay(time)), usage, { ttlMs: DAY_TTL_MS }) : undefined,
+      store.incrementFields(minuteKey(Math.floor(time / MINUTE_MS)), latency, { ttlMs: MINUTE_TTL_MS }),
+    ])
+  }
+
+  return {
+    async afterVerify(event: VerifyEvent) {
+      const network = event.context?.network ?? UNSUPPORTED_NETWORK
+      const outcome = event.fault ? 'error' : event.result.isValid ? 'valid' : 'invalid'
+      await write(now(), { [`v|${network}|${outcome}`]: 1 }, { [`lat|verify|${network}|${latencyBucket(event.durationMs)}`]: 1 })
+    },
+
+    async afterSettle(event: SettleEvent) {
+      const time = now()
+      const context = event.context
+      const network = context?.network ?? UNSUPPORTED_NETWORK
+      const { result } = event
+      const latency: Record<string, number> = { [`lat|settle|${network}|${latencyBucket(event.durationMs)}`]: 1 }
+      const confirmationMs = context?.timings.confirmationMs
+      if (result.success && typeof confirmationMs === 'number' && Number.isFinite(confirmationMs)) {
+        latency[`lat|confirm|${network}|${latencyBucket(confirmationMs)}`] = 1
+      }
+
+      const usage: Record<string, number> = {}
+      let payer: string | undefined
+      if (event.fault) usage[`s|${network}|error`] = 1
+      else if (!result.success && result.errorReason && PENDING_REASONS.has(result.errorReason)) usage[`s|${network}|pending`] = 1
+      else if (result.transaction && !(await store.set(onceKey(network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) {
+        // A repeated settle answered from the record: this payment is already counted.
+      } else if (result.success) {
+        usage[`s|${network}|ok`] = 1
+        if (context && ASSET_PATTERN.test(context.asset)) {
+          const { hi, lo } = splitAmount(context.amount)
+          const base = `vol|${network}|${context.asset}`
+          usage[`${base}|hi`] = hi
+          usage[`${base}|lo`] = lo
+          usage[`${base}|n`] = 1
+        }
+        payer = result.payer
+      } else {
+        usage[`s|${network}|fail`] = 1
+      }
+
+      const writes: Promise<unknown>[] = [write(time, usage, latency)]
+      if (payer && context) {
+        // EVM addresses are case-insensitive; the sketch keeps no address, only register maxima.
+        const member = network.startsWith('eip155:') ? payer.toLowerCase() : payer
+        const hour = Math.floor(time / HOUR_MS)
+        writes.push(
+          store.addDistinct(payersKey('all', network), [member]),
+          store.addDistinct(payersKey(`h:${hour}`, network), [member], { ttlMs: HOUR_TTL_MS }),
+          store.addDistinct(payersKey(`d:${utcDay(time)}`, network), [member], { ttlMs: DAY_TTL_MS }),
+        )
+      }
+      await Promise.all(writes)
+    },
+  }
+}

@@ -85,9 +85,9 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
     async verify(ctx): Promise<VerifyResponse> {
       const result = await check(ctx, runtimeOf(ctx))
+      if (!('reason' in result)) return { isValid: true, payer: result.payment.payer }
       const payer = payerOf(ctx)
-      if ('reason' in result) return { isValid: false, invalidReason: result.reason, invalidMessage: result.message, ...(payer ? { payer } : {}) }
-      return { isValid: true, payer: result.payment.payer }
+      return { isValid: false, invalidReason: result.reason, invalidMessage: result.message, ...(payer ? { payer } : {}) }
     },
 
     settlementKey(ctx) {

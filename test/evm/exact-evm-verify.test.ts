@@ -61,6 +61,25 @@ describe('exactEvm verify: valid payments', () => {
     console.info(`[measure] valid verify: ${rpcRequests} RPC request, ${elapsed.toFixed(1)} ms`)
   })
 
+  it('measures sequential verify latency of valid payments (one request each)', async () => {
+    const requirements = world.requirementsV2()
+    const payer = await world.newPayer()
+    const payments = await Promise.all(Array.from({ length: 60 }, () => signExactEvmPayment({ signer: payer, requirements })))
+    const durations: number[] = []
+    rpcRequests = 0
+    for (const paymentPayload of payments) {
+      const started = performance.now()
+      const answer = await facilitator.verify(body(paymentPayload, requirements))
+      durations.push(performance.now() - started)
+      expect(answer.isValid).toBe(true)
+    }
+    expect(rpcRequests).toBe(payments.length)
+    const sorted = durations.slice(10).sort((a, b) => a - b)
+    const median = sorted[Math.floor(sorted.length / 2)]!
+    const p95 = sorted[Math.floor(sorted.length * 0.95)]!
+    console.info(`[measure] verify latency over ${sorted.length} valid payments: median ${median.toFixed(2)} ms, p95 ${p95.toFixed(2)} ms`)
+  })
+
   it('accepts a payload made by the official @x402/evm v2 client', async () => {
     const payer = await world.newPayer()
     const requirements = world.requirementsV2()
@@ -68,7 +87,7 @@ describe('exactEvm verify: valid payments', () => {
     const paymentPayload = await client.createPaymentPayload({
       x402Version: 2,
       resource: { url: 'https://example.test/paid', description: 'paid', mimeType: 'application/json' },
-      accepts: [requirements],
+      accepts: [{ ...requirements, network: 'eip155:84532', maxTimeoutSeconds: 60, extra: { name: world.token.name, version: world.token.version } }],
     })
     expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
   })
@@ -76,7 +95,18 @@ describe('exactEvm verify: valid payments', () => {
   it('accepts a payload made by the official v1 x402 client (base-sepolia)', async () => {
     const payer = await world.newPayer()
     const requirements = world.requirementsV1()
-    const header = await createPaymentHeader(payer, 1, { ...requirements, asset: requirements.asset as Hex, payTo: requirements.payTo as Hex, resource: 'https://example.test/paid', description: 'paid', mimeType: 'application/json', maxTimeoutSeconds: 60, network: 'base-sepolia', scheme: 'exact' })
+    const header = await createPaymentHeader(payer, 1, {
+      scheme: 'exact',
+      network: 'base-sepolia',
+      maxAmountRequired: requirements.maxAmountRequired,
+      asset: world.token.address,
+      payTo: world.payTo,
+      resource: 'https://example.test/paid',
+      description: 'paid',
+      mimeType: 'application/json',
+      maxTimeoutSeconds: 60,
+      extra: { name: world.token.name, version: world.token.version },
+    })
     const paymentPayload: unknown = JSON.parse(Buffer.from(header, 'base64').toString('utf8'))
     expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
   })

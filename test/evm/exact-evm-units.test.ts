@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest'
+import { createNonceManager } from '../../src/evm/nonce-manager.js'
+import { EVM_REJECTION, parseExactEvmPayload } from '../../src/evm/index.js'
+
+describe('createNonceManager', () => {
+  it('reads the chain once for many concurrent callers and hands out consecutive nonces', async () => {
+    let reads = 0
+    const nonces = createNonceManager(async () => {
+      reads++
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      return 7
+    })
+    const handed = await Promise.all(Array.from({ length: 50 }, () => nonces.next()))
+    expect(reads).toBe(1)
+    expect([...handed].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => 7 + i))
+  })
+
+  it('re-reads the chain after a reset', async () => {
+    let count = 3
+    const nonces = createNonceManager(async () => count)
+    expect(await nonces.next()).toBe(3)
+    expect(await nonces.next()).toBe(4)
+    count = 10
+    nonces.reset()
+    expect(await nonces.next()).toBe(10)
+  })
+
+  it('passes a failed read to the callers and tries again on the next call', async () => {
+    let fail = true
+    const nonces = createNonceManager(async () => {
+      if (fail) throw new Error('node down')
+      return 1
+    })
+    await expect(nonces.next()).rejects.toThrow('node down')
+    fail = false
+    expect(await nonces.next()).toBe(1)
+  })
+})
+
+describe('parseExactEvmPayload', () => {
+  const good = {
+    signature: `0x${'11'.repeat(65)}`,
+    authorization: {
+      from: `0x${'aa'.repeat(20)}`,
+      to: `0x${'bb'.repeat(20)}`,
+      value: '1000',
+      validAfter: '0',
+      validBefore: '9999999999',
+      nonce: `0x${'cc'.repeat(32)}`,
+    },
+  }
+
+  it('reads numbers as bigints and accepts amount as an alias of value', () => {
+    const parsed = parseExactEvmPayload(good)
+    expect(parsed).toMatchObject({ authorization: { value: 1000n, validAfter: 0n, validBefore: 9_999_999_999n } })
+    const { value: _value, ...rest } = good.authorization
+    expect(parseExactEvmPayload({ ...good, authorization: { ...rest, amount: '1000' } })).toMatchObject({ authorization: { value: 1000n } })
+  })
+
+  it('refuses value and amount that differ, numbers beyond uint256 and odd-length signatures, naming the field', () => {
+    const cases: [unknown, string][] = [
+      [{ ...good, authorization: { ...good.authorization, amount: '999' } }, 'authorization.amount'],
+      [{ ...good, authorization: { ...good.authorization, value: (1n << 256n).toString() } }, 'authorization.value'],
+      [{ ...good, signature: '0x123' }, 'signature'],
+      [{ ...good, authorization: { ...good.authorization, from: 'alice' } }, 'authorization.from'],
+    ]
+    for (const [payload, field] of cases) {
+      const parsed = parseExactEvmPayload(payload)
+      expect(parsed).toMatchObject({ reason: EVM_REJECTION.invalidPayload })
+      expect('message' in parsed && parsed.message).toContain(field)
+    }
+  })
+})

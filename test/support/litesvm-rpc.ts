@@ -244,8 +244,8 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
         const result = simulate(tx, true, false)
         if (result.err) throw new RpcError(-32002, `Transaction simulation failed: ${JSON.stringify(result.err)}`, { err: result.err, logs: result.logs })
       }
-      if (this_.drop) return signature
-      if (this_.hold) held.push(tx)
+      if (handle.drop) return signature
+      if (handle.hold) held.push(tx)
       else execute(tx)
       return signature
     },
@@ -297,7 +297,7 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const port = (server.address() as AddressInfo).port
 
-  const this_: LiteSvmRpc = {
+  const handle: LiteSvmRpc = {
     url: `http://127.0.0.1:${port}`,
     svm,
     stats,
@@ -325,7 +325,7 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
         server.close((error) => (error ? reject(error) : resolve()))
       }),
   }
-  return this_
+  return handle
 }
 
 class RpcError extends Error {

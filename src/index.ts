@@ -66,3 +66,56 @@ export {
   type PaymentOffer,
 } from './resource-server/payment-required.js'
 export { withPayment, type PaywallOptions, type VerifiedPayment } from './resource-server/paywall.js'
+
+// ---- Stores, public statistics and the catalog of paid resources (issue 5) ----
+export type { MemoryStore, MemoryStoreSize } from './stores/memory-store.js'
+export type { RankedEntry, RankedIncrement, RankOptions, RankRange } from './stores/store.js'
+export { createLatencyHistogram, latencyBucket, type LatencyHistogram, type LatencySummary } from './stats/latency-histogram.js'
+export { createStatsRecorder, type StatsRecorderOptions } from './stats/stats-recorder.js'
+export { readPublicStats, type ReadStatsOptions } from './stats/stats-reader.js'
+export {
+  confirmationEntrySchema,
+  latencyEntrySchema,
+  publicStatsSchema,
+  usageTotalsSchema,
+  volumeEntrySchema,
+  type LatencyEntry,
+  type PublicStats,
+  type UsageTotals,
+  type VolumeEntry,
+} from './stats/stats-schema.js'
+export {
+  createPublicHandler,
+  createStatsHandler,
+  PUBLIC_STATS_PATH,
+  statsRoute,
+  type PublicHandlerOptions,
+  type StatsSource,
+} from './stats/stats-handler.js'
+export { createPublicStats, type PublicStatsOptions, type PublicStatsService } from './stats/public-stats.js'
+export { formatTokenUnits, usdValue } from './stats/token-units.js'
+export {
+  CATALOG_LISTING_PATH,
+  createCatalog,
+  DISCOVERY_PATH,
+  type CatalogEntry,
+  type CatalogOptions,
+  type CatalogResourceConfig,
+  type CatalogService,
+  type CatalogSnapshot,
+} from './catalog/catalog.js'
+export { createCatalogRecorder, type CatalogRecorderOptions } from './catalog/catalog-recorder.js'
+export {
+  catalogListingSchema,
+  catalogResourceSchema,
+  discoveryItemSchema,
+  discoveryQuerySchema,
+  discoveryResponseSchema,
+  type CatalogListing,
+  type CatalogResource,
+  type DiscoveryItem,
+  type DiscoveryQuery,
+  type DiscoveryResponse,
+} from './catalog/catalog-schema.js'
+export { formatLastCalled, formatUsdCompact } from './catalog/catalog-format.js'
+export { resourceId, resourceName } from './catalog/resource-name.js'

@@ -1,0 +1,259 @@
+import type { FacilitatorHooks } from '../core/hooks.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
+import type { ExtraRoute } from '../http/handler.js'
+import { describeNetwork } from '../networks/networks.js'
+import type { Store } from '../stores/store.js'
+import { publicError, publicJson } from '../stats/public-response.js'
+import { formatLastCalled, formatUsdCompact } from './catalog-format.js'
+import { CATALOG_INDEX_KEY, catalogCountsKey, catalogTextKey, createCatalogRecorder, type CatalogRecorderOptions } from './catalog-recorder.js'
+import { discoveryQuerySchema, type CatalogListing, type CatalogResource, type DiscoveryQuery, type DiscoveryResponse } from './catalog-schema.js'
+import { toDiscoveryResponse } from './discovery.js'
+import { resourceId, resourceName } from './resource-name.js'
+
+/** What an operator may say about one of its resources; it wins over what payments carry. */
+export interface CatalogResourceConfig {
+  url: string
+  /** `<owner>/<resource-slug>`. @default derived from the URL */
+  name?: string
+  description?: string
+  avatarUrl?: string | null
+  /** The resource's catalog page. @default CatalogOptions.pageUrl, else the URL */
+  jobsUrl?: string
+  /** Lets a resource be listed before its first payment. */
+  paymentRequirements?: { scheme: string; network: string; asset: string }
+}
+
+/** Options of `createCatalog`. */
+export interface CatalogOptions extends Omit<CatalogRecorderOptions, 'store'> {
+  /** The facilitator's store; share it between instances so their catalogs are one. */
+  store: Store
+  /** Operator metadata per resource URL (compared after normalisation). */
+  resources?: readonly CatalogResourceConfig[]
+  /** Address of a resource's catalog page, for `jobsUrl`. @default the resource URL */
+  pageUrl?: (resource: { url: string; name: string }) => string
+  /** Lifetime of a built listing, here and in HTTP caches. @default 300 */
+  ttlSeconds?: number
+  /** Fewer calls than this show `successRate: null, sufficientData: false`. @default 3 */
+  minCallsForRate?: number
+}
+
+/** One resource as the catalog knows it, before formatting. */
+export interface CatalogEntry {
+  id: string
+  name: string
+  description: string
+  mimeType?: string
+  serviceName?: string
+  iconUrl?: string
+  avatarUrl: string | null
+  jobsUrl: string
+  calls: number
+  succeeded: number
+  usd: number
+  lastCalledAt: number | undefined
+  x402Version: number
+  scheme: string
+  /** CAIP-2 id, or what the operator configured. */
+  network: string
+  asset: string
+  accepts: Record<string, unknown>[]
+  bazaar: Record<string, unknown> | undefined
+}
+
+/** A listing built at one time, reused for `ttlSeconds`. */
+export interface CatalogSnapshot {
+  builtAt: number
+  entries: CatalogEntry[]
+}
+
+/** The catalog wired together: a hook to record, cached reads and their HTTP routes. */
+export interface CatalogService {
+  readonly hooks: FacilitatorHooks
+  readonly ttlSeconds: number
+  /** Entries ordered by calls, built at most once per `ttlSeconds`. */
+  snapshot(): Promise<CatalogSnapshot>
+  /** The listing of SPEC.md: `{success, resources, cachedAt, ttlSeconds}`. */
+  list(): Promise<CatalogListing>
+  /** The x402 bazaar form, filtered and paginated. Throws `invalid_request` on a bad query. */
+  discover(query?: DiscoveryQuery): Promise<DiscoveryResponse>
+  /** GET routes for `createHandler({ routes })` or the stats host. */
+  routes(paths?: { listing?: string; discovery?: string }): ExtraRoute[]
+}
+
+/** Default path of the listing. SPEC.md leaves it open; it sits beside /public/stats. */
+export const CATALOG_LISTING_PATH = '/public/resources'
+/** Path of the x402 bazaar discovery list, where x402 clients (`withBazaar`) look. */
+export const DISCOVERY_PATH = '/discovery/resources'
+
+/**
+ * A catalog of the paid resources this facilitator settles payments for.
+ *
+ * @example
+ * const catalog = createCatalog({ store, resources: [{ url: 'https://api.example.com/weather', avatarUrl: 'https://example.com/a.png' }] })
+ * const facilitator = createFacilitator({ schemes, store, hooks: [catalog.hooks] })
+ * createHandler(facilitator, { routes: catalog.routes() }) // GET /public/resources, GET /discovery/resources
+ */
+export function createCatalog(options: CatalogOptions): CatalogService {
+  const { store } = options
+  const now = options.now ?? Date.now
+  const ttlSeconds = options.ttlSeconds ?? 300
+  const cap = options.maxResources ?? 1000
+  const minCalls = options.minCallsForRate ?? 3
+  const hooks = createCatalogRecorder({ ...options, now })
+  const configured = new Map<string, CatalogResourceConfig>()
+  for (const config of options.resources ?? []) {
+    const id = resourceId(config.url)
+    if (id) configured.set(id, config)
+  }
+  let cached: { snapshot: Promise<CatalogSnapshot>; until: number } | undefined
+
+  async function build(): Promise<CatalogSnapshot> {
+    const builtAt = now()
+    const ranked = await store.readRanked(CATALOG_INDEX_KEY, { limit: cap })
+    const rows = await Promise.all(ranked.map(async ({ member }) => ({ id: member, counts: await store.readFields(catalogCountsKey(member)), text: await store.readTextFields(catalogTextKey(member)) })))
+    const entries: CatalogEntry[] = []
+    for (const { id, counts, text } of rows) {
+      // An entry evicted or half-written by another instance has no text yet: skip it rather than guess.
+      if (!text.url) continue
+      entries.push(entry(id, counts, text))
+    }
+    const listed = new Set(entries.map((e) => e.id))
+    for (const [id, config] of configured) {
+      if (listed.has(id) || !config.paymentRequirements || entries.length >= cap) continue
+      entries.push(entry(id, {}, { url: id, ...config.paymentRequirements }))
+    }
+    // Ranking order already holds; configured, never-called resources come last.
+    return { builtAt, entries }
+  }
+
+  function entry(id: string, counts: Record<string, number>, text: Record<string, string>): CatalogEntry {
+    const config = configured.get(id)
+    const name = config?.name ?? resourceName(id, text.serviceName)
+    const accepts = Object.keys(text)
+      .filter((field) => field.startsWith('accepts|'))
+      .sort()
+      .map((field) => parseObject(text[field]!))
+      .filter((value): value is Record<string, unknown> => value !== undefined)
+    return {
+      id,
+      name,
+      description: config?.description ?? text.description ?? '',
+      ...(text.mimeType ? { mimeType: text.mimeType } : {}),
+      ...(text.serviceName ? { serviceName: text.serviceName } : {}),
+      ...(text.iconUrl ? { iconUrl: text.iconUrl } : {}),
+      avatarUrl: config?.avatarUrl !== undefined ? config.avatarUrl : (text.iconUrl ?? null),
+      jobsUrl: config?.jobsUrl ?? options.pageUrl?.({ url: id, name }) ?? id,
+      calls: counts.calls ?? 0,
+      succeeded: counts.succeeded ?? 0,
+      usd: (counts.usdMicros ?? 0) / 1_000_000,
+      lastCalledAt: text.lastCalledAt ? Number(text.lastCalledAt) : undefined,
+      x402Version: Number(text.x402Version ?? 2),
+      scheme: text.scheme ?? 'exact',
+      network: text.network ?? '',
+      asset: text.asset ?? '',
+      accepts,
+      bazaar: text.bazaar ? parseObject(text.bazaar) : undefined,
+    }
+  }
+
+  const service: CatalogService = {
+    hooks,
+    ttlSeconds,
+    snapshot() {
+      const time = now()
+      if (cached && cached.until > time) return cached.snapshot
+      const snapshot = build()
+      const entry = { snapshot, until: time + ttlSeconds * 1000 }
+      cached = entry
+      snapshot.catch(() => {
+        if (cached === entry) cached = undefined
+      })
+      return snapshot
+    },
+    async list() {
+      const { builtAt, entries } = await service.snapshot()
+      return {
+        success: true,
+        resources: entries.map((e) => toListingResource(e, builtAt, minCalls)),
+        cachedAt: new Date(builtAt).toISOString(),
+        ttlSeconds,
+      }
+    },
+    async discover(query = {}) {
+      const parsed = discoveryQuerySchema.safeParse(query)
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]
+        const field = String(issue?.path[0] ?? 'query')
+        throw new FacilitatorError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, { details: { field } })
+      }
+      const snapshot = await service.snapshot()
+      return toDiscoveryResponse(snapshot, parsed.data, minCalls)
+    },
+    routes(paths = {}) {
+      const remaining = async () => {
+        const { builtAt } = await service.snapshot()
+        return Math.max(0, Math.ceil((builtAt + ttlSeconds * 1000 - now()) / 1000))
+      }
+      return [
+        {
+          path: paths.listing ?? CATALOG_LISTING_PATH,
+          public: true,
+          async handle(request) {
+            try {
+              return publicJson(request, await service.list(), await remaining())
+            } catch (error) {
+              return publicError(new FacilitatorError('internal_error', 'the catalog is unavailable right now', { status: 503, cause: error }))
+            }
+          },
+        },
+        {
+          path: paths.discovery ?? DISCOVERY_PATH,
+          public: true,
+          async handle(request) {
+            try {
+              const query = Object.fromEntries(new URL(request.url).searchParams)
+              return publicJson(request, await service.discover(query), await remaining())
+            } catch (error) {
+              if (error instanceof FacilitatorError && error.status < 500) return publicError(error)
+              return publicError(new FacilitatorError('internal_error', 'the catalog is unavailable right now', { status: 503, cause: error }))
+            }
+          },
+        },
+      ]
+    },
+  }
+  return service
+}
+
+function toListingResource(e: CatalogEntry, at: number, minCalls: number): CatalogResource {
+  const sufficientData = e.calls >= minCalls && e.calls > 0
+  return {
+    url: e.id,
+    name: e.name,
+    description: e.description,
+    paymentRequirements: {
+      scheme: e.scheme,
+      network: describeNetwork(e.network)?.v1Name ?? e.network,
+      asset: e.asset,
+      amount: '0',
+    },
+    trustScore: {
+      successRate: sufficientData ? Math.round((e.succeeded / e.calls) * 10_000) / 100 : null,
+      sufficientData,
+      calls: e.calls,
+      valueProcessed: formatUsdCompact(e.usd),
+      lastCalled: formatLastCalled(e.lastCalledAt, at),
+    },
+    jobsUrl: e.jobsUrl,
+    avatarUrl: e.avatarUrl,
+  }
+}
+
+function parseObject(json: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(json)
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}

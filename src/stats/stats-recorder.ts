@@ -53,15 +53,24 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
   const now = options.now ?? Date.now
   const dedupeTtlMs = options.dedupeTtlMs ?? 7 * 86_400_000
 
-  /** Writes one event's usage and latency fields into every time bucket. */
+  // The day key changes once a day: remember it per hour instead of formatting a date per event.
+  let dayOf = { hour: -1, key: '' }
+
+  /** Writes one event's usage and latency fields into every time bucket, all at once. */
   function write(time: number, usage: Record<string, number>, latency: Record<string, number>): Promise<unknown> {
     const hour = Math.floor(time / HOUR_MS)
-    return Promise.all([
-      store.incrementFields(STATS_ALL_KEY, { ...usage, ...latency }),
-      store.incrementFields(hourKey(hour), { ...usage, ...latency }, { ttlMs: HOUR_TTL_MS }),
-      Object.keys(usage).length > 0 ? store.incrementFields(dayKey(utcDay(time)), usage, { ttlMs: DAY_TTL_MS }) : undefined,
+    if (dayOf.hour !== hour) dayOf = { hour, key: dayKey(utcDay(time)) }
+    const both = Object.assign({}, usage, latency)
+    const writes = [
+      store.incrementFields(STATS_ALL_KEY, both),
+      store.incrementFields(hourKey(hour), both, { ttlMs: HOUR_TTL_MS }),
       store.incrementFields(minuteKey(Math.floor(time / MINUTE_MS)), latency, { ttlMs: MINUTE_TTL_MS }),
-    ])
+    ]
+    for (const _ in usage) {
+      writes.push(store.incrementFields(dayOf.key, usage, { ttlMs: DAY_TTL_MS }))
+      break
+    }
+    return Promise.all(writes)
   }
 
   return {

@@ -1,0 +1,126 @@
+/**
+ * The fast (WebAssembly) signer recovery must answer exactly what viem
+ * answers, for real signatures and for every kind of malformed one, or a
+ * payment could be accepted or refused differently depending on the install.
+ */
+import { bytesToHex, checksumAddress, hashTypedData, numberToHex, serializeSignature, type Hex } from 'viem'
+import { generatePrivateKey, privateKeyToAccount, sign } from 'viem/accounts'
+import { describe, expect, it } from 'vitest'
+import { recoverAuthorizationSigner, recoveryBackend, recoverWithViem } from '../../src/evm/recover-signer.js'
+import { authorizationTypedData, hashAuthorization } from '../../src/evm/typed-data.js'
+
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+const random32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))
+const word = (value: bigint): string => numberToHex(value, { size: 32 }).slice(2)
+const vByte = (v: number): string => v.toString(16).padStart(2, '0')
+
+async function expectSameAnswer(digest: Hex, signature: Hex): Promise<string | undefined> {
+  const expected = await recoverWithViem(digest, signature)
+  const actual = await recoverAuthorizationSigner(digest, signature)
+  expect(actual, `digest ${digest} signature ${signature}`).toBe(expected)
+  return expected
+}
+
+describe('recoverAuthorizationSigner', () => {
+  it('uses the WebAssembly backend when tiny-secp256k1 is installed', async () => {
+    expect(await recoveryBackend()).toBe('tiny-secp256k1')
+  })
+
+  it('recovers the signer of 200 random signatures exactly as viem does, for v in {0, 1, 27, 28}', async () => {
+    for (let i = 0; i < 200; i++) {
+      const key = generatePrivateKey()
+      const digest = random32()
+      const { r, s, yParity = 0 } = await sign({ hash: digest, privateKey: key })
+      const address = privateKeyToAccount(key).address
+      const body: Hex = `0x${r.slice(2)}${s.slice(2)}`
+      const forms: Hex[] = [
+        serializeSignature({ r, s, yParity }),
+        `0x${body.slice(2)}${vByte(yParity)}`,
+        `0x${body.slice(2)}${vByte(yParity + 27)}`,
+        `0x${body.slice(2)}${vByte(1 - yParity)}`,
+      ]
+      for (const form of forms) await expectSameAnswer(digest, form)
+      expect(await recoverAuthorizationSigner(digest, forms[0]!)).toBe(address)
+      // Upper-case hex is still the same signature.
+      expect(await recoverAuthorizationSigner(digest, `0x${forms[0]!.slice(2).toUpperCase()}`)).toBe(address)
+    }
+  })
+
+  it('treats high-s signatures as viem does (recovered, the token decides)', async () => {
+    for (let i = 0; i < 100; i++) {
+      const key = generatePrivateKey()
+      const digest = random32()
+      const { r, s, yParity = 0 } = await sign({ hash: digest, privateKey: key })
+      const highS = N - BigInt(s)
+      // (r, n - s) with the flipped parity recovers the same key.
+      const flipped: Hex = `0x${r.slice(2)}${word(highS)}${vByte(28 - yParity)}`
+      expect(await expectSameAnswer(digest, flipped)).toBe(privateKeyToAccount(key).address)
+      await expectSameAnswer(digest, `0x${r.slice(2)}${word(highS)}${vByte(27 + yParity)}`)
+    }
+  })
+
+  it('refuses what viem refuses: bad v, zero or out-of-range r and s, r off the curve, wrong lengths', async () => {
+    const digest = random32()
+    const { r, s } = await sign({ hash: digest, privateKey: generatePrivateKey() })
+    const cases: Hex[] = []
+    for (const v of [2, 3, 26, 29, 35, 36, 0xff]) cases.push(`0x${r.slice(2)}${s.slice(2)}${vByte(v)}`)
+    for (const bad of [0n, N, N + 1n, (1n << 256n) - 1n]) {
+      cases.push(`0x${word(bad)}${s.slice(2)}1b`, `0x${r.slice(2)}${word(bad)}1b`)
+    }
+    // EIP-2098 compact (64 bytes) and other lengths never belong to a plain account here.
+    cases.push(`0x${r.slice(2)}${s.slice(2)}`, `0x${r.slice(2)}${s.slice(2)}1b00`, '0x', '0x1b')
+    for (const signature of cases) {
+      expect(await expectSameAnswer(digest, signature)).toBeUndefined()
+    }
+  })
+
+  it('agrees with viem on 1,000 random byte strings (most recover some key, some no point)', async () => {
+    let recovered = 0
+    for (let i = 0; i < 1_000; i++) {
+      const v = [0, 1, 27, 28][i % 4]!
+      const signature: Hex = `0x${random32().slice(2)}${random32().slice(2)}${vByte(v)}`
+      if ((await expectSameAnswer(random32(), signature)) !== undefined) recovered++
+    }
+    // About half of random x values are on the curve: both backends must hit the same ones.
+    expect(recovered).toBeGreaterThan(250)
+    expect(recovered).toBeLessThan(750)
+  })
+})
+
+describe('hashAuthorization', () => {
+  const randomAddress = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(20)))
+  const randomUint = (bytes: number): bigint => BigInt(bytesToHex(crypto.getRandomValues(new Uint8Array(bytes))))
+
+  it('gives the digest viem gives for 1,000 random authorizations and domains', () => {
+    for (let i = 0; i < 1_000; i++) {
+      const domain = {
+        name: i % 7 === 0 ? '' : i % 5 === 0 ? 'Ünïcødé 🪙 Token' : `Token ${i}`,
+        version: String(i % 3),
+        chainId: [1, 8453, 84532, 0, Number.MAX_SAFE_INTEGER][i % 5]!,
+        verifyingContract: i % 2 ? randomAddress() : checksumAddress(randomAddress()),
+      }
+      const message = {
+        from: i % 3 ? checksumAddress(randomAddress()) : randomAddress(),
+        to: randomAddress(),
+        value: i % 11 === 0 ? (1n << 256n) - 1n : randomUint((i % 32) + 1),
+        validAfter: i % 4 === 0 ? 0n : randomUint(4),
+        validBefore: randomUint(8),
+        nonce: random32(),
+      }
+      expect(hashAuthorization(domain, message)).toBe(hashTypedData(authorizationTypedData(domain, message)))
+    }
+  })
+
+  it('defers to viem, errors included, outside the EIP-3009 layout', () => {
+    const domain = { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: randomAddress() }
+    const message = { from: randomAddress(), to: randomAddress(), value: 1n, validAfter: 0n, validBefore: 1n, nonce: random32() }
+    expect(() => hashAuthorization(domain, { ...message, value: 1n << 256n })).toThrow()
+    expect(() => hashAuthorization(domain, { ...message, value: -1n })).toThrow()
+    expect(() => hashAuthorization(domain, { ...message, from: '0x1234' })).toThrow()
+    expect(() => hashAuthorization(domain, { ...message, nonce: '0x12' })).toThrow()
+    // An upper-cased address fails its checksum: viem refuses it, and so do we.
+    const shouted = `0x${randomAddress().slice(2).toUpperCase()}` as Hex
+    expect(() => hashTypedData(authorizationTypedData(domain, { ...message, from: shouted }))).toThrow()
+    expect(() => hashAuthorization(domain, { ...message, from: shouted })).toThrow()
+  })
+})

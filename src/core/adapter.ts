@@ -58,6 +58,11 @@ export interface SettleJournal {
   broadcasting(record: BroadcastRecord): Promise<void>
 }
 
+/** A settlement slot held on a signer; `release` frees it (idempotent). */
+export interface SettleReservation {
+  release(): void
+}
+
 /**
  * A scheme on a set of networks: the plug-in unit of the facilitator. Built by
  * factories such as `exactEvm()` and passed in configuration.
@@ -80,6 +85,14 @@ export interface SchemeAdapter {
    * to have one (verify then rejects it).
    */
   settlementKey(ctx: PaymentContext): string | undefined
+  /**
+   * Takes a settlement slot on a signer that can pay for this payment, before
+   * anything is verified, claimed or sent. Throws `FacilitatorError('signer_busy')`
+   * when every such signer is at its in-flight bound, so the payer can simply
+   * retry. `settle` then uses the reserved signer. Optional: adapters without
+   * a bound omit it.
+   */
+  reserveSettlement?(ctx: PaymentContext): SettleReservation
   /** Re-checks, broadcasts (after `journal.broadcasting`) and confirms a payment. */
   settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse>
   /**

@@ -109,6 +109,7 @@ export async function settle(registry: Registry, body: unknown, options: SettleO
         const ctx = routed.context
         context = ctx
         const adapter = routed.match.adapter
+        const reserve = adapter.reserveSettlement?.bind(adapter)
         const rejection = await firstRejection(options.hooks, 'beforeSettle', ctx)
         result = rejection
           ? { success: false, errorReason: rejection.reason ?? REJECTION.rejectedByPolicy, errorMessage: rejection.message, transaction: '', network: ctx.wireNetwork }
@@ -120,6 +121,7 @@ export async function settle(registry: Registry, body: unknown, options: SettleO
               options: options.settlement ?? {},
               // Settle re-verifies with the adapter only: the before-verify hooks guard /verify.
               verify: () => adapter.verify(ctx),
+              reserve: reserve && (() => reserve(ctx)),
             })
       }
     }

@@ -51,6 +51,13 @@ export interface ExactEvmConfig {
   readonly feeCacheMs?: number
   /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default viem `http(url, { retryCount: 1 })` */
   readonly transport?: (url: string) => Transport
+  /**
+   * Most settlements one signer may have in flight (verify, send and confirmation)
+   * on a network. When every signer of the network is at the bound, settle throws
+   * `FacilitatorError('signer_busy')` (HTTP 503 with Retry-After) before anything
+   * is claimed or sent, so the payer can simply retry. @default unbounded
+   */
+  readonly maxInFlightSettlesPerSigner?: number
   /** Protocol versions served. @default [1, 2] */
   readonly versions?: readonly (1 | 2)[]
 }

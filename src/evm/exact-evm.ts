@@ -1,6 +1,7 @@
 import type { Address, Hex } from 'viem'
-import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal } from '../core/adapter.js'
+import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
+import { redactError, secretsOfUrl } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
@@ -51,6 +52,10 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     nowSeconds: () => BigInt(Math.floor(Date.now() / 1000)),
   }
   const deployWallets = config.deployErc6492Wallets ?? false
+  const maxInFlight = config.maxInFlightSettlesPerSigner ?? Number.POSITIVE_INFINITY
+  if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactEvm: maxInFlightSettlesPerSigner must be at least 1')
+  // The signer reserved for a settle by reserveSettlement (the core calls it before claiming).
+  const reserved = new WeakMap<PaymentContext, SignerSlot>()
   const receiptOptions = (signal: AbortSignal) => ({
     timeoutMs: config.receiptTimeoutMs ?? 30_000,
     maxIntervalMs: config.receiptPollIntervalMs ?? 1_000,
@@ -76,7 +81,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     return { payment, walletDeployed: verdict.walletDeployed }
   }
 
-  return {
+  const adapter: SchemeAdapter = {
     scheme: 'exact',
     family: 'eip155',
     networks: [...runtimes.values()].map((r) => r.network),
@@ -99,13 +104,33 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       return `${runtime.chainId}:${ctx.asset.toLowerCase()}:${from.toLowerCase()}:${nonce.toLowerCase()}`
     },
 
+    reserveSettlement(ctx): SettleReservation {
+      const slot = pickSigner(runtimeOf(ctx))
+      if (slot.inFlight >= maxInFlight) {
+        throw new FacilitatorError('signer_busy', `every signer of ${ctx.network} has ${maxInFlight} settlements in flight; retry shortly`)
+      }
+      slot.inFlight++
+      reserved.set(ctx, slot)
+      let held = true
+      return {
+        release() {
+          if (!held) return
+          held = false
+          slot.inFlight--
+          reserved.delete(ctx)
+        },
+      }
+    },
+
     async settle(ctx, journal): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
       // The core verified (chain state included) just before claiming; the clock may have moved since.
       const payment = await preparePayment(ctx, runtime, prepareOptions)
       if ('reason' in payment) return failure(ctx, payment, payerOf(ctx))
-      const slot = pickSigner(runtime)
-      slot.inFlight++
+      // A slot reserved by the core is already counted; a direct call counts its own.
+      const reservedSlot = reserved.get(ctx)
+      const slot = reservedSlot ?? pickSigner(runtime)
+      if (!reservedSlot) slot.inFlight++
       try {
         if (payment.deployment) {
           const deployed = await deployWalletIfNeeded(runtime, slot, payment, ctx.signal)
@@ -113,12 +138,29 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
         }
         const gas = payment.kind === 'eoa' ? (config.gasLimit ?? DEFAULT_GAS_LIMIT) : await estimateGas(runtime, slot.signer.address, payment.asset, payment.transferCalldata, ctx.signal)
         const sentAt = performance.now()
-        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
+        let journaled: BroadcastRecord | undefined
+        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, async (record) => {
+          try {
+            // A second record means signAndSend re-signs after "nonce too low". That nonce may have been
+            // used by our own first send (its answer lost, the RPC client retried): one payment, one
+            // transaction, unless the chain has never seen the first one.
+            if (journaled && (await knownToChain(runtime, asHash(journaled.transaction), ctx.signal))) throw new AlreadySent(asHash(journaled.transaction))
+            await journal.broadcasting(record)
+            journaled = record
+          } catch (error) {
+            // Nothing was sent with this nonce: re-read it, or every later settle of this key waits behind a gap.
+            slot.nonces.reset()
+            throw error
+          }
+        }).catch((error: unknown) => {
+          if (error instanceof AlreadySent) return error.transaction
+          throw error
+        })
         const outcome = await waitForReceipt(runtime, hash, receiptOptions(ctx.signal))
         if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
         return answer(ctx, hash, outcome, payment.payer)
       } finally {
-        slot.inFlight--
+        if (!reservedSlot) slot.inFlight--
       }
     },
 
@@ -144,6 +186,16 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     },
   }
 
+  // RPC URLs often carry API keys and viem quotes them in its errors: no cause chain leaves with one.
+  const secrets = config.networks.flatMap((entry) => entry.rpcUrls.flatMap(secretsOfUrl))
+  const redacting = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(redactError(error, secrets)))
+  return {
+    ...adapter,
+    verify: (ctx) => redacting(adapter.verify(ctx)),
+    settle: (ctx, journal) => redacting(adapter.settle(ctx, journal)),
+    resume: (ctx, record) => redacting(adapter.resume(ctx, record)),
+  }
+
   /** Deploys an ERC-6492 wallet through its allowed factory; a rejection when it cannot be deployed. */
   async function deployWalletIfNeeded(runtime: NetworkRuntime, slot: SignerSlot, payment: PreparedPayment, signal: AbortSignal): Promise<Rejection | undefined> {
     const deployment = payment.deployment
@@ -164,6 +216,22 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     }
     if (outcome.status === 'reverted') return { reason: EVM_REJECTION.undeployedWallet, message: 'deploying the payer\'s smart wallet reverted' }
     return undefined
+  }
+}
+
+/** Thrown out of signAndSend to stop a re-sign: the first transaction of this payment is out. */
+class AlreadySent extends Error {
+  constructor(readonly transaction: Hex) {
+    super('the settlement transaction was already sent')
+  }
+}
+
+/** Whether the node knows a transaction (pending or mined); an unanswered lookup counts as known, to never send twice. */
+async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSignal): Promise<boolean> {
+  try {
+    return (await withDeadline(runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }), signal)) !== null
+  } catch {
+    return true
   }
 }
 

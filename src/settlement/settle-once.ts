@@ -1,4 +1,6 @@
-import type { BroadcastRecord, PaymentContext, SchemeAdapter } from '../core/adapter.js'
+import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
+import { withDeadline } from '../core/deadline.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import type { Store } from '../stores/store.js'
@@ -21,6 +23,12 @@ interface SettleOnceInput {
   options: SettlementOptions
   /** Runs the adapter's verify (with the before-hooks) so a bad payment is never claimed. */
   verify: () => Promise<VerifyResponse>
+  /**
+   * Takes a signer slot before a new payment is verified and claimed; throws
+   * `signer_busy` when none is free. Not asked for payments that already have
+   * a record (they are answered or waited for, never sent again).
+   */
+  reserve?: () => SettleReservation
 }
 
 const DAY_MS = 86_400_000
@@ -54,32 +62,46 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const read = async () => decodeSettlementRecord(await store.get(storeKey))
 
   let verified: VerifyResponse | undefined
-  for (;;) {
-    const record = await read()
-    if (record) {
-      const answer = await answerFromRecord(record)
-      if (answer) return answer
-      if (Date.now() >= deadline) {
-        const transaction = record.state === 'broadcast' ? record.transaction : ''
-        return failure(context, REJECTION.settlementInProgress, 'another call is settling this payment', undefined, transaction)
-      }
-      await sleep(pollMs)
-      continue
-    }
+  let reservation: SettleReservation | undefined
+  try {
+    return await claimAndSettle()
+  } finally {
+    reservation?.release()
+  }
 
-    if (!verified) {
-      verified = await input.verify()
-      if (!verified.isValid) {
-        // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
-        if (await read()) continue
-        return failure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
+  async function claimAndSettle(): Promise<SettleResponse> {
+    for (;;) {
+      const record = await read()
+      if (record) {
+        // Someone else owns this payment: no signer slot is needed to wait for or resume it.
+        reservation?.release()
+        reservation = undefined
+        const answer = await answerFromRecord(record)
+        if (answer) return answer
+        if (Date.now() >= deadline) {
+          const transaction = record.state === 'broadcast' ? record.transaction : ''
+          return failure(context, REJECTION.settlementInProgress, 'another call is settling this payment', undefined, transaction)
+        }
+        await sleep(pollMs)
+        continue
       }
+
+      // Before any work on a new payment: a saturated signer set answers signer_busy, nothing claimed.
+      reservation ??= input.reserve?.()
+      if (!verified) {
+        verified = await input.verify()
+        if (!verified.isValid) {
+          // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
+          if (await read()) continue
+          return failure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
+        }
+      }
+      const claimed = await store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease() }), {
+        ifAbsent: true,
+        ttlMs: budgetMs * 2,
+      })
+      if (claimed) return settleClaimed(verified.payer)
     }
-    const claimed = await store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease() }), {
-      ifAbsent: true,
-      ttlMs: budgetMs * 2,
-    })
-    if (claimed) return settleClaimed(verified.payer)
   }
 
   /** Answers from a record, or `undefined` to wait for its owner. */
@@ -95,26 +117,40 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         if (record.leaseUntil > Date.now()) return undefined
         // Take the lease over so that one caller, not every waiter, resumes.
         await write({ ...record, leaseUntil: lease() }, recordTtlMs)
-        return finish(await resumeSafely(record), record)
+        return finishSafely(await resumeSafely(record), record)
     }
   }
 
   async function settleClaimed(payer: string | undefined): Promise<SettleResponse> {
     let sent: BroadcastRecord | undefined
-    try {
-      const result = await adapter.settle(context, {
-        async broadcasting(record) {
-          await write({ state: 'broadcast', ...record, leaseUntil: lease() }, recordTtlMs)
+    let journaling: Promise<void> | undefined
+    // Set once this call has given up (time budget spent): the adapter may still be
+    // running, but it must not send anything any more.
+    let abandoned = false
+    const work = adapter.settle(context, {
+      async broadcasting(record) {
+        if (abandoned) throw new FacilitatorError('timeout', 'the settle ran out of its time budget before sending; nothing was sent')
+        const writing = write({ state: 'broadcast', ...record, leaseUntil: lease() }, recordTtlMs).then(() => {
           sent = record
-        },
-      })
+        })
+        journaling = writing
+        await writing
+      },
+    })
+    try {
+      // A hung RPC inside the adapter must not hold the caller past the budget.
+      const result = await withDeadline(work, context.signal)
       if (!sent) {
         // Nothing left the process: free the claim so the payer may retry.
         await store.delete(storeKey)
         return result
       }
-      return finish(result, sent)
+      // Awaited here so that a failing store write still answers with the transaction id.
+      return await finishSafely(result, sent)
     } catch (error) {
+      abandoned = true
+      // A journal write in flight decides whether the transaction may be out.
+      if (!sent && journaling) await (journaling as Promise<void>).catch(() => undefined)
       if (!sent) {
         await store.delete(storeKey).catch(() => undefined)
         throw error
@@ -122,6 +158,15 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       // The transaction may be on its way: keep its id and let a later call resume it.
       await write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs).catch(() => undefined)
       return pending(sent.transaction, payer)
+    }
+  }
+
+  /** `finish`, but a store failure answers the outcome (with its transaction) instead of throwing it away. */
+  async function finishSafely(result: SettleResponse, sent: BroadcastRecord): Promise<SettleResponse> {
+    try {
+      return await finish(result, sent)
+    } catch {
+      return result.success ? { ...result, transaction: result.transaction || sent.transaction } : pending(sent.transaction, result.payer)
     }
   }
 

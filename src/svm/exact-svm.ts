@@ -13,7 +13,8 @@ import {
 } from '@solana/kit'
 import { getTokenDecoder } from '@solana-program/token'
 import { z } from 'zod'
-import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal } from '../core/adapter.js'
+import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
+import { redactError, secretsOfUrl } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import { describeNetwork } from '../networks/networks.js'
@@ -70,6 +71,14 @@ export interface ExactSvmConfig {
   rpcTimeoutMs?: number
   /** Protocol versions served. @default [1, 2] */
   versions?: readonly (1 | 2)[]
+  /**
+   * Most settlements one fee payer may have in flight (verify, send and
+   * confirmation). A payment names its fee payer, so when that fee payer is at
+   * the bound, settle throws `FacilitatorError('signer_busy')` (HTTP 503 with
+   * Retry-After) before anything is claimed or sent; the payer can simply retry.
+   * @default unbounded
+   */
+  maxInFlightSettlesPerSigner?: number
   /** Builds the RPC transport of a network (tests, fault injection, custom clients). @default createHttpRpcTransport */
   rpc?: (network: { caip2: string; urls: readonly string[]; headers?: Record<string, string> }) => SvmRpcTransport
 }
@@ -150,6 +159,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     maxPriorityFeeLamports: BigInt(config.limits?.maxPriorityFeeLamports ?? DEFAULT_LIMITS.maxPriorityFeeLamports),
   }
   const confirmTimeoutMs = config.confirmTimeoutMs ?? 40_000
+  const maxInFlight = config.maxInFlightSettlesPerSigner ?? Number.POSITIVE_INFINITY
+  if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactSvm: maxInFlightSettlesPerSigner must be at least 1')
+  const inFlight = new Map<string, number>()
   const pollIntervalMs = config.pollIntervalMs ?? 400
 
   // One transport per network, built once: connection reuse is most of the latency.
@@ -272,14 +284,21 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const { payment, wire, signature } = prepared.signed
     await journal.broadcasting({ transaction: signature, raw: wire })
     const sentAt = performance.now()
-    await runtime.rpc.request(
-      // Preflight would simulate a second time; verify has just done it.
-      [{ method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] }],
-      ctx.signal,
-    )
-    // A refusal is not proof the bytes cannot land (another node may have them): only the
-    // chain's status or the blockhash's expiry below decides the outcome.
-    return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt })
+    let resend: string | undefined
+    try {
+      await runtime.rpc.request(
+        // Preflight would simulate a second time; verify has just done it.
+        [{ method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] }],
+        ctx.signal,
+      )
+    } catch (error) {
+      // A cut answer or a refused request proves nothing either way: confirm decides, and sends the
+      // bytes again the first time the chain says it has never seen them.
+      if (ctx.signal.aborted || !(error instanceof FacilitatorError)) throw error
+      resend = wire
+    }
+    // A refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
+    return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, resend })
   }
 
   async function resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse> {
@@ -350,13 +369,25 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
           continue
         }
         if (resend) {
-          await runtime.rpc.request([{ method: 'sendTransaction', params: [resend, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
-          resend = undefined
+          try {
+            await runtime.rpc.request([{ method: 'sendTransaction', params: [resend, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
+            resend = undefined
+          } catch (error) {
+            // Still refused: keep polling (and offering the bytes) until the bound; the answer keeps the signature.
+            if (!(error instanceof FacilitatorError)) throw error
+          }
         }
       }
       await sleep(pollIntervalMs, ctx.signal)
     }
   }
+
+  // RPC URLs and headers may carry API keys: no cause chain leaves with one.
+  const secrets = config.networks.flatMap((entry) => [
+    ...(entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])).flatMap(secretsOfUrl),
+    ...Object.values(entry.rpcHeaders ?? {}).filter((value) => value.length >= 4),
+  ])
+  const redacting = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(redactError(error, secrets)))
 
   return {
     scheme: 'exact',
@@ -364,7 +395,27 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     networks: [...runtimes.values()].map((runtime) => runtime.info),
     versions: config.versions ?? [1, 2],
     signers: () => [...feePayerSet],
-    verify,
+    verify: (ctx) => redacting(verify(ctx)),
+    reserveSettlement(ctx): SettleReservation {
+      const feePayer = feePayerOf(ctx)
+      // A payload without one of our fee payers never reaches a send: verify rejects it.
+      if (feePayer === undefined || !feePayerSet.has(feePayer)) return { release() {} }
+      const count = inFlight.get(feePayer) ?? 0
+      if (count >= maxInFlight) {
+        throw new FacilitatorError('signer_busy', `fee payer ${feePayer} has ${maxInFlight} settlements in flight; retry shortly`)
+      }
+      inFlight.set(feePayer, count + 1)
+      let held = true
+      return {
+        release() {
+          if (!held) return
+          held = false
+          const left = (inFlight.get(feePayer) ?? 1) - 1
+          if (left > 0) inFlight.set(feePayer, left)
+          else inFlight.delete(feePayer)
+        },
+      }
+    },
     settlementKey(ctx) {
       const payload = payloadSchema.safeParse(ctx.payload.payload)
       if (!payload.success) return undefined
@@ -373,8 +424,20 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // The message is what every signature signs: one message, one payment, whatever signatures ride along.
       return `${ctx.network}:${createHash('sha256').update(new Uint8Array(transaction.messageBytes)).digest('base64url')}`
     },
-    settle,
-    resume,
+    settle: (ctx, journal) => redacting(settle(ctx, journal)),
+    resume: (ctx, record) => redacting(resume(ctx, record)),
+  }
+}
+
+/** The fee payer (first static account) of the payload's transaction, without checking anything else. */
+function feePayerOf(ctx: PaymentContext): string | undefined {
+  const payload = payloadSchema.safeParse(ctx.payload.payload)
+  const transaction = payload.success ? decodeWireTransaction(payload.data.transaction) : undefined
+  if (!transaction) return undefined
+  try {
+    return getCompiledTransactionMessageDecoder().decode(transaction.messageBytes).staticAccounts[0]
+  } catch {
+    return undefined
   }
 }
 

@@ -1,0 +1,78 @@
+import { FacilitatorError } from '../errors/facilitator-error.js'
+
+/**
+ * The parts of an RPC URL that may be credentials: the URL itself (also as
+ * printed without user info, which is how viem quotes it), the user and
+ * password, the query string and its values, and long path segments
+ * (`/v2/<api key>`).
+ */
+export function secretsOfUrl(url: string): string[] {
+  const found = new Set<string>([url])
+  try {
+    const parsed = new URL(url)
+    const bare = new URL(url)
+    bare.username = ''
+    bare.password = ''
+    found.add(bare.href)
+    for (const part of [parsed.username, parsed.password]) {
+      if (part) found.add(part).add(decodeURIComponent(part))
+    }
+    if (parsed.search) found.add(parsed.search)
+    for (const [, value] of parsed.searchParams) found.add(value).add(encodeURIComponent(value))
+    for (const segment of parsed.pathname.split('/')) if (segment.length >= 16) found.add(segment)
+  } catch {
+    // Not a URL: the string itself is all we can hide.
+  }
+  // Very short pieces ("1", "on") would blank out ordinary words.
+  return [...found].filter((secret) => secret.length >= 4).sort((a, b) => b.length - a.length)
+}
+
+/**
+ * Makes an error safe to hand to a caller's logger: a FacilitatorError keeps
+ * its code, status and (already safe) message, but its `cause` chain, which
+ * may quote RPC URLs with API keys (viem does), is replaced by a plain Error
+ * with the same text minus `secrets`. A foreign error that quotes a secret
+ * becomes an `internal_error`; any other error is returned unchanged.
+ *
+ * @example
+ * try { ... } catch (error) { throw redactError(error, secretsOfUrl(rpcUrl)) }
+ */
+export function redactError(error: unknown, secrets: readonly string[]): unknown {
+  if (secrets.length === 0) return error
+  if (error instanceof FacilitatorError) {
+    if (error.cause === undefined) return error
+    return new FacilitatorError(error.code, error.message, {
+      status: error.status,
+      details: error.details,
+      cause: new Error(redactText(describeChain(error.cause), secrets)),
+    })
+  }
+  const text = describeChain(error)
+  if (!secrets.some((secret) => text.includes(secret))) return error
+  return new FacilitatorError('internal_error', 'internal error', { cause: new Error(redactText(text, secrets)) })
+}
+
+function redactText(text: string, secrets: readonly string[]): string {
+  let out = text
+  for (const secret of secrets) out = out.split(secret).join('<redacted>')
+  return out
+}
+
+/** Every message, detail and quoted URL down the cause chain, as one text. */
+function describeChain(error: unknown): string {
+  const parts: string[] = []
+  let current: unknown = error
+  for (let depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    if (current instanceof Error) {
+      parts.push(`${current.name}: ${current.message}`)
+      const extra = current as Error & { details?: unknown; url?: unknown }
+      if (typeof extra.details === 'string') parts.push(extra.details)
+      if (typeof extra.url === 'string') parts.push(`URL: ${extra.url}`)
+      current = current.cause
+    } else {
+      parts.push(String(current))
+      break
+    }
+  }
+  return parts.join(' | ')
+}

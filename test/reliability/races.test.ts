@@ -1,0 +1,105 @@
+/**
+ * Races on a real chain: many callers settling the same payment through two
+ * facilitator instances that share a real Redis, and 200 distinct payments
+ * settled at once over several signers. Every answer travels over real HTTP.
+ */
+import type { Address, Hex, LocalAccount } from 'viem'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createFacilitator } from '../../src/core/facilitator.js'
+import { exactEvm } from '../../src/evm/exact-evm.js'
+import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { createRedisStore } from '../../src/stores/redis-store.js'
+import type { Store } from '../../src/stores/store.js'
+import { tokenBalance } from '../support/evm-contracts.js'
+import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { authorizationsIn, authorizationsUsed, body, nonceSum, postJson, serve } from './support.js'
+
+let world: EvmFixture
+let redis: RedisServer
+const stores: Store[] = []
+const closers: (() => Promise<void>)[] = []
+
+beforeAll(async () => {
+  ;[world, redis] = await Promise.all([startEvmFixture({ signerCount: 4 }), startRedisServer()])
+})
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close()))
+  await Promise.all(stores.map((store) => store.close?.()))
+  await Promise.all([world?.stop(), redis?.stop()])
+})
+
+/** A facilitator instance with its own adapter and Redis connection, served over HTTP. */
+async function instance(prefix: string, signers = world.signers) {
+  const store = createRedisStore({ url: redis.url, keyPrefix: prefix })
+  stores.push(store)
+  const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers }))], store, timeouts: { settleMs: 20_000 } })
+  const server = await serve(facilitator)
+  closers.push(server.close)
+  return server
+}
+
+describe('races', () => {
+  it('50 concurrent settles of one payment across two instances sharing Redis: one transfer, every caller gets its hash', async () => {
+    const [a, b] = await Promise.all([instance('race1:'), instance('race1:')])
+    const payer = await world.newPayer(1_000_000n)
+    const requirements = world.requirementsV2({ amount: '1000' })
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    const fromBlock = (await world.node.publicClient.getBlockNumber()) + 1n
+    const signerAddresses = world.signers.map((s) => s.address)
+    const noncesBefore = await nonceSum(world, signerAddresses)
+    const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+
+    const started = performance.now()
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => postJson(`${(i % 2 === 0 ? a : b).url}/settle`, body(paymentPayload, requirements))),
+    )
+    const elapsed = performance.now() - started
+
+    expect(answers.map((x) => x.status)).toEqual(Array(50).fill(200))
+    const hashes = new Set(answers.map((x) => x.json.transaction))
+    expect(answers.filter((x) => x.json.success !== true).map((x) => x.text)).toEqual([])
+    expect(hashes.size).toBe(1)
+    const [hash] = [...hashes] as Hex[]
+    // Exactly one transfer on chain: one authorization used, one signer transaction, one amount moved.
+    expect(await authorizationsUsed(world, payer.address, fromBlock)).toHaveLength(1)
+    expect(await authorizationsIn(world, hash!)).toHaveLength(1)
+    expect(await nonceSum(world, signerAddresses)).toBe(noncesBefore + 1)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1000n)
+    console.info(`[races] 50 duplicate settles over 2 instances: 50/50 answered ${hash}, 1 transfer on chain, ${elapsed.toFixed(0)} ms`)
+  })
+
+  it('200 concurrent settles of distinct payments over 4 signers: all land, no nonce error', async () => {
+    const server = await instance('race2:')
+    // Funded one after the other: the deployer's own transactions need consecutive nonces.
+    const payers: LocalAccount[] = []
+    for (let i = 0; i < 10; i++) payers.push(await world.newPayer(100_000n))
+    const requirements = world.requirementsV2({ amount: '10' })
+    const payments = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => signExactEvmPayment({ signer: payers[i % payers.length]!, requirements })),
+    )
+    const signerAddresses = world.signers.map((s) => s.address)
+    const before = await Promise.all(signerAddresses.map((address) => world.node.publicClient.getTransactionCount({ address })))
+    const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+
+    const started = performance.now()
+    const answers = await Promise.all(payments.map((p) => postJson(`${server.url}/settle`, body(p, requirements))))
+    const elapsed = performance.now() - started
+
+    const failures = answers.filter((x) => x.status !== 200 || x.json.success !== true).map((x) => `${x.status} ${x.text}`)
+    expect(failures).toEqual([])
+    expect(answers.some((x) => /nonce/i.test(x.text))).toBe(false)
+    expect(new Set(answers.map((x) => x.json.transaction)).size).toBe(200)
+    const after = await Promise.all(signerAddresses.map((address) => world.node.publicClient.getTransactionCount({ address })))
+    const perSigner = after.map((count, i) => count - before[i]!)
+    expect(perSigner.reduce((x, y) => x + y, 0)).toBe(200)
+    // The load is spread: every signer took a share.
+    for (const share of perSigner) expect(share).toBeGreaterThan(0)
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 2000n)
+    for (const payer of payers) expect(await tokenBalance(world.node, world.token, payer.address as Address)).toBe(100_000n - 200n)
+    console.info(
+      `[races] 200 distinct settles over 4 signers: 200/200 success, per signer ${perSigner.join('/')}, ${elapsed.toFixed(0)} ms (${((200 * 1000) / elapsed).toFixed(0)} settles/s)`,
+    )
+  })
+})

@@ -1,0 +1,128 @@
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+/** How the proxy treats the next requests. */
+export type FaultMode =
+  | { kind: 'pass' }
+  /** Forward after a delay. */
+  | { kind: 'delay'; ms: number }
+  /** Accept the request and never answer. */
+  | { kind: 'hang' }
+  /** Answer an HTTP error without forwarding. */
+  | { kind: 'error'; status: number }
+  /** Destroy the connection without an answer. */
+  | { kind: 'cut' }
+  /** Forward, then destroy the connection instead of relaying the answer (the request did reach the chain). */
+  | { kind: 'cut-after-forward' }
+
+export interface FaultProxy {
+  readonly url: string
+  /** Requests seen, by JSON-RPC method (batches count each method). */
+  readonly methods: string[]
+  /** Requests received (a JSON-RPC batch is one request). */
+  requests: number
+  setMode(mode: FaultMode): void
+  /**
+   * Applies `mode` only to requests whose body contains one of these JSON-RPC
+   * methods; with `times`, only to the next `times` such requests (then they pass).
+   */
+  setModeFor(methods: readonly string[], mode: FaultMode, options?: { times?: number }): void
+  close(): Promise<void>
+}
+
+/**
+ * A loopback HTTP proxy in front of a real RPC endpoint (anvil, the Solana
+ * test RPC) that delays, hangs, errors or cuts connections on demand. The
+ * chain behind it stays real; only the path to it is faulty.
+ */
+export async function startFaultProxy(target: string): Promise<FaultProxy> {
+  const upstream = new URL(target)
+  let mode: FaultMode = { kind: 'pass' }
+  let scoped: { methods: Set<string>; mode: FaultMode; left: number } | undefined
+  const hanging = new Set<ServerResponse>()
+  const state = { requests: 0 }
+  const methods: string[] = []
+
+  const forward = (req: IncomingMessage, body: Buffer, res: ServerResponse, cutAfter: boolean) => {
+    const out = httpRequest(
+      { hostname: upstream.hostname, port: upstream.port, path: upstream.pathname, method: req.method, headers: { ...req.headers, host: upstream.host } },
+      (answer) => {
+        if (cutAfter) {
+          answer.resume()
+          answer.on('end', () => res.socket?.destroy())
+          return
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(res)
+      },
+    )
+    out.on('error', () => res.socket?.destroy())
+    out.end(body)
+  }
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      state.requests++
+      const body = Buffer.concat(chunks)
+      const seen = rpcMethods(body)
+      methods.push(...seen)
+      let active = mode
+      if (scoped && scoped.left > 0 && seen.some((m) => scoped?.methods.has(m))) {
+        active = scoped.mode
+        scoped.left--
+      }
+      switch (active.kind) {
+        case 'pass':
+          return forward(req, body, res, false)
+        case 'delay':
+          return void setTimeout(() => forward(req, body, res, false), active.ms)
+        case 'hang':
+          hanging.add(res)
+          return
+        case 'error':
+          res.writeHead(active.status, { 'content-type': 'text/plain' })
+          return void res.end('injected fault')
+        case 'cut':
+          return void res.socket?.destroy()
+        case 'cut-after-forward':
+          return forward(req, body, res, true)
+      }
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    methods,
+    get requests() {
+      return state.requests
+    },
+    set requests(value: number) {
+      state.requests = value
+    },
+    setMode(next) {
+      mode = next
+      scoped = undefined
+    },
+    setModeFor(list, next, options = {}) {
+      scoped = { methods: new Set(list), mode: next, left: options.times ?? Number.POSITIVE_INFINITY }
+    },
+    async close() {
+      for (const res of hanging) res.socket?.destroy()
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+function rpcMethods(body: Buffer): string[] {
+  try {
+    const parsed: unknown = JSON.parse(body.toString('utf8'))
+    const calls = Array.isArray(parsed) ? parsed : [parsed]
+    return calls.map((c) => (c && typeof c === 'object' && 'method' in c ? String(c.method) : '?'))
+  } catch {
+    return []
+  }
+}

@@ -50,11 +50,15 @@ afterAll(async () => {
   await chain?.close()
 })
 
-describe('official v2 stack: @x402/hono + @x402/fetch through our facilitator', () => {
+describe.each([
+  ['the client fetches its blockhash', false],
+  ['the challenge carries extra.recentBlockhash', true],
+])('official v2 stack: @x402/hono + @x402/fetch through our facilitator; %s', (_name, embedBlockhash) => {
   let shop: LoopbackServer
   beforeAll(async () => {
     const server = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorServer.url }))
-    server.register(SOLANA_DEVNET, new ExactSvmServerScheme())
+    // With rpcUrl the scheme embeds extra.recentBlockhash in the challenge, saving the client a round trip.
+    server.register(SOLANA_DEVNET, new ExactSvmServerScheme(embedBlockhash ? { rpcUrl: chain.url } : {}))
     const app = new Hono()
     app.use(
       paymentMiddleware(
@@ -82,6 +86,7 @@ describe('official v2 stack: @x402/hono + @x402/fetch through our facilitator', 
       x402Version: 2,
       accepts: [{ network: SOLANA_DEVNET, amount: PRICE.toString(), asset: s.mint, payTo: s.payTo, extra: { feePayer: s.feePayer.address } }],
     })
+    expect(typeof challenge.accepts[0].extra.recentBlockhash).toBe(embedBlockhash ? 'string' : 'undefined')
   })
 
   it('pays: 402, then payment, then 200 with PAYMENT-RESPONSE, and the tokens moved', async () => {

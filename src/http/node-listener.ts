@@ -19,7 +19,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
   const fallbackOrigin = options.origin ?? 'http://localhost'
   return async function listener(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      const response = await handler(toRequest(req, fallbackOrigin))
+      const response = await handler(await toBufferedRequest(req, fallbackOrigin))
       await writeResponse(response, res)
     } catch {
       // Only a broken socket gets here: the handler itself never throws.
@@ -47,6 +47,33 @@ export function toRequest(req: IncomingMessage, fallbackOrigin = 'http://localho
     init.duplex = 'half'
   }
   return new Request(new URL(req.url ?? '/', origin), init)
+}
+
+/**
+ * Bodies up to this declared size are read before the `Request` is built:
+ * a web stream over a node stream costs more than a whole /verify body, and
+ * node's HTTP parser never delivers more bytes than `content-length` says.
+ * The text is decoded as the handler would (invalid UTF-8 becomes U+FFFD).
+ */
+const BUFFERED_BODY_BYTES = 65_536
+
+async function toBufferedRequest(req: IncomingMessage, fallbackOrigin: string): Promise<Request> {
+  const declared = Number(req.headers['content-length'])
+  const method = req.method ?? 'GET'
+  if (method === 'GET' || method === 'HEAD' || !Number.isSafeInteger(declared) || declared > BUFFERED_BODY_BYTES || req.headers['transfer-encoding'] !== undefined) {
+    return toRequest(req, fallbackOrigin)
+  }
+  const chunks: Buffer[] = []
+  for await (const chunk of req) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)))
+  const host = req.headers.host
+  const origin = host && /^[\w.:[\]-]+$/.test(host) ? `http://${host}` : fallbackOrigin
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || name.startsWith(':')) continue
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v)
+    else headers.set(name, value)
+  }
+  return new Request(new URL(req.url ?? '/', origin), { method, headers, body: Buffer.concat(chunks).toString('utf8') })
 }
 
 /** Writes a web `Response` to a node response. */

@@ -1,0 +1,253 @@
+/**
+ * EVM: our exactEvm against the official @x402/evm facilitator scheme, on the
+ * same anvil, with the same payloads for verify and distinct payloads of the
+ * same payer for settle. Each side has its own settlement key and its own
+ * counting transport.
+ */
+import { x402Facilitator } from '@x402/core/facilitator'
+import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
+import { toFacilitatorEvmSigner } from '@x402/evm'
+import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
+import { createWalletClient, encodeFunctionData, http, nonceManager, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
+import { mnemonicToAccount } from 'viem/accounts'
+import { createFacilitator } from '../src/index.js'
+import { exactEvm, signExactEvmPayment } from '../src/evm/index.js'
+import { hashAuthorization } from '../src/evm/typed-data.js'
+import { recoverAuthorizationSigner, recoverWithViem, recoveryBackend } from '../src/evm/recover-signer.js'
+import type { PaymentPayload } from '../src/schemas/payload.js'
+import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
+import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
+import { startEvmFixture } from '../test/support/evm-fixture.js'
+import { eip3009Abi } from '../src/evm/abi.js'
+import { check, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+
+export const EVM_COUNTS = {
+  warmup: 40,
+  rounds: 3,
+  latency: 300,
+  concurrent: 600,
+  concurrency: 32,
+  settle: 100,
+  settleConcurrency: 100,
+  receiptSamples: 15,
+  recoverIterations: 300,
+}
+
+interface Side {
+  verify(payload: PaymentPayload, requirements: PaymentRequirementsV2): Promise<{ isValid: boolean; invalidReason?: string }>
+  settle(payload: PaymentPayload, requirements: PaymentRequirementsV2): Promise<{ success: boolean; errorReason?: string }>
+  requests(): number
+}
+
+export async function benchEvm(): Promise<Row[]> {
+  const c = EVM_COUNTS
+  progress(`EVM: anvil + contracts; verify ${c.latency} sequential, ${c.concurrent} at concurrency ${c.concurrency}; settle ${c.settle} at concurrency ${c.settleConcurrency}`)
+  const world = await startEvmFixture({ signerCount: 3 })
+  const rows: Row[] = []
+  try {
+    const [ourKey, theirKey, rawKey] = world.signers
+    check(ourKey !== undefined && theirKey !== undefined && rawKey !== undefined, 'three facilitator keys')
+    const requirements = world.requirementsV2({ amount: '1000' })
+
+    let ourRequests = 0
+    const ours = createFacilitator({
+      schemes: [
+        exactEvm(
+          world.adapterConfig({
+            signers: [ourKey],
+            transport: (url) => http(url, { retryCount: 0, onFetchRequest: () => void ourRequests++ }),
+            receiptPollIntervalMs: 200,
+          }),
+        ),
+      ],
+    })
+    const ourSide: Side = {
+      verify: (paymentPayload, paymentRequirements) => ours.verify({ x402Version: 2, paymentPayload, paymentRequirements }),
+      settle: (paymentPayload, paymentRequirements) => ours.settle({ x402Version: 2, paymentPayload, paymentRequirements }),
+      requests: () => ourRequests,
+    }
+
+    // The official facilitator with its documented signer helper over viem clients, a nonce
+    // manager so concurrent settles from one key do not collide, and a fast local polling interval.
+    let theirRequests = 0
+    const theirAccount = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: world.signers.indexOf(theirKey) + 1, nonceManager })
+    check(theirAccount.address === theirKey.address, 'the official facilitator key is anvil account 2')
+    const wallet = createWalletClient({
+      account: theirAccount,
+      chain: world.node.chain,
+      pollingInterval: 50,
+      transport: http(world.node.rpcUrl, { retryCount: 0, onFetchRequest: () => void theirRequests++ }),
+    }).extend(publicActions)
+    const theirSigner = toFacilitatorEvmSigner({
+      address: theirAccount.address,
+      readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
+      verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
+      writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
+      sendTransaction: (args) => wallet.sendTransaction(args),
+      waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
+      getCode: (args) => wallet.getCode(args),
+    })
+    const theirs = new x402Facilitator().register('eip155:84532', new ExactEvmScheme(theirSigner))
+    const theirSide: Side = {
+      verify: (payload, req) => theirs.verify(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
+      settle: (payload, req) => theirs.settle(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
+      requests: () => theirRequests,
+    }
+
+    // --- signer recovery, the known hot spot (offline, no chain) ---
+    const payer = await world.newPayer(10n ** 15n)
+    const sample = await signExactEvmPayment({ signer: payer, requirements })
+    const auth = (sample.payload as { authorization: Record<string, string> }).authorization
+    const digest = hashAuthorization(
+      { name: world.token.name, version: world.token.version, chainId: world.node.chainId, verifyingContract: world.token.address },
+      {
+        from: auth.from as Hex,
+        to: auth.to as Hex,
+        value: BigInt(auth.value!),
+        validAfter: BigInt(auth.validAfter!),
+        validBefore: BigInt(auth.validBefore!),
+        nonce: auth.nonce as Hex,
+      },
+    )
+    const signature = (sample.payload as { signature: Hex }).signature
+    check((await recoverAuthorizationSigner(digest, signature)) === payer.address, 'the fast recovery finds the payer')
+    await microseconds(20, () => recoverWithViem(digest, signature))
+    const fast = await microseconds(c.recoverIterations, () => recoverAuthorizationSigner(digest, signature))
+    const viem = await microseconds(c.recoverIterations, () => recoverWithViem(digest, signature))
+    rows.push(row('EVM', 'signer recovery (offline)', 'µs/op', 'lower', fast, viem, `ours: ${await recoveryBackend()}; theirs: viem recoverAddress (what the official verifier uses)`))
+
+    // --- verify: the same payloads for both ---
+    progress(`EVM: signing ${c.warmup + c.latency + c.concurrent} payloads`)
+    const payloads = await Promise.all(
+      Array.from({ length: c.warmup + Math.max(c.latency, c.concurrent) }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })),
+    )
+    for (const [name, side] of [['ours', ourSide], ['theirs', theirSide]] as const) {
+      const first = await side.verify(payloads[0]!, requirements)
+      check(first.isValid, `${name} accepts the benchmark payload (${first.invalidReason ?? ''})`)
+    }
+    // Rounds alternate between the two sides so background load on the machine hits both alike.
+    const verifyRound = async (side: Side, round: number) => {
+      const perRound = c.latency / c.rounds
+      const parallelPerRound = c.concurrent / c.rounds
+      const before = side.requests()
+      const sequential = await runConcurrent(perRound, 1, async (i) => {
+        const answer = await side.verify(payloads[c.warmup + round * perRound + i]!, requirements)
+        if (!answer.isValid) throw new Error(answer.invalidReason)
+      })
+      const requests = side.requests() - before
+      const parallel = await runConcurrent(parallelPerRound, c.concurrency, async (i) => {
+        const answer = await side.verify(payloads[c.warmup + round * parallelPerRound + i]!, requirements)
+        if (!answer.isValid) throw new Error(answer.invalidReason)
+      })
+      check(sequential.errors.length === 0 && parallel.errors.length === 0, `every verify succeeds (${String(sequential.errors[0] ?? parallel.errors[0])})`)
+      return { sequential, parallel, requests }
+    }
+    const verifyTotals = () => ({ durations: [] as number[], sequentialMs: 0, parallelMs: 0, requests: 0 })
+    const totals = { ours: verifyTotals(), theirs: verifyTotals() }
+    for (const side of [ourSide, theirSide]) await runConcurrent(c.warmup, 1, (i) => side.verify(payloads[i]!, requirements))
+    for (let round = 0; round < c.rounds; round++) {
+      progress(`EVM: verify round ${round + 1}/${c.rounds}`)
+      for (const [name, side] of [['ours', ourSide], ['theirs', theirSide]] as const) {
+        const r = await verifyRound(side, round)
+        const t = totals[name]
+        t.durations.push(...r.sequential.durations)
+        t.sequentialMs += r.sequential.elapsedMs
+        t.parallelMs += r.parallel.elapsedMs
+        t.requests += r.requests
+      }
+    }
+    const figures = (t: ReturnType<typeof verifyTotals>) => ({
+      sequential: { durations: t.durations, perSecond: (c.latency * 1000) / t.sequentialMs },
+      parallel: { perSecond: (c.concurrent * 1000) / t.parallelMs },
+      requestsPerVerify: t.requests / c.latency,
+    })
+    const ourVerify = figures(totals.ours)
+    const theirVerify = figures(totals.theirs)
+    rows.push(
+      row('EVM verify', 'latency p50', 'ms', 'lower', percentile(ourVerify.sequential.durations, 50), percentile(theirVerify.sequential.durations, 50)),
+      row('EVM verify', 'latency p99', 'ms', 'lower', percentile(ourVerify.sequential.durations, 99), percentile(theirVerify.sequential.durations, 99)),
+      row('EVM verify', 'throughput, concurrency 1', 'verify/s', 'higher', ourVerify.sequential.perSecond, theirVerify.sequential.perSecond),
+      row('EVM verify', `throughput, concurrency ${c.concurrency}`, 'verify/s', 'higher', ourVerify.parallel.perSecond, theirVerify.parallel.perSecond),
+      row('EVM verify', 'RPC requests per verify', 'requests', 'lower', ourVerify.requestsPerVerify, theirVerify.requestsPerVerify, 'HTTP requests counted by the transport'),
+    )
+
+    // --- settle: 100 distinct payments of one payer for each side ---
+    progress(`EVM: settle ${c.settle} payments each`)
+    const settleFigures = async (side: Side, name: string) => {
+      const mine = await Promise.all(Array.from({ length: c.settle + c.receiptSamples + 3 }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
+      // Warm-up: first fee quote, nonce read and JIT, outside the timed burst.
+      for (const payment of mine.slice(c.settle + c.receiptSamples)) await side.settle(payment, requirements)
+      const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
+        const answer = await side.settle(mine[i]!, requirements)
+        if (!answer.success) throw new Error(answer.errorReason)
+      })
+      const sequential = await runConcurrent(c.receiptSamples, 1, async (i) => {
+        const answer = await side.settle(mine[c.settle + i]!, requirements)
+        if (!answer.success) throw new Error(answer.errorReason)
+      })
+      if (burst.errors.length > 0 || sequential.errors.length > 0) {
+        progress(`EVM: ${name} settle failures: ${burst.errors.length} in the burst, ${sequential.errors.length} sequential (${String(burst.errors[0] ?? sequential.errors[0])})`)
+      }
+      return { burst, sequential }
+    }
+    const ourSettle = await settleFigures(ourSide, 'ours')
+    const theirSettle = await settleFigures(theirSide, 'theirs')
+
+    // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited.
+    const chainRate = await rawSettleRate(world, payer, requirements, rawKey, c.settle)
+    const failures = (r: { burst: { errors: unknown[] } }) => (r.burst.errors.length ? `${r.burst.errors.length} failed` : '')
+    rows.push(
+      row('EVM settle', `throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', ourSettle.burst.perSecond, theirSettle.burst.perSecond,
+        [failures(ourSettle) && `ours ${failures(ourSettle)}`, failures(theirSettle) && `theirs ${failures(theirSettle)}`].filter(Boolean).join('; ') || undefined),
+      row('EVM settle', 'chain floor: same calls pre-signed, raw send + receipt', 'tx/s', 'higher', ourSettle.burst.perSecond, chainRate, 'theirs = anvil alone (ours / chain)'),
+      row('EVM settle', 'time to receipt p50 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 50), percentile(theirSettle.sequential.durations, 50)),
+      row('EVM settle', 'time to receipt p99 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 99), percentile(theirSettle.sequential.durations, 99)),
+    )
+    return rows
+  } finally {
+    await world.stop()
+  }
+}
+
+/** Sends `count` pre-signed transferWithAuthorization transactions at once and waits for every receipt. */
+async function rawSettleRate(
+  world: Awaited<ReturnType<typeof startEvmFixture>>,
+  payer: LocalAccount,
+  requirements: PaymentRequirementsV2,
+  key: LocalAccount,
+  count: number,
+): Promise<number> {
+  const client = world.node.publicClient
+  const payments = await Promise.all(Array.from({ length: count }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
+  const nonce = await client.getTransactionCount({ address: key.address, blockTag: 'pending' })
+  const block = await client.getBlock()
+  const maxFeePerGas = (block.baseFeePerGas ?? 1_000_000_000n) * 2n + 1_000_000n
+  const raws = await Promise.all(
+    payments.map((payment, i) => {
+      const p = payment.payload as { signature: Hex; authorization: Record<string, string> }
+      const a = p.authorization
+      const { r, s, yParity } = parseSignature(p.signature)
+      const data = encodeFunctionData({
+        abi: eip3009Abi,
+        functionName: 'transferWithAuthorization',
+        args: [a.from as Hex, a.to as Hex, BigInt(a.value!), BigInt(a.validAfter!), BigInt(a.validBefore!), a.nonce as Hex, yParity + 27, r, s],
+      })
+      return key.signTransaction({ chainId: world.node.chainId, type: 'eip1559', to: world.token.address, data, gas: 150_000n, nonce: nonce + i, maxFeePerGas, maxPriorityFeePerGas: 1_000_000n })
+    }),
+  )
+  const started = performance.now()
+  await Promise.all(
+    raws.map(async (raw) => {
+      const hash = await client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+      for (;;) {
+        const receipt = await client.request({ method: 'eth_getTransactionReceipt', params: [hash] })
+        if (receipt) {
+          if (receipt.status !== '0x1') throw new Error('raw settlement reverted')
+          return
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+    }),
+  )
+  return (count * 1000) / (performance.now() - started)
+}

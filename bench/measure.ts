@@ -1,0 +1,124 @@
+/**
+ * Measurement helpers of the benchmark suite: percentiles, a fixed-concurrency
+ * runner, and the result rows (ours, theirs, ratio) printed as a table and
+ * written as JSON.
+ */
+
+/** One figure of the suite. `theirs` is the official x402 facilitator (or another named reference). */
+export interface Row {
+  readonly section: string
+  readonly metric: string
+  readonly unit: string
+  /** Which direction is better, so a reader knows how to read the ratio. */
+  readonly better: 'higher' | 'lower'
+  readonly ours: number | null
+  readonly theirs: number | null
+  /** ours / theirs, when both exist. */
+  readonly ratio: number | null
+  /** What "theirs" is when it is not the official facilitator, or why a figure is missing. */
+  readonly note?: string
+}
+
+export function row(
+  section: string,
+  metric: string,
+  unit: string,
+  better: 'higher' | 'lower',
+  ours: number | null,
+  theirs: number | null = null,
+  note?: string,
+): Row {
+  const ratio = ours !== null && theirs !== null && theirs !== 0 ? ours / theirs : null
+  return { section, metric, unit, better, ours, theirs, ratio, ...(note ? { note } : {}) }
+}
+
+/** The p-th percentile (0..100) of the samples, nearest-rank. */
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return Number.NaN
+  const sorted = [...samples].sort((a, b) => a - b)
+  const rank = Math.ceil((p / 100) * sorted.length)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!
+}
+
+export interface RunResult {
+  /** Wall time of the whole run. */
+  readonly elapsedMs: number
+  /** Duration of each task, in completion order. */
+  readonly durations: number[]
+  /** Tasks that threw. */
+  readonly errors: unknown[]
+  /** Completed tasks per second. */
+  readonly perSecond: number
+}
+
+/** Runs `count` tasks (`task(i)`), at most `concurrency` at a time, and times them. */
+export async function runConcurrent(count: number, concurrency: number, task: (index: number) => Promise<unknown>): Promise<RunResult> {
+  const durations: number[] = []
+  const errors: unknown[] = []
+  let next = 0
+  const started = performance.now()
+  const worker = async () => {
+    for (;;) {
+      const index = next++
+      if (index >= count) return
+      const t = performance.now()
+      try {
+        await task(index)
+      } catch (error) {
+        errors.push(error)
+      }
+      durations.push(performance.now() - t)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker))
+  const elapsedMs = performance.now() - started
+  return { elapsedMs, durations, errors, perSecond: ((count - errors.length) * 1000) / elapsedMs }
+}
+
+/** Mean time of one call of a synchronous or asynchronous function, in microseconds. */
+export async function microseconds(iterations: number, fn: (index: number) => unknown): Promise<number> {
+  const started = performance.now()
+  for (let i = 0; i < iterations; i++) {
+    const result = fn(i)
+    if (result instanceof Promise) await result
+  }
+  return ((performance.now() - started) * 1000) / iterations
+}
+
+/** Asserts a benchmark precondition: a figure over failing calls would be meaningless. */
+export function check(condition: boolean, message: string): asserts condition {
+  if (!condition) throw new Error(`benchmark precondition failed: ${message}`)
+}
+
+function formatNumber(value: number | null): string {
+  if (value === null || Number.isNaN(value)) return 'n/a'
+  const abs = Math.abs(value)
+  if (abs >= 1000) return Math.round(value).toLocaleString('en-US')
+  if (abs >= 100) return value.toFixed(0)
+  if (abs >= 10) return value.toFixed(1)
+  if (abs >= 1) return value.toFixed(2)
+  return value.toPrecision(2)
+}
+
+/** The rows as a Markdown table (also readable in a terminal). */
+export function formatTable(rows: readonly Row[]): string {
+  const header = ['section', 'metric', 'unit', 'better', 'ours', 'theirs', 'ours / theirs', 'note']
+  const lines = rows.map((r) => [
+    r.section,
+    r.metric,
+    r.unit,
+    r.better,
+    formatNumber(r.ours),
+    formatNumber(r.theirs),
+    r.ratio === null ? '' : `${r.ratio.toFixed(2)}x`,
+    r.note ?? '',
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
+  const render = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`
+  return [render(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(render)].join('\n')
+}
+
+/** Logs a progress line to stderr, so stdout keeps only the table. */
+export function progress(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`)
+}

@@ -1,0 +1,160 @@
+/**
+ * Solana: our exactSvm against the official @x402/svm facilitator scheme on
+ * the same LiteSVM loopback RPC. Payloads come from the official x402 client
+ * (each carries a random memo nonce, so none repeats), and the same set is
+ * verified by both. A Solana fee payer has no nonce, so both sides co-sign
+ * with the same fee payer the payloads name.
+ */
+import { createSolanaRpc } from '@solana/kit'
+import { x402Client } from '@x402/core/client'
+import { x402Facilitator } from '@x402/core/facilitator'
+import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
+import { toFacilitatorSvmSigner } from '@x402/svm'
+import { ExactSvmScheme as OfficialClientScheme } from '@x402/svm/exact/client'
+import { ExactSvmScheme as OfficialFacilitatorScheme } from '@x402/svm/exact/facilitator'
+import { createFacilitator, SOLANA_DEVNET } from '../src/index.js'
+import { exactSvm } from '../src/svm/index.js'
+import { createPaymentScenario, startSolanaTestRpc } from '../test/support/svm-fixtures.js'
+import { check, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+
+export const SVM_COUNTS = {
+  warmup: 20,
+  rounds: 3,
+  latency: 150,
+  concurrent: 300,
+  concurrency: 32,
+  settle: 100,
+  settleConcurrency: 100,
+  receiptSamples: 15,
+}
+
+type Body = { paymentPayload: unknown; requirements: Record<string, unknown> }
+
+interface Side {
+  verify(body: Body): Promise<{ isValid: boolean; invalidReason?: string }>
+  settle(body: Body): Promise<{ success: boolean; errorReason?: string }>
+}
+
+export async function benchSvm(): Promise<Row[]> {
+  const c = SVM_COUNTS
+  progress(`Solana: litesvm; verify ${c.latency} sequential, ${c.concurrent} at concurrency ${c.concurrency}; settle ${c.settle} at concurrency ${c.settleConcurrency}`)
+  const chain = await startSolanaTestRpc()
+  const rows: Row[] = []
+  try {
+    const s = await createPaymentScenario(chain.svm, { balance: 10n ** 15n })
+    const requirements = {
+      scheme: 'exact',
+      network: SOLANA_DEVNET,
+      amount: '1000',
+      asset: s.mint,
+      payTo: s.payTo,
+      maxTimeoutSeconds: 60,
+      extra: { feePayer: s.feePayer.address },
+    }
+
+    const ours = createFacilitator({ schemes: [exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url }], feePayers: [s.feePayer] })] })
+    const ourSide: Side = {
+      verify: (b) => ours.verify({ x402Version: 2, paymentPayload: b.paymentPayload, paymentRequirements: b.requirements }),
+      settle: (b) => ours.settle({ x402Version: 2, paymentPayload: b.paymentPayload, paymentRequirements: b.requirements }),
+    }
+    const theirSigner = toFacilitatorSvmSigner(s.feePayer, { [SOLANA_DEVNET]: createSolanaRpc(chain.url) } as never)
+    const theirs = new x402Facilitator().register(SOLANA_DEVNET, new OfficialFacilitatorScheme(theirSigner))
+    const theirSide: Side = {
+      verify: (b) => theirs.verify(b.paymentPayload as OfficialPayload, b.requirements as unknown as OfficialRequirements),
+      settle: (b) => theirs.settle(b.paymentPayload as OfficialPayload, b.requirements as unknown as OfficialRequirements),
+    }
+
+    const client = new x402Client().setSpendControls(false).register(SOLANA_DEVNET, new OfficialClientScheme(s.payer, { rpcUrl: chain.url }))
+    const makeBodies = async (count: number): Promise<Body[]> => {
+      const bodies: Body[] = []
+      const run = await runConcurrent(count, 8, async () => {
+        const paymentPayload = await client.createPaymentPayload({ x402Version: 2, resource: { url: 'http://bench.local/paid' }, accepts: [requirements] } as never)
+        bodies.push({ paymentPayload, requirements })
+      })
+      check(run.errors.length === 0, `the official client builds payments (${String(run.errors[0])})`)
+      return bodies
+    }
+    progress(`Solana: building ${c.warmup + Math.max(c.latency, c.concurrent)} payloads with the official client`)
+    const bodies = await makeBodies(c.warmup + Math.max(c.latency, c.concurrent))
+    for (const [name, side] of [['ours', ourSide], ['theirs', theirSide]] as const) {
+      const first = await side.verify(bodies[0]!)
+      check(first.isValid, `${name} accepts the benchmark payload (${JSON.stringify(first)})`)
+      await runConcurrent(c.warmup, 1, (i) => side.verify(bodies[i]!))
+    }
+
+    const totals = { ours: newTotals(), theirs: newTotals() }
+    for (let round = 0; round < c.rounds; round++) {
+      progress(`Solana: verify round ${round + 1}/${c.rounds}`)
+      for (const [name, side] of [['ours', ourSide], ['theirs', theirSide]] as const) {
+        const perRound = c.latency / c.rounds
+        const parallelPerRound = c.concurrent / c.rounds
+        chain.resetStats()
+        const sequential = await runConcurrent(perRound, 1, async (i) => {
+          const answer = await side.verify(bodies[c.warmup + round * perRound + i]!)
+          if (!answer.isValid) throw new Error(answer.invalidReason)
+        })
+        const requests = chain.stats.requests
+        const parallel = await runConcurrent(parallelPerRound, c.concurrency, async (i) => {
+          const answer = await side.verify(bodies[c.warmup + round * parallelPerRound + i]!)
+          if (!answer.isValid) throw new Error(answer.invalidReason)
+        })
+        check(sequential.errors.length === 0 && parallel.errors.length === 0, `every ${name} verify succeeds (${String(sequential.errors[0] ?? parallel.errors[0])})`)
+        const t = totals[name]
+        t.durations.push(...sequential.durations)
+        t.sequentialMs += sequential.elapsedMs
+        t.parallelMs += parallel.elapsedMs
+        t.requests += requests
+      }
+    }
+    const seqRate = (t: Totals) => (c.latency * 1000) / t.sequentialMs
+    const parRate = (t: Totals) => (c.concurrent * 1000) / t.parallelMs
+    rows.push(
+      row('Solana verify', 'latency p50', 'ms', 'lower', percentile(totals.ours.durations, 50), percentile(totals.theirs.durations, 50)),
+      row('Solana verify', 'latency p99', 'ms', 'lower', percentile(totals.ours.durations, 99), percentile(totals.theirs.durations, 99)),
+      row('Solana verify', 'throughput, concurrency 1', 'verify/s', 'higher', seqRate(totals.ours), seqRate(totals.theirs)),
+      row('Solana verify', `throughput, concurrency ${c.concurrency}`, 'verify/s', 'higher', parRate(totals.ours), parRate(totals.theirs)),
+      row('Solana verify', 'RPC requests per verify', 'requests', 'lower', totals.ours.requests / c.latency, totals.theirs.requests / c.latency, 'HTTP requests seen by the RPC server (a JSON-RPC batch counts once)'),
+    )
+
+    progress(`Solana: settle ${c.settle} payments each`)
+    const settleFigures = async (side: Side, name: string) => {
+      const mine = await makeBodies(c.settle + c.receiptSamples + 3)
+      for (const body of mine.slice(c.settle + c.receiptSamples)) await side.settle(body)
+      const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
+        const answer = await side.settle(mine[i]!)
+        if (!answer.success) throw new Error(answer.errorReason)
+      })
+      const sequential = await runConcurrent(c.receiptSamples, 1, async (i) => {
+        const answer = await side.settle(mine[c.settle + i]!)
+        if (!answer.success) throw new Error(answer.errorReason)
+      })
+      if (burst.errors.length > 0 || sequential.errors.length > 0) {
+        progress(`Solana: ${name} settle failures: ${burst.errors.length} in the burst, ${sequential.errors.length} sequential (${String(burst.errors[0] ?? sequential.errors[0])})`)
+      }
+      return { burst, sequential }
+    }
+    const ourSettle = await settleFigures(ourSide, 'ours')
+    const theirSettle = await settleFigures(theirSide, 'theirs')
+    const failures = (name: string, r: { burst: { errors: unknown[] } }) => (r.burst.errors.length ? `${name}: ${r.burst.errors.length} failed` : '')
+    rows.push(
+      row('Solana settle', `throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', ourSettle.burst.perSecond, theirSettle.burst.perSecond,
+        [failures('ours', ourSettle), failures('theirs', theirSettle)].filter(Boolean).join('; ') || undefined),
+      row('Solana settle', 'time to confirmation p50 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 50), percentile(theirSettle.sequential.durations, 50)),
+      row('Solana settle', 'time to confirmation p99 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 99), percentile(theirSettle.sequential.durations, 99)),
+    )
+    return rows
+  } finally {
+    await chain.close()
+  }
+}
+
+interface Totals {
+  durations: number[]
+  sequentialMs: number
+  parallelMs: number
+  requests: number
+}
+
+function newTotals(): Totals {
+  return { durations: [], sequentialMs: 0, parallelMs: 0, requests: 0 }
+}

@@ -114,6 +114,28 @@ describe('official v2 stack: @x402/express + @x402/fetch through our facilitator
     expect(settled.at(-1)?.result.transaction).toBe(settlement.transaction)
   })
 
+  it('a replayed PAYMENT-SIGNATURE is refused with 402 after its settlement', async () => {
+    const payer = await world.newPayer(1_000_000n)
+    const client = new x402Client().setSpendControls(false).register('eip155:84532', new ExactEvmClientScheme(payer))
+    let header: string | null = null
+    // Record the payment the official client sends, to send it again by hand.
+    const recording: typeof fetch = async (input, init) => {
+      const request = new Request(input, init)
+      header ??= request.headers.get('PAYMENT-SIGNATURE')
+      return fetch(request)
+    }
+    expect((await wrapFetchWithPayment(recording, client)(`${shop.url}/weather`)).status).toBe(200)
+    expect(header).toEqual(expect.any(String))
+    const settledBefore = settled.length
+    const balance = await balanceOf(payer.address)
+
+    const replay = await fetch(`${shop.url}/weather`, { headers: { 'PAYMENT-SIGNATURE': header! } })
+    expect(replay.status).toBe(402)
+    expect(verified.at(-1)?.result).toMatchObject({ isValid: false, invalidReason: 'invalid_exact_evm_nonce_already_used' })
+    expect(settled.length).toBe(settledBefore)
+    expect(await balanceOf(payer.address)).toBe(balance)
+  })
+
   it('a payer without funds gets 402 and nothing is settled', async () => {
     const broke = await world.newPayer(0n)
     const client = new x402Client().setSpendControls(false).register('eip155:84532', new ExactEvmClientScheme(broke))

@@ -44,8 +44,8 @@ import { listen } from '../test/interop/listen.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { createPaymentScenario, startSolanaTestRpc, tokenBalance } from '../test/support/svm-fixtures.js'
 
-/** The whole demo must finish within this, or it cleans up and fails. */
-const GLOBAL_TIMEOUT_MS = 120_000
+/** The whole demo must finish within this, or it cleans up and fails. DEMO_TIMEOUT_MS overrides it (to try the timeout). */
+const GLOBAL_TIMEOUT_MS = Number(process.env.DEMO_TIMEOUT_MS) || 120_000
 /** What one request for the weather costs: 0.01 of a 6-decimal token. */
 const PRICE = 10_000n
 const DECIMALS = 6

@@ -1,4 +1,4 @@
-import type { Address, Hex } from 'viem'
+import { isAddress, type Address, type Hex } from 'viem'
 import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { redactError, secretsOfUrl } from '../core/redact.js'
@@ -71,6 +71,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
   /** Offline checks then the one chain round trip; shared by verify and settle. */
   async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
+    const malformed = addressRejection(ctx)
+    if (malformed) return malformed
     const payment = await preparePayment(ctx, runtime, prepareOptions)
     if ('reason' in payment) return payment
     const verdict = await withDeadline(checkChainState(runtime, payment), ctx.signal)
@@ -125,6 +127,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     async settle(ctx, journal): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
       // The core verified (chain state included) just before claiming; the clock may have moved since.
+      const malformed = addressRejection(ctx)
+      if (malformed) return failure(ctx, malformed, undefined)
       const payment = await preparePayment(ctx, runtime, prepareOptions)
       if ('reason' in payment) return failure(ctx, payment, payerOf(ctx))
       // A slot reserved by the core is already counted; a direct call counts its own.
@@ -217,6 +221,26 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     if (outcome.status === 'reverted') return { reason: EVM_REJECTION.undeployedWallet, message: 'deploying the payer\'s smart wallet reverted' }
     return undefined
   }
+}
+
+/**
+ * Addresses that EIP-712 hashing would refuse (a mixed-case address with a wrong
+ * checksum): a rejection of the payment, not a crash of the facilitator.
+ */
+function addressRejection(ctx: PaymentContext): Rejection | undefined {
+  for (const [field, value] of [['asset', ctx.asset], ['payTo', ctx.payTo]] as const) {
+    if (!isAddress(value, { strict: true })) {
+      return { reason: EVM_REJECTION.invalidRequirements, message: `paymentRequirements.${field} is not a valid address (wrong length or checksum)` }
+    }
+  }
+  const payload = parseExactEvmPayload(ctx.payload.payload)
+  if ('reason' in payload) return undefined // preparePayment names what is wrong with it
+  for (const field of ['from', 'to'] as const) {
+    if (!isAddress(payload.authorization[field], { strict: true })) {
+      return { reason: EVM_REJECTION.invalidPayload, message: `paymentPayload.payload.authorization.${field} is not a valid address (wrong length or checksum)` }
+    }
+  }
+  return undefined
 }
 
 /** Thrown out of signAndSend to stop a re-sign: the first transaction of this payment is out. */

@@ -8,6 +8,8 @@ import {
   getCompiledTransactionMessageDecoder,
   getSignatureFromTransaction,
   isAddress,
+  isSolanaError,
+  SOLANA_ERROR__TRANSACTION__EXCEEDS_SIZE_LIMIT,
   type Transaction,
   type TransactionPartialSigner,
 } from '@solana/kit'
@@ -198,22 +200,36 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     if (!extra.success) {
       return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentRequirements.extra.feePayer and .memo must be strings' }
     }
-    const outcome = await checkPaymentTransaction({
-      transaction: payload.data.transaction,
-      feePayers: feePayerSet,
-      expectedFeePayer: extra.data.feePayer,
-      allowedPrograms,
-      limits,
-      asset: ctx.asset,
-      payTo: ctx.payTo,
-      amount: ctx.amount,
-      memo: extra.data.memo,
-    })
+    // The rules and the signing decode hostile bytes: a crash there (an instruction naming an account
+    // index the message does not list, a message over the size limit) is a malformed payment, not a fault.
+    let outcome: Awaited<ReturnType<typeof checkPaymentTransaction>>
+    try {
+      outcome = await checkPaymentTransaction({
+        transaction: payload.data.transaction,
+        feePayers: feePayerSet,
+        expectedFeePayer: extra.data.feePayer,
+        allowedPrograms,
+        limits,
+        asset: ctx.asset,
+        payTo: ctx.payTo,
+        amount: ctx.amount,
+        memo: extra.data.memo,
+      })
+    } catch {
+      return { ok: false, reason: SVM_REASON.undecodable, message: 'the transaction message is malformed (an account index or a field is out of range)' }
+    }
     if (!outcome.ok) return outcome
     const payment = outcome.payment
     const signer = signers.get(payment.feePayer)
     if (!signer) return { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
-    return { ok: true, signed: await signAsFeePayer(signer, payment) }
+    try {
+      return { ok: true, signed: await signAsFeePayer(signer, payment) }
+    } catch (error) {
+      if (isSolanaError(error, SOLANA_ERROR__TRANSACTION__EXCEEDS_SIZE_LIMIT)) {
+        return { ok: false, reason: SVM_REASON.invalidPayload, message: 'the transaction exceeds the Solana size limit' }
+      }
+      throw error
+    }
   }
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {

@@ -1,12 +1,36 @@
+import {
+  createSolanaRpc,
+  getBase64EncodedWireTransaction,
+  getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getCompiledTransactionMessageEncoder,
+  getTransactionDecoder,
+  type TransactionMessageBytes,
+} from '@solana/kit'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFacilitator, errorBodySchema } from '../../src/index.js'
-import { createHandler } from '../../src/http/index.js'
+import { createFacilitator } from '../../src/core/facilitator.js'
+import { exactEvm } from '../../src/evm/exact-evm.js'
+import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { createHandler, type FetchHandler } from '../../src/http/handler.js'
+import { SOLANA_DEVNET } from '../../src/networks/networks.js'
+import { errorBodySchema } from '../../src/schemas/messages.js'
+import { buildExactSvmTransaction } from '../../src/svm/build-transaction.js'
+import { exactSvm } from '../../src/svm/exact-svm.js'
+import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { createLedgerAdapter, ledgerBody } from '../support/ledger-adapter.js'
+import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
+import { createPaymentScenario, startSolanaTestRpc } from '../support/svm-fixtures.js'
 
 // Property-based fuzzing of the HTTP surface: 100,000 generated requests in
 // all, none may produce a 5xx, an unhandled rejection, or a 4xx without an
-// `{error, code}` body.
+// `{error, code}` body. Most run over the in-memory ledger adapter (fast);
+// EVM_RUNS + SVM_RUNS run mutated exactEvm / exactSvm payments through the
+// real adapters, so valid-shaped payloads reach anvil and the LiteSVM RPC.
+const EVM_RUNS = 10_000
+const SVM_RUNS = 10_000
+const LEDGER_MUTATION_RUNS = 60_000 - EVM_RUNS - SVM_RUNS
 
 const adapter = createLedgerAdapter({ network: 'eip155:8453', v1Name: 'base' })
 adapter.balances.set('0xpayer', 10n ** 30n)
@@ -19,10 +43,10 @@ const onUnhandled = () => void unhandled++
 beforeAll(() => void process.on('unhandledRejection', onUnhandled))
 afterAll(() => void process.off('unhandledRejection', onUnhandled))
 
-async function check(request: Request) {
-  const response = await handle(request)
-  expect(response.status).toBeLessThan(500)
+async function check(request: Request, handler: FetchHandler = handle) {
+  const response = await handler(request)
   const text = await response.text()
+  expect(response.status, text).toBeLessThan(500)
   if (response.status >= 400) {
     const parsed = errorBodySchema.safeParse(JSON.parse(text))
     expect(parsed.success, text).toBe(true)
@@ -33,11 +57,11 @@ async function check(request: Request) {
 const post = (path: string, body: string, contentType = 'application/json') =>
   new Request(`http://fuzz.test${path}`, { method: 'POST', headers: { 'content-type': contentType }, body })
 
-/** Replaces the value at a random path of the valid body by an arbitrary JSON value. */
-const mutatedBody = fc
+/** Replaces the value at a random path of a valid body by an arbitrary JSON value. */
+const mutationOf = (base: unknown) => fc
   .tuple(fc.nat(), fc.jsonValue({ maxDepth: 3 }), fc.boolean())
   .map(([pick, replacement, drop]) => {
-    const body = structuredClone(valid) as unknown as Record<string, unknown>
+    const body = structuredClone(base) as Record<string, unknown>
     const paths: (string[])[] = []
     const walk = (value: unknown, path: string[]) => {
       paths.push(path)
@@ -53,14 +77,35 @@ const mutatedBody = fc
     else parent[last] = replacement
     return body
   })
+const mutatedBody = mutationOf(valid)
+
+/** Changes one character of a random string leaf (a hex digit of a signature, a base64 char of a transaction). */
+const tweakOf = (base: unknown) =>
+  fc.tuple(fc.nat(), fc.nat(), fc.constantFrom(...'0123456789abcdefABCDEF+/xyz=')).map(([pick, at, char]) => {
+    const body = structuredClone(base) as Record<string, unknown>
+    const leaves: [Record<string, unknown>, string][] = []
+    const walk = (value: unknown) => {
+      if (!value || typeof value !== 'object') return
+      for (const [k, v] of Object.entries(value)) {
+        if (typeof v === 'string' && v.length > 0) leaves.push([value as Record<string, unknown>, k])
+        else walk(v)
+      }
+    }
+    walk(body)
+    const [parent, key] = leaves[pick % leaves.length]!
+    const text = parent[key] as string
+    const i = at % text.length
+    parent[key] = text.slice(0, i) + char + text.slice(i + 1)
+    return body
+  })
 
 describe('hostile input through the HTTP handler', () => {
-  it('survives 60,000 mutated payment bodies on /verify and /settle', async () => {
+  it(`survives ${LEDGER_MUTATION_RUNS} mutated payment bodies on /verify and /settle`, async () => {
     await fc.assert(
       fc.asyncProperty(mutatedBody, fc.constantFrom('/verify', '/settle'), async (body, path) => {
         await check(post(path, JSON.stringify(body)))
       }),
-      { numRuns: 60_000 },
+      { numRuns: LEDGER_MUTATION_RUNS },
     )
   })
 
@@ -94,6 +139,103 @@ describe('hostile input through the HTTP handler', () => {
       ),
       { numRuns: 10_000 },
     )
+  })
+
+  describe('real adapters behind the handler (anvil and LiteSVM)', () => {
+    let world: EvmFixture
+    let chain: LiteSvmRpc
+    // In pass mode: only counts the JSON-RPC requests that reach anvil.
+    let anvilCounter: FaultProxy
+    let chainHandle: FetchHandler
+    let evmBody: unknown
+    let svmBody: unknown
+    const statuses = new Map<number, number>()
+    beforeAll(async () => {
+      ;[world, chain] = await Promise.all([startEvmFixture(), startSolanaTestRpc()])
+      const s = await createPaymentScenario(chain.svm)
+      anvilCounter = await startFaultProxy(world.node.rpcUrl)
+      const facilitator = createFacilitator({
+        schemes: [
+          exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [anvilCounter.url] }], receiptTimeoutMs: 2_000 })),
+          exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url }], feePayers: [s.feePayer], pollIntervalMs: 5, confirmTimeoutMs: 2_000 }),
+        ],
+        timeouts: { verifyMs: 5_000, settleMs: 5_000 },
+      })
+      const handler = createHandler(facilitator, { maxBodyBytes: 16_384, onError: (fault) => console.error('[fuzz] 5xx', fault.code, fault.message, fault.cause) })
+      chain.resetStats()
+      chainHandle = async (request) => {
+        const response = await handler(request)
+        statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
+        return response
+      }
+      const evmRequirements = world.requirementsV2()
+      const evmPayload = await signExactEvmPayment({ signer: await world.newPayer(10n ** 12n), requirements: evmRequirements })
+      evmBody = { x402Version: 2, paymentPayload: evmPayload, paymentRequirements: evmRequirements }
+      const svmRequirements = { scheme: 'exact', network: SOLANA_DEVNET, amount: '1000', asset: s.mint, payTo: s.payTo, maxTimeoutSeconds: 60, extra: { feePayer: s.feePayer.address } }
+      const { value: blockhash } = await createSolanaRpc(chain.url).getLatestBlockhash().send()
+      const transaction = await buildExactSvmTransaction({ payer: s.payer, feePayer: s.feePayer.address, mint: s.mint, payTo: s.payTo, amount: 1000n, decimals: s.decimals, tokenProgram: s.tokenProgram, blockhash })
+      svmBody = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: svmRequirements, payload: { transaction } }, paymentRequirements: svmRequirements }
+      // The unmutated payments are valid on the real chains.
+      for (const valid of [evmBody, svmBody]) {
+        const answer = await (await chainHandle(post('/verify', JSON.stringify(valid)))).json()
+        expect(answer).toMatchObject({ isValid: true })
+      }
+    })
+    afterAll(async () => {
+      console.info(
+        `[fuzz] real-adapter answers by HTTP status: ${JSON.stringify(Object.fromEntries(statuses))}; RPC requests that reached anvil: ${anvilCounter?.requests}, the LiteSVM RPC: ${chain?.stats.requests}`,
+      )
+      await anvilCounter?.close()
+      await Promise.all([world?.stop(), chain?.close()])
+    })
+
+    // Found by this fuzzer: both crashed the adapters (HTTP 500) before they were fixed.
+    it('a mixed-case address with a wrong checksum is a rejection, not a 500', async () => {
+      const bad = structuredClone(evmBody) as { paymentPayload: { accepted: { asset: string } }; paymentRequirements: { asset: string } }
+      const asset = bad.paymentRequirements.asset.toLowerCase()
+      const i = asset.search(/[a-f]/)
+      const broken = `${asset.slice(0, i)}${asset[i]!.toUpperCase()}${asset.slice(i + 1)}`
+      bad.paymentRequirements.asset = broken
+      bad.paymentPayload.accepted.asset = broken
+      const response = await chainHandle(post('/verify', JSON.stringify(bad)))
+      expect(response.status).toBe(200)
+      expect(await response.json()).toMatchObject({ isValid: false, invalidReason: 'invalid_payment_requirements' })
+    })
+
+    it('a Solana instruction naming an account index the message does not list is a rejection, not a 500', async () => {
+      const bad = structuredClone(svmBody) as { paymentPayload: { payload: { transaction: string } } }
+      const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(bad.paymentPayload.payload.transaction))
+      const compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
+      if (compiled.version !== 0 && compiled.version !== 'legacy') throw new Error('the builder makes v0 messages')
+      const last = compiled.instructions[compiled.instructions.length - 1]!
+      const instructions = [...compiled.instructions.slice(0, -1), { ...last, accountIndices: [200, ...(last.accountIndices ?? []).slice(1)] }]
+      const messageBytes = getCompiledTransactionMessageEncoder().encode({ ...compiled, instructions }) as TransactionMessageBytes
+      bad.paymentPayload.payload.transaction = getBase64EncodedWireTransaction({ messageBytes, signatures: transaction.signatures })
+      for (const path of ['/verify', '/settle']) {
+        const response = await chainHandle(post(path, JSON.stringify(bad)))
+        expect(response.status).toBe(200)
+        const answer = (await response.json()) as { isValid?: boolean; success?: boolean }
+        expect(answer.isValid ?? answer.success).toBe(false)
+      }
+    })
+
+    it(`survives ${EVM_RUNS} mutated exactEvm payments against anvil`, async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(mutationOf(evmBody), tweakOf(evmBody)), fc.constantFrom('/verify', '/settle'), async (body, path) => {
+          await check(post(path, JSON.stringify(body)), chainHandle)
+        }),
+        { numRuns: EVM_RUNS },
+      )
+    })
+
+    it(`survives ${SVM_RUNS} mutated exactSvm payments against the LiteSVM RPC`, async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(mutationOf(svmBody), tweakOf(svmBody)), fc.constantFrom('/verify', '/settle'), async (body, path) => {
+          await check(post(path, JSON.stringify(body)), chainHandle)
+        }),
+        { numRuns: SVM_RUNS },
+      )
+    })
   })
 
   it('saw no unhandled rejection', () => {

@@ -33,7 +33,7 @@ afterAll(async () => {
 async function instance(prefix: string, signers = world.signers) {
   const store = createRedisStore({ url: redis.url, keyPrefix: prefix })
   stores.push(store)
-  const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers }))], store, timeouts: { settleMs: 20_000 } })
+  const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers }))], store, timeouts: { settleMs: 30_000 } })
   const server = await serve(facilitator)
   closers.push(server.close)
   return server
@@ -87,6 +87,14 @@ describe('races', () => {
     const answers = await Promise.all(payments.map((p) => postJson(`${server.url}/settle`, body(p, requirements))))
     const elapsed = performance.now() - started
 
+    // On a loaded CI machine a few may pass the settle budget: they answer settlement_pending with their
+    // hash, and settling again (what a client does) must confirm that very transaction.
+    const pendingIndexes = answers.flatMap((x, i) => (x.json.errorReason === 'settlement_pending' ? [i] : []))
+    for (const i of pendingIndexes) {
+      const again = await postJson(`${server.url}/settle`, body(payments[i]!, requirements))
+      expect(again.json).toMatchObject({ success: true, transaction: answers[i]!.json.transaction })
+      answers[i] = again
+    }
     const failures = answers.filter((x) => x.status !== 200 || x.json.success !== true).map((x) => `${x.status} ${x.text}`)
     expect(failures).toEqual([])
     expect(answers.some((x) => /nonce/i.test(x.text))).toBe(false)
@@ -99,7 +107,7 @@ describe('races', () => {
     expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 2000n)
     for (const payer of payers) expect(await tokenBalance(world.node, world.token, payer.address as Address)).toBe(100_000n - 200n)
     console.info(
-      `[races] 200 distinct settles over 4 signers: 200/200 success, per signer ${perSigner.join('/')}, ${elapsed.toFixed(0)} ms (${((200 * 1000) / elapsed).toFixed(0)} settles/s)`,
+      `[races] 200 distinct settles over 4 signers: 200/200 success (${pendingIndexes.length} answered pending within the budget, confirmed on retry), per signer ${perSigner.join('/')}, ${elapsed.toFixed(0)} ms (${((200 * 1000) / elapsed).toFixed(0)} settles/s)`,
     )
   })
 })

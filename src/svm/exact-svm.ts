@@ -1,15 +1,12 @@
 import { createHash } from 'node:crypto'
 import {
   type Address,
-  assertIsTransactionWithinSizeLimit,
   type Blockhash,
   getBase64EncodedWireTransaction,
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
   getSignatureFromTransaction,
   isAddress,
-  isSolanaError,
-  SOLANA_ERROR__TRANSACTION__EXCEEDS_SIZE_LIMIT,
   type Transaction,
   type TransactionPartialSigner,
 } from '@solana/kit'
@@ -200,36 +197,23 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     if (!extra.success) {
       return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentRequirements.extra.feePayer and .memo must be strings' }
     }
-    // The rules and the signing decode hostile bytes: a crash there (an instruction naming an account
-    // index the message does not list, a message over the size limit) is a malformed payment, not a fault.
-    let outcome: Awaited<ReturnType<typeof checkPaymentTransaction>>
-    try {
-      outcome = await checkPaymentTransaction({
-        transaction: payload.data.transaction,
-        feePayers: feePayerSet,
-        expectedFeePayer: extra.data.feePayer,
-        allowedPrograms,
-        limits,
-        asset: ctx.asset,
-        payTo: ctx.payTo,
-        amount: ctx.amount,
-        memo: extra.data.memo,
-      })
-    } catch {
-      return { ok: false, reason: SVM_REASON.undecodable, message: 'the transaction message is malformed (an account index or a field is out of range)' }
-    }
+    // The rules answer malformed bytes (account indices out of range, an oversized message) with a violation.
+    const outcome = await checkPaymentTransaction({
+      transaction: payload.data.transaction,
+      feePayers: feePayerSet,
+      expectedFeePayer: extra.data.feePayer,
+      allowedPrograms,
+      limits,
+      asset: ctx.asset,
+      payTo: ctx.payTo,
+      amount: ctx.amount,
+      memo: extra.data.memo,
+    })
     if (!outcome.ok) return outcome
     const payment = outcome.payment
     const signer = signers.get(payment.feePayer)
     if (!signer) return { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
-    try {
-      return { ok: true, signed: await signAsFeePayer(signer, payment) }
-    } catch (error) {
-      if (isSolanaError(error, SOLANA_ERROR__TRANSACTION__EXCEEDS_SIZE_LIMIT)) {
-        return { ok: false, reason: SVM_REASON.invalidPayload, message: 'the transaction exceeds the Solana size limit' }
-      }
-      throw error
-    }
+    return { ok: true, signed: await signAsFeePayer(signer, payment) }
   }
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
@@ -462,7 +446,6 @@ async function signAsFeePayer(signer: TransactionPartialSigner, payment: Checked
     ...payment.transaction,
     lifetimeConstraint: { blockhash: payment.blockhash, lastValidBlockHeight: 0n },
   }
-  assertIsTransactionWithinSizeLimit(unsigned)
   const [signatures] = await signer.signTransactions([unsigned])
   const signed: Transaction = Object.freeze({
     messageBytes: payment.transaction.messageBytes,

@@ -8,7 +8,9 @@ import {
   getTransactionDecoder,
   type Instruction,
   isAddress,
+  isTransactionWithinSizeLimit,
   type Transaction,
+  type TransactionWithinSizeLimit,
 } from '@solana/kit'
 import {
   COMPUTE_BUDGET_PROGRAM_ADDRESS,
@@ -79,7 +81,7 @@ export interface TransactionRuleInput {
 
 /** A payment transaction that passed every static rule. */
 export interface CheckedPayment {
-  readonly transaction: Transaction
+  readonly transaction: Transaction & TransactionWithinSizeLimit
   readonly feePayer: Address
   /** The transfer authority: the payer. */
   readonly payer: Address
@@ -138,7 +140,17 @@ export function decodeWireTransaction(base64: string): Transaction | undefined {
 export async function checkPaymentTransaction(input: TransactionRuleInput): Promise<RuleOutcome> {
   const transaction = decodeWireTransaction(input.transaction)
   if (!transaction) return violation(SVM_REASON.undecodable, 'the payload transaction is not a base64 Solana transaction')
+  // The rules read hostile bytes: whatever slips past the explicit checks below is a malformed payment, not a fault.
+  try {
+    return await applyRules(transaction, input)
+  } catch {
+    return violation(SVM_REASON.undecodable, MALFORMED_MESSAGE)
+  }
+}
 
+const MALFORMED_MESSAGE = 'the transaction message is malformed (an account index or a field is out of range)'
+
+async function applyRules(transaction: Transaction, input: TransactionRuleInput): Promise<RuleOutcome> {
   let compiled: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>
   try {
     compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
@@ -159,6 +171,13 @@ export async function checkPaymentTransaction(input: TransactionRuleInput): Prom
   }
   if (input.expectedFeePayer !== undefined && input.expectedFeePayer !== feePayer) {
     return violation(SVM_REASON.feePayerMismatch, `fee payer ${feePayer} differs from paymentRequirements.extra.feePayer ${input.expectedFeePayer}`)
+  }
+  // kit decompiles an index past the account list into an instruction without an address: refuse it first.
+  const accountCount = compiled.staticAccounts.length
+  for (const ix of compiled.instructions) {
+    if (ix.programAddressIndex >= accountCount || ix.accountIndices?.some((accountIndex) => accountIndex >= accountCount)) {
+      return violation(SVM_REASON.undecodable, MALFORMED_MESSAGE)
+    }
   }
   let instructions: readonly Instruction[]
   try {
@@ -287,6 +306,8 @@ export async function checkPaymentTransaction(input: TransactionRuleInput): Prom
   }
 
   if (compiled.lifetimeToken === undefined) return violation(SVM_REASON.undecodable, 'the transaction has no blockhash', payer)
+  // The fee payer's signature does not change the size: a transaction over the limit could never be sent.
+  if (!isTransactionWithinSizeLimit(transaction)) return violation(SVM_REASON.invalidPayload, 'the transaction exceeds the Solana size limit', payer)
   return {
     ok: true,
     payment: {

@@ -18,6 +18,7 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import { describeNetwork } from '../networks/networks.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import { createAssociatedTokenCache } from './associated-token-cache.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 import { createHttpRpcTransport, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
 import {
@@ -162,6 +163,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactSvm: maxInFlightSettlesPerSigner must be at least 1')
   const inFlight = new Map<string, number>()
   const pollIntervalMs = config.pollIntervalMs ?? 400
+  const associatedTokenAccount = createAssociatedTokenCache()
 
   // One transport per network, built once: connection reuse is most of the latency.
   const runtimes = new Map<string, NetworkRuntime>()
@@ -208,6 +210,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       payTo: ctx.payTo,
       amount: ctx.amount,
       memo: extra.data.memo,
+      associatedTokenAccount,
     })
     if (!outcome.ok) return outcome
     const payment = outcome.payment

@@ -26,6 +26,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
   TokenInstruction,
 } from '@solana-program/token'
+import type { AssociatedTokenAccountOf } from './associated-token-cache.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 
 /** The Token-2022 program; its TransferChecked layout equals spl-token's. */
@@ -77,6 +78,8 @@ export interface TransactionRuleInput {
   readonly amount: bigint
   /** `paymentRequirements.extra.memo`, when given. */
   readonly memo: string | undefined
+  /** Derives ATA(payTo) (a cache fits here). @default findAssociatedTokenPda */
+  readonly associatedTokenAccount?: AssociatedTokenAccountOf
 }
 
 /** A payment transaction that passed every static rule. */
@@ -290,7 +293,9 @@ async function applyRules(transaction: Transaction, input: TransactionRuleInput)
   }
   const payTo = input.payTo
   if (!isAddress(payTo)) return violation(SVM_REASON.recipientMismatch, `payTo ${payTo} is not a Solana address`, payer)
-  const [expectedDestination] = await findAssociatedTokenPda({ mint: mint.address, owner: payTo, tokenProgram })
+  const expectedDestination = input.associatedTokenAccount
+    ? await input.associatedTokenAccount(payTo, mint.address, tokenProgram)
+    : (await findAssociatedTokenPda({ mint: mint.address, owner: payTo, tokenProgram }))[0]
   if (destination.address !== expectedDestination) {
     return violation(SVM_REASON.recipientMismatch, `the transfer pays ${destination.address}, not the associated token account ${expectedDestination} of payTo`, payer)
   }

@@ -49,7 +49,14 @@ export interface ExactEvmConfig {
   readonly gasLimit?: bigint
   /** How long a fee quote is reused between settles. @default 2_000 */
   readonly feeCacheMs?: number
-  /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default viem `http(url, { retryCount: 1 })` */
+  /**
+   * Budget of one request to one RPC URL with the default transport. Past it the
+   * next URL is tried, so it stays well below the verify budget (10 s by default):
+   * a hanging first URL then costs one bound, not the whole verify.
+   * Ignored when `transport` is given. @default 4_000
+   */
+  readonly rpcTimeoutMs?: number
+  /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default viem `http(url, { timeout: rpcTimeoutMs })`, retried once when it is the only URL */
   readonly transport?: (url: string) => Transport
   /**
    * Most settlements one signer may have in flight (verify, send and confirmation)

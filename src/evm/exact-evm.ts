@@ -9,7 +9,7 @@ import { parseExactEvmPayload } from './authorization.js'
 import { checkChainState } from './check-chain-state.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
 import { createNetworkRuntime, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
-import { preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
+import { checkValidityWindow, preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 import { pickSigner, resend, signAndSend, waitForReceipt, type ReceiptOutcome } from './send-transaction.js'
@@ -56,6 +56,9 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactEvm: maxInFlightSettlesPerSigner must be at least 1')
   // The signer reserved for a settle by reserveSettlement (the core calls it before claiming).
   const reserved = new WeakMap<PaymentContext, SignerSlot>()
+  // The payment a successful verify prepared, by context: the core verifies right before it claims
+  // and then settles the same context, so settle skips a second signature recovery and digest.
+  const prepared = new WeakMap<PaymentContext, PreparedPayment>()
   const receiptOptions = (signal: AbortSignal) => ({
     timeoutMs: config.receiptTimeoutMs ?? 30_000,
     maxIntervalMs: config.receiptPollIntervalMs ?? 1_000,
@@ -83,6 +86,21 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     return { payment, walletDeployed: verdict.walletDeployed }
   }
 
+  /** The payment settle sends: the one verify prepared on this context (time checks redone), or prepared afresh. */
+  async function preparedFor(ctx: PaymentContext, runtime: NetworkRuntime): Promise<PreparedPayment | (Rejection & { payer?: string })> {
+    const earlier = prepared.get(ctx)
+    prepared.delete(ctx)
+    if (earlier) {
+      const expired = checkValidityWindow(earlier.payload, prepareOptions)
+      return expired ? { ...expired, payer: earlier.payer } : earlier
+    }
+    const malformed = addressRejection(ctx)
+    if (malformed) return malformed
+    const payment = await preparePayment(ctx, runtime, prepareOptions)
+    if ('reason' in payment) return { ...payment, payer: payerOf(ctx) }
+    return payment
+  }
+
   const adapter: SchemeAdapter = {
     scheme: 'exact',
     family: 'eip155',
@@ -92,7 +110,11 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
     async verify(ctx): Promise<VerifyResponse> {
       const result = await check(ctx, runtimeOf(ctx))
-      if (!('reason' in result)) return { isValid: true, payer: result.payment.payer }
+      if (!('reason' in result)) {
+        prepared.set(ctx, result.payment)
+        return { isValid: true, payer: result.payment.payer }
+      }
+      prepared.delete(ctx)
       const payer = payerOf(ctx)
       return { isValid: false, invalidReason: result.reason, invalidMessage: result.message, ...(payer ? { payer } : {}) }
     },
@@ -126,11 +148,9 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
     async settle(ctx, journal): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
-      // The core verified (chain state included) just before claiming; the clock may have moved since.
-      const malformed = addressRejection(ctx)
-      if (malformed) return failure(ctx, malformed, undefined)
-      const payment = await preparePayment(ctx, runtime, prepareOptions)
-      if ('reason' in payment) return failure(ctx, payment, payerOf(ctx))
+      // The core verified (chain state included) just before claiming; only the clock may have moved since.
+      const payment = await preparedFor(ctx, runtime)
+      if ('reason' in payment) return failure(ctx, payment, 'payer' in payment ? payment.payer : undefined)
       // A slot reserved by the core is already counted; a direct call counts its own.
       const reservedSlot = reserved.get(ctx)
       const slot = reservedSlot ?? pickSigner(runtime)
@@ -142,24 +162,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
         }
         const gas = payment.kind === 'eoa' ? (config.gasLimit ?? DEFAULT_GAS_LIMIT) : await estimateGas(runtime, slot.signer.address, payment.asset, payment.transferCalldata, ctx.signal)
         const sentAt = performance.now()
-        let journaled: BroadcastRecord | undefined
-        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, async (record) => {
-          try {
-            // A second record means signAndSend re-signs after "nonce too low". That nonce may have been
-            // used by our own first send (its answer lost, the RPC client retried): one payment, one
-            // transaction, unless the chain has never seen the first one.
-            if (journaled && (await knownToChain(runtime, asHash(journaled.transaction), ctx.signal))) throw new AlreadySent(asHash(journaled.transaction))
-            await journal.broadcasting(record)
-            journaled = record
-          } catch (error) {
-            // Nothing was sent with this nonce: re-read it, or every later settle of this key waits behind a gap.
-            slot.nonces.reset()
-            throw error
-          }
-        }).catch((error: unknown) => {
-          if (error instanceof AlreadySent) return error.transaction
-          throw error
-        })
+        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
         const outcome = await waitForReceipt(runtime, hash, receiptOptions(ctx.signal))
         if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
         return answer(ctx, hash, outcome, payment.payer)
@@ -241,22 +244,6 @@ function addressRejection(ctx: PaymentContext): Rejection | undefined {
     }
   }
   return undefined
-}
-
-/** Thrown out of signAndSend to stop a re-sign: the first transaction of this payment is out. */
-class AlreadySent extends Error {
-  constructor(readonly transaction: Hex) {
-    super('the settlement transaction was already sent')
-  }
-}
-
-/** Whether the node knows a transaction (pending or mined); an unanswered lookup counts as known, to never send twice. */
-async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSignal): Promise<boolean> {
-  try {
-    return (await withDeadline(runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }), signal)) !== null
-  } catch {
-    return true
-  }
 }
 
 async function estimateGas(runtime: NetworkRuntime, from: Address, to: Address, data: Hex, signal: AbortSignal): Promise<bigint> {

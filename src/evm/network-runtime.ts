@@ -7,6 +7,9 @@ import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 
+// viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
+const DEFAULT_RPC_TIMEOUT_MS = 4_000
+
 /** Fees of a type-2 transaction, or a legacy gas price on chains without EIP-1559. */
 export type FeeQuote = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint }
 
@@ -46,7 +49,12 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
 
   const caip2: Caip2Network = info.caip2
   const chainId = evmChainId(caip2)
-  const makeTransport = config.transport ?? ((url: string) => http(url, { retryCount: 1 }))
+  const rpcTimeoutMs = config.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS
+  if (!(rpcTimeoutMs > 0)) throw new FacilitatorError('misconfigured', 'exactEvm: rpcTimeoutMs must be positive')
+  // Behind a fallback a failing URL hands over at once (the fallback retries the whole list itself);
+  // viem lets a transport's own retryCount override the fallback's, so it is set here.
+  const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
+  const makeTransport = config.transport ?? ((url: string) => http(url, { retryCount, timeout: rpcTimeoutMs }))
   const transports = entry.rpcUrls.map((url) => makeTransport(url))
   const [only] = transports
   const client = createPublicClient({

@@ -76,16 +76,8 @@ export async function preparePayment(
   if (authorization.value !== ctx.amount) {
     return reject(EVM_REJECTION.valueMismatch, `authorization.value ${authorization.value} differs from the required amount ${ctx.amount}`)
   }
-  const now = options.nowSeconds()
-  if (authorization.validAfter > now) {
-    return reject(EVM_REJECTION.validAfter, 'the authorization is not valid yet (validAfter is in the future)')
-  }
-  if (authorization.validBefore < now + BigInt(options.settleMarginSeconds)) {
-    return reject(
-      EVM_REJECTION.validBefore,
-      `the authorization expires too soon (validBefore must be at least ${options.settleMarginSeconds}s ahead)`,
-    )
-  }
+  const window = checkValidityWindow(payload, options)
+  if (window) return window
 
   const domain: TokenDomain = { name, version, chainId: runtime.chainId, verifyingContract: asset }
   const digest = hashAuthorization(domain, authorization)
@@ -101,6 +93,26 @@ export async function preparePayment(
     ...signature,
     transferCalldata: transferCalldata(payload, signature.kind, signature.signature),
   }
+}
+
+/**
+ * The only checks of `preparePayment` whose answer changes with time: the
+ * authorization must be valid now and stay valid for `settleMarginSeconds`.
+ * Settle re-runs them on a payment its verify already prepared.
+ */
+export function checkValidityWindow(payload: ExactEvmPayload, options: PrepareOptions): Rejection | undefined {
+  const { validAfter, validBefore } = payload.authorization
+  const now = options.nowSeconds()
+  if (validAfter > now) {
+    return reject(EVM_REJECTION.validAfter, 'the authorization is not valid yet (validAfter is in the future)')
+  }
+  if (validBefore < now + BigInt(options.settleMarginSeconds)) {
+    return reject(
+      EVM_REJECTION.validBefore,
+      `the authorization expires too soon (validBefore must be at least ${options.settleMarginSeconds}s ahead)`,
+    )
+  }
+  return undefined
 }
 
 async function classifySignature(payload: ExactEvmPayload, digest: Hex, options: PrepareOptions) {

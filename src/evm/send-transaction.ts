@@ -30,7 +30,10 @@ const MAX_NONCE_RETRIES = 2
  * Signs a call locally with the slot's next nonce, records it with
  * `record` (the settlement journal) and only then sends the raw bytes, so a
  * crash after this point can never lose the transaction hash. A stale local
- * nonce (another process used the key) is re-read and the call re-signed.
+ * nonce (another process used the key) is re-read and the call re-signed,
+ * unless the chain already knows a transaction sent by an earlier attempt:
+ * "nonce too low" may come from our own first send (its answer lost, the RPC
+ * client retried), and one call must never become two transactions.
  *
  * Throws a FacilitatorError `rpc_*` fault when the node cannot be reached or
  * refuses the transaction; the hash was recorded by then.
@@ -42,7 +45,9 @@ export async function signAndSend(
   signal: AbortSignal,
   record: (sent: BroadcastRecord) => Promise<void>,
 ): Promise<Hex> {
+  const sent: Hex[] = []
   for (let attempt = 0; ; attempt++) {
+    for (const earlier of sent) if (await knownToChain(runtime, earlier, signal)) return earlier
     const [nonce, fees] = await withDeadline(Promise.all([slot.nonces.next(), runtime.fees()]), signal).catch((error: unknown) => {
       throw toRpcFault(error, 'preparing the settlement transaction')
     })
@@ -62,7 +67,14 @@ export async function signAndSend(
       throw error
     }
     const transaction = keccak256(raw)
-    await record({ transaction, raw })
+    try {
+      await record({ transaction, raw })
+    } catch (error) {
+      // Nothing was sent with this nonce: re-read it, or every later call of this key waits behind a gap.
+      slot.nonces.reset()
+      throw error
+    }
+    sent.push(transaction)
     try {
       await runtime.client.request({ method: 'eth_sendRawTransaction', params: [raw] })
       return transaction
@@ -73,6 +85,15 @@ export async function signAndSend(
       if (NONCE_TOO_LOW.test(text) && attempt < MAX_NONCE_RETRIES) continue
       throw toRpcFault(error, 'sending the settlement transaction')
     }
+  }
+}
+
+/** Whether the node knows a transaction (pending or mined); an unanswered lookup counts as known, to never send twice. */
+async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSignal): Promise<boolean> {
+  try {
+    return (await withDeadline(runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }), signal)) !== null
+  } catch {
+    return true
   }
 }
 

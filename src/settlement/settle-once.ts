@@ -4,6 +4,7 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import type { Store } from '../stores/store.js'
+import { boundedStoreCall } from './bounded-store-call.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 
 /** Tuning of at-most-once settlement. */
@@ -12,6 +13,13 @@ export interface SettlementOptions {
   recordTtlMs?: number
   /** How often a call waiting for another call's settlement looks again. @default 25 */
   pollIntervalMs?: number
+  /**
+   * Longest wait for one store call; the settle's remaining budget bounds it
+   * too. A store that fails or does not answer in time makes a settle that
+   * has sent nothing answer the fault `store_unavailable` (503), and one that
+   * has sent its transaction answer with the transaction id. @default 5_000
+   */
+  storeTimeoutMs?: number
 }
 
 interface SettleOnceInput {
@@ -43,6 +51,10 @@ const DAY_MS = 86_400_000
  *    loser of a race waits for the winner's answer.
  * 3. The winner's adapter records the transaction id before sending it, so no
  *    crash or timeout after that point loses it.
+ *
+ * Every store call is bounded by `storeTimeoutMs` and the remaining budget. A
+ * store outage before the journal write is a `store_unavailable` fault and
+ * nothing is sent; after it, the answer keeps the transaction id.
  */
 export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse> {
   const { adapter, context, store, budgetMs, options } = input
@@ -51,6 +63,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const pollMs = options.pollIntervalMs ?? 25
   const recordTtlMs = options.recordTtlMs ?? 7 * DAY_MS
   const lease = () => Date.now() + budgetMs
+  const storeTimeoutMs = options.storeTimeoutMs ?? 5_000
+  // A call past the deadline still gets 1 ms: it then fails as unavailable instead of never being tried.
+  const bound = () => Math.min(storeTimeoutMs, deadline - Date.now())
 
   if (key === undefined) {
     // No identity means the payload is malformed: verify says why.
@@ -58,8 +73,17 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     return failure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer)
   }
   const storeKey = `settlement:${adapter.scheme}:${key}`
-  const write = (record: SettlementRecord, ttlMs: number) => store.set(storeKey, JSON.stringify(record), { ttlMs })
-  const read = async () => decodeSettlementRecord(await store.get(storeKey))
+  const write = (record: SettlementRecord, ttlMs: number, boundMs = bound()) =>
+    boundedStoreCall(() => store.set(storeKey, JSON.stringify(record), { ttlMs }), boundMs, `recording a ${record.state} settlement`)
+  const read = async () => decodeSettlementRecord(await boundedStoreCall(() => store.get(storeKey), bound(), 'reading the settlement record'))
+  const claim = () =>
+    boundedStoreCall(
+      () => store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease() }), { ifAbsent: true, ttlMs: budgetMs * 2 }),
+      bound(),
+      'claiming the payment',
+    )
+  // Best effort: a claim left behind expires after twice the budget.
+  const release = (boundMs = bound()) => boundedStoreCall(() => store.delete(storeKey), boundMs, 'releasing the claim').catch(() => undefined)
 
   let verified: VerifyResponse | undefined
   let reservation: SettleReservation | undefined
@@ -70,9 +94,18 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   }
 
   async function claimAndSettle(): Promise<SettleResponse> {
+    // The transaction of another call's broadcast, once seen: a store failing later still answers it.
+    let seenTransaction: string | undefined
     for (;;) {
-      const record = await read()
+      let record: SettlementRecord | undefined
+      try {
+        record = await read()
+      } catch (error) {
+        if (seenTransaction) return pending(seenTransaction, undefined)
+        throw error
+      }
       if (record) {
+        if (record.state === 'broadcast') seenTransaction = record.transaction
         // Someone else owns this payment: no signer slot is needed to wait for or resume it.
         reservation?.release()
         reservation = undefined
@@ -96,11 +129,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
           return failure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
         }
       }
-      const claimed = await store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease() }), {
-        ifAbsent: true,
-        ttlMs: budgetMs * 2,
-      })
-      if (claimed) return settleClaimed(verified.payer)
+      // A claim that fails or times out counts as not taken: nothing is sent, the caller gets store_unavailable.
+      if (await claim()) return settleClaimed(verified.payer)
     }
   }
 
@@ -115,8 +145,13 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         return undefined
       case 'broadcast':
         if (record.leaseUntil > Date.now()) return undefined
-        // Take the lease over so that one caller, not every waiter, resumes.
-        await write({ ...record, leaseUntil: lease() }, recordTtlMs)
+        // Take the lease over so that one caller, not every waiter, resumes; a store
+        // that cannot take it answers the known transaction instead.
+        try {
+          await write({ ...record, leaseUntil: lease() }, recordTtlMs)
+        } catch {
+          return pending(record.transaction, undefined)
+        }
         return finishSafely(await resumeSafely(record), record)
     }
   }
@@ -124,15 +159,23 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   async function settleClaimed(payer: string | undefined): Promise<SettleResponse> {
     let sent: BroadcastRecord | undefined
     let journaling: Promise<void> | undefined
+    // Why the journal could not be written: the adapter then sent nothing, and this is the answer.
+    let journalFault: unknown
     // Set once this call has given up (time budget spent): the adapter may still be
     // running, but it must not send anything any more.
     let abandoned = false
     const work = adapter.settle(context, {
       async broadcasting(record) {
         if (abandoned) throw new FacilitatorError('timeout', 'the settle ran out of its time budget before sending; nothing was sent')
-        const writing = write({ state: 'broadcast', ...record, leaseUntil: lease() }, recordTtlMs).then(() => {
-          sent = record
-        })
+        const writing = write({ state: 'broadcast', ...record, leaseUntil: lease() }, recordTtlMs).then(
+          () => {
+            sent = record
+          },
+          (error: unknown) => {
+            journalFault = error
+            throw error
+          },
+        )
         journaling = writing
         await writing
       },
@@ -142,21 +185,22 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       const result = await withDeadline(work, context.signal)
       if (!sent) {
         // Nothing left the process: free the claim so the payer may retry.
-        await store.delete(storeKey)
+        await release()
         return result
       }
       // Awaited here so that a failing store write still answers with the transaction id.
       return await finishSafely(result, sent)
     } catch (error) {
       abandoned = true
-      // A journal write in flight decides whether the transaction may be out.
+      // A journal write in flight decides whether the transaction may be out (it is bounded, so this wait is too).
       if (!sent && journaling) await (journaling as Promise<void>).catch(() => undefined)
+      // The budget may be spent: this bookkeeping runs behind the answer, with its own bound.
       if (!sent) {
-        await store.delete(storeKey).catch(() => undefined)
-        throw error
+        void release(storeTimeoutMs)
+        throw journalFault ?? error
       }
       // The transaction may be on its way: keep its id and let a later call resume it.
-      await write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs).catch(() => undefined)
+      void write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs, storeTimeoutMs).catch(() => undefined)
       return pending(sent.transaction, payer)
     }
   }

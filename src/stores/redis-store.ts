@@ -4,15 +4,47 @@ import type { ExpiryOptions, RankedEntry, SetOptions, Store } from './store.js'
 
 /** Options of the Redis store: a client of yours, or what to connect to. */
 export interface RedisStoreOptions {
-  /** An ioredis client to use; the store does not close it. */
+  /** An ioredis client to use as configured; the store does not close it. */
   client?: Redis
   /** A `redis://` URL to connect to when no client is given. */
   url?: string
-  /** ioredis options when no client is given (merged with `url`). */
+  /**
+   * ioredis options when no client is given (merged with `url`), over
+   * `REDIS_STORE_DEFAULTS`: any option given here wins.
+   */
   redis?: RedisOptions
   /** Prefix of every key, so several facilitators can share one Redis. @default 'x402:' */
   keyPrefix?: string
+  /**
+   * Receives connection errors of a client the store created (a Redis going
+   * away, each reconnect attempt). @default ioredis prints them to the console
+   */
+  onConnectionError?: (error: Error) => void
 }
+
+/**
+ * ioredis options of a client the store creates. ioredis's own defaults
+ * (offline queue, 20 retries per command, no command timeout) make a Redis
+ * outage hold a payment for many seconds and replay stale writes (a claim
+ * release, a journal entry) when it comes back. Here an outage is a fast,
+ * clear failure instead:
+ *
+ * - `commandTimeout: 1_000`: a paused or overloaded Redis fails a command after 1 s.
+ * - `enableOfflineQueue: false`: while disconnected, commands fail at once; none is kept to run later.
+ *   (The store still waits, bounded by `connectTimeout`, for the very first connection.)
+ * - `maxRetriesPerRequest: 0`, `autoResendUnfulfilledCommands: false`: a command in flight when the
+ *   connection drops fails instead of being sent again after a reconnect.
+ * - `connectTimeout: 2_000`, reconnecting every 100 ms growing to at most 1 s: a Redis that
+ *   comes back is used again within about a second.
+ */
+export const REDIS_STORE_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
+  commandTimeout: 1_000,
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  connectTimeout: 2_000,
+  retryStrategy: (attempt: number) => Math.min(attempt * 100, 1_000),
+})
 
 // Every multi-step write is one Lua script: atomic, and one round trip per call.
 const INCREMENT_FIELDS = `
@@ -61,11 +93,15 @@ return result`
  */
 export function createRedisStore(options: RedisStoreOptions = {}): Store {
   const owned = !options.client
-  const client = options.client ?? (options.url ? new Redis(options.url, options.redis ?? {}) : new Redis(options.redis ?? {}))
+  const settings: RedisOptions = { ...REDIS_STORE_DEFAULTS, ...options.redis }
+  const client = options.client ?? (options.url ? new Redis(options.url, settings) : new Redis(settings))
+  if (owned && options.onConnectionError) client.on('error', options.onConnectionError)
+  const firstConnection = owned && settings.enableOfflineQueue === false ? waitForFirstConnection(client, settings.connectTimeout ?? 10_000) : undefined
   const prefix = options.keyPrefix ?? 'x402:'
   const k = (key: string) => prefix + key
   const ttl = (o?: ExpiryOptions) => (o?.ttlMs === undefined ? '' : String(Math.max(1, Math.ceil(o.ttlMs))))
   const scripts = new Map<string, string>()
+  const connected = firstConnection ?? (() => Promise.resolve())
 
   /** EVALSHA, loading the script on its first use or after a Redis restart (NOSCRIPT). */
   async function run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
@@ -84,9 +120,11 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
 
   return {
     async get(key) {
+      await connected()
       return (await client.get(k(key))) ?? undefined
     },
     async set(key, value, options?: SetOptions) {
+      await connected()
       const px = options?.ttlMs === undefined ? undefined : Math.max(1, Math.ceil(options.ttlMs))
       let answer: string | null
       if (options?.ifAbsent) answer = px === undefined ? await client.set(k(key), value, 'NX') : await client.set(k(key), value, 'PX', px, 'NX')
@@ -94,15 +132,18 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
       return answer === 'OK'
     },
     async delete(key) {
+      await connected()
       await client.del(k(key))
     },
     async incrementFields(key, increments, options) {
+      await connected()
       const args: (string | number)[] = [ttl(options)]
       for (const field in increments) args.push(field, String(increments[field]))
       if (args.length === 1) return
       await run(INCREMENT_FIELDS, [k(key)], args)
     },
     async readFields(key) {
+      await connected()
       const raw = await client.hgetall(k(key))
       const out: Record<string, number> = {}
       for (const field in raw) {
@@ -112,28 +153,34 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
       return out
     },
     async setTextFields(key, fields, options) {
+      await connected()
       const args: string[] = [ttl(options)]
       for (const field in fields) args.push(field, fields[field]!)
       if (args.length === 1) return
       await run(SET_TEXT_FIELDS, [k(key)], args)
     },
     async readTextFields(key) {
+      await connected()
       return client.hgetall(k(key))
     },
     async addDistinct(key, members, options) {
+      await connected()
       if (members.length === 0) return
       await run(ADD_DISTINCT, [k(key)], [ttl(options), ...members])
     },
     async countDistinct(keys) {
+      await connected()
       if (keys.length === 0) return 0
       return client.pfcount(...keys.map(k))
     },
     async incrementRanked(key, member, by, options) {
+      await connected()
       const cap = options?.cap === undefined ? '' : String(options.cap)
       const reply = (await run(INCREMENT_RANKED, [k(key)], [ttl(options), String(by), member, cap])) as string[]
       return { score: Number(reply[0]), evicted: reply.slice(1) }
     },
     async readRanked(key, range = {}) {
+      await connected()
       const offset = range.offset ?? 0
       const stop = range.limit === undefined ? -1 : offset + range.limit - 1
       if (range.limit === 0) return []
@@ -143,10 +190,41 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
       return out
     },
     async countRanked(key) {
+      await connected()
       return client.zcard(k(key))
     },
     async close() {
-      if (owned) await client.quit()
+      // QUIT cannot be sent while disconnected (no offline queue): then just stop reconnecting.
+      if (owned) await client.quit().catch(() => client.disconnect())
     },
+  }
+}
+
+/**
+ * Without an offline queue, a command sent before the first connection is
+ * ready fails, yet a new store is used at once: its calls wait for that first
+ * connection, at most `waitMs`. Once connected, a lost connection fails
+ * commands at once: that is an outage, not a start.
+ */
+function waitForFirstConnection(client: Redis, waitMs: number): () => Promise<void> {
+  let connectedOnce = client.status === 'ready'
+  let waiting: Promise<void> | undefined
+  client.once('ready', () => (connectedOnce = true))
+  return () => {
+    if (connectedOnce) return Promise.resolve()
+    // One shared wait, so that many early calls add one listener, not one each.
+    waiting ??= new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        client.off('ready', done)
+        client.off('end', done)
+        waiting = undefined
+        resolve()
+      }
+      const timer = setTimeout(done, waitMs)
+      client.once('ready', done)
+      client.once('end', done)
+    })
+    return waiting
   }
 }

@@ -32,6 +32,15 @@ describe('redis store', () => {
     await store.close?.()
   })
 
+  it('fails fast on a Redis that is not there, instead of queueing the command for later', async () => {
+    const dead = createRedisStore({ url: 'redis://127.0.0.1:1', redis: { connectTimeout: 300 }, onConnectionError: () => undefined })
+    const started = performance.now()
+    await expect(dead.set('claim', 'x', { ifAbsent: true })).rejects.toThrow()
+    // The first-connection wait (connectTimeout) is the only delay; nothing waits in an offline queue.
+    expect(performance.now() - started).toBeLessThan(1_000)
+    await dead.close?.()
+  })
+
   it('uses a given client and leaves it open on close', async () => {
     const client = new Redis(server.url)
     const store = createRedisStore({ client, keyPrefix: 'mine:' })

@@ -3,14 +3,13 @@ import {
   type Address,
   type Blockhash,
   getBase64EncodedWireTransaction,
-  getBase64Encoder,
+  getAddressDecoder,
   getCompiledTransactionMessageDecoder,
   getSignatureFromTransaction,
   isAddress,
   type Transaction,
   type TransactionPartialSigner,
 } from '@solana/kit'
-import { getTokenDecoder } from '@solana-program/token'
 import { z } from 'zod'
 import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { redactError, secretsOfUrl } from '../core/redact.js'
@@ -22,7 +21,7 @@ import { createAssociatedTokenCache } from './associated-token-cache.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 import { createHttpRpcTransport, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
 import {
-  checkPaymentTransaction,
+  checkDecodedPaymentTransaction,
   type CheckedPayment,
   DEFAULT_ALLOWED_PROGRAMS,
   DEFAULT_LIMITS,
@@ -183,6 +182,35 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     })
   }
 
+  // The core hands settlementKey, reserveSettlement, verify and settle one context object per payment:
+  // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
+  const decodedByContext = new WeakMap<PaymentContext, { wire: string; transaction: Transaction | undefined }>()
+  const preparedByContext = new WeakMap<PaymentContext, { wire: string; prepared: Promise<Prepared> }>()
+
+  /** The payload's base64 transaction and its decoding, done once per context. */
+  const decodedOf = (ctx: PaymentContext): { wire: string; transaction: Transaction | undefined } | undefined => {
+    const payload = payloadSchema.safeParse(ctx.payload.payload)
+    if (!payload.success) return undefined
+    const wire = payload.data.transaction
+    const known = decodedByContext.get(ctx)
+    if (known?.wire === wire) return known
+    const decoded = { wire, transaction: decodeWireTransaction(wire) }
+    decodedByContext.set(ctx, decoded)
+    return decoded
+  }
+
+  /** `prepare`, run once per context: settle reuses what verify derived and signed for the same payment. */
+  const preparedOf = (ctx: PaymentContext): Promise<Prepared> => {
+    const wire = decodedOf(ctx)?.wire ?? ''
+    const known = preparedByContext.get(ctx)
+    if (known?.wire === wire) return known.prepared
+    const prepared = prepare(ctx)
+    preparedByContext.set(ctx, { wire, prepared })
+    // A fault (not a verdict) must not stick: a later call prepares afresh.
+    prepared.catch(() => preparedByContext.delete(ctx))
+    return prepared
+  }
+
   const runtimeOf = (ctx: PaymentContext): NetworkRuntime => {
     const runtime = runtimes.get(ctx.network)
     if (!runtime) throw new FacilitatorError('misconfigured', `exactSvm does not serve ${ctx.network}`)
@@ -191,8 +219,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   /** Static rules, then the fee payer's signature; nothing touches the chain. */
   async function prepare(ctx: PaymentContext): Promise<Prepared> {
-    const payload = payloadSchema.safeParse(ctx.payload.payload)
-    if (!payload.success) {
+    const decoded = decodedOf(ctx)
+    if (!decoded) {
       return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentPayload.payload.transaction must be a base64 Solana transaction' }
     }
     const extra = extraSchema.safeParse(ctx.requirements.extra ?? {})
@@ -200,8 +228,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentRequirements.extra.feePayer and .memo must be strings' }
     }
     // The rules answer malformed bytes (account indices out of range, an oversized message) with a violation.
-    const outcome = await checkPaymentTransaction({
-      transaction: payload.data.transaction,
+    if (!decoded.transaction) return { ok: false, reason: SVM_REASON.undecodable, message: 'the payload transaction is not a base64 Solana transaction' }
+    const outcome = await checkDecodedPaymentTransaction({
+      transaction: decoded.transaction,
       feePayers: feePayerSet,
       expectedFeePayer: extra.data.feePayer,
       allowedPrograms,
@@ -221,7 +250,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
     const runtime = runtimeOf(ctx)
-    const prepared = await prepare(ctx)
+    const prepared = await preparedOf(ctx)
     if (!prepared.ok) return invalid(prepared.reason, prepared.message, prepared.payer)
     const { payment, wire, signature } = prepared.signed
     const payer = payment.payer
@@ -233,7 +262,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         { method: 'getSignatureStatuses', params: [[signature], { searchTransactionHistory: true }] },
         {
           method: 'simulateTransaction',
-          params: [wire, { encoding: 'base64', sigVerify: true, replaceRecentBlockhash: false, commitment: 'confirmed' }],
+          // The rules verified every signature but ours natively; the node need not do it again.
+          params: [wire, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }],
         },
       ],
       ctx.signal,
@@ -281,8 +311,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   async function settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse> {
     const runtime = runtimeOf(ctx)
-    // The core ran verify (with the simulation) just before claiming: only the cheap local steps are redone.
-    const prepared = await prepare(ctx)
+    // The core ran verify (with the simulation) just before claiming, on this same context: its
+    // checked and signed payment is reused; another context redoes the local steps.
+    const prepared = await preparedOf(ctx)
     if (!prepared.ok) return failed(ctx, prepared.reason, prepared.message, '', prepared.payer)
     const { payment, wire, signature } = prepared.signed
     await journal.broadcasting({ transaction: signature, raw: wire })
@@ -400,7 +431,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     signers: () => [...feePayerSet],
     verify: (ctx) => redacting(verify(ctx)),
     reserveSettlement(ctx): SettleReservation {
-      const feePayer = feePayerOf(ctx)
+      const transaction = decodedOf(ctx)?.transaction
+      // kit keys the signatures by the signer accounts in message order: the first is the fee payer.
+      const feePayer = transaction ? Object.keys(transaction.signatures)[0] : undefined
       // A payload without one of our fee payers never reaches a send: verify rejects it.
       if (feePayer === undefined || !feePayerSet.has(feePayer)) return { release() {} }
       const count = inFlight.get(feePayer) ?? 0
@@ -420,27 +453,13 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       }
     },
     settlementKey(ctx) {
-      const payload = payloadSchema.safeParse(ctx.payload.payload)
-      if (!payload.success) return undefined
-      const transaction = decodeWireTransaction(payload.data.transaction)
+      const transaction = decodedOf(ctx)?.transaction
       if (!transaction) return undefined
       // The message is what every signature signs: one message, one payment, whatever signatures ride along.
       return `${ctx.network}:${createHash('sha256').update(new Uint8Array(transaction.messageBytes)).digest('base64url')}`
     },
     settle: (ctx, journal) => redacting(settle(ctx, journal)),
     resume: (ctx, record) => redacting(resume(ctx, record)),
-  }
-}
-
-/** The fee payer (first static account) of the payload's transaction, without checking anything else. */
-function feePayerOf(ctx: PaymentContext): string | undefined {
-  const payload = payloadSchema.safeParse(ctx.payload.payload)
-  const transaction = payload.success ? decodeWireTransaction(payload.data.transaction) : undefined
-  if (!transaction) return undefined
-  try {
-    return getCompiledTransactionMessageDecoder().decode(transaction.messageBytes).staticAccounts[0]
-  } catch {
-    return undefined
   }
 }
 
@@ -469,17 +488,20 @@ function readLifetimeAndPayer(transaction: Transaction): { blockhash: Blockhash;
   }
 }
 
+/** Byte layout of an SPL token account (Token-2022 shares it and appends extensions). */
+const TOKEN_ACCOUNT_SIZE = 165
+const TOKEN_ACCOUNT_AMOUNT_OFFSET = 64
+
 function decodeTokenAccount(
   account: z.infer<typeof encodedAccountSchema> | null | undefined,
   payment: CheckedPayment,
 ): { amount: bigint } | undefined {
   if (!account || account.owner !== payment.tokenProgram) return undefined
-  try {
-    const token = getTokenDecoder().decode(getBase64Encoder().encode(account.data[0]))
-    return token.mint === payment.mint ? { amount: token.amount } : undefined
-  } catch {
-    return undefined
-  }
+  // Only the mint and the amount matter: read them in place rather than decoding (and base58-encoding) every field.
+  const data = Buffer.from(account.data[0], 'base64')
+  if (data.length < TOKEN_ACCOUNT_SIZE) return undefined
+  const mint = getAddressDecoder().decode(data.subarray(0, 32))
+  return mint === payment.mint ? { amount: data.readBigUInt64LE(TOKEN_ACCOUNT_AMOUNT_OFFSET) } : undefined
 }
 
 function parseResult<T extends z.ZodType>(schema: T, outcome: RpcOutcome | undefined, method: string): z.infer<T> {

@@ -27,6 +27,7 @@ import {
   TokenInstruction,
 } from '@solana-program/token'
 import type { AssociatedTokenAccountOf } from './associated-token-cache.js'
+import { verifyEd25519Signature } from './ed25519-signature.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 
 /** The Token-2022 program; its TransferChecked layout equals spl-token's. */
@@ -129,7 +130,8 @@ export function decodeWireTransaction(base64: string): Transaction | undefined {
 /**
  * Applies every rule that needs no chain state to a payment transaction: who
  * pays fees, which programs run, what compute budget it asks for, and that its
- * one transfer moves exactly the required amount of the asset to ATA(payTo).
+ * one transfer moves exactly the required amount of the asset to ATA(payTo),
+ * and that every signature but the fee payer's verifies.
  *
  * The central rule is that the fee payer appears in no instruction's accounts:
  * a program can only debit, close onto, or sign with an account an instruction
@@ -143,17 +145,25 @@ export function decodeWireTransaction(base64: string): Transaction | undefined {
 export async function checkPaymentTransaction(input: TransactionRuleInput): Promise<RuleOutcome> {
   const transaction = decodeWireTransaction(input.transaction)
   if (!transaction) return violation(SVM_REASON.undecodable, 'the payload transaction is not a base64 Solana transaction')
+  return checkDecodedPaymentTransaction({ ...input, transaction })
+}
+
+/** {@link checkPaymentTransaction} on a transaction the caller has already decoded (so it is decoded once). */
+export async function checkDecodedPaymentTransaction(input: DecodedRuleInput): Promise<RuleOutcome> {
   // The rules read hostile bytes: whatever slips past the explicit checks below is a malformed payment, not a fault.
   try {
-    return await applyRules(transaction, input)
+    return await applyRules(input.transaction, input)
   } catch {
     return violation(SVM_REASON.undecodable, MALFORMED_MESSAGE)
   }
 }
 
+/** The rule input with the transaction already decoded from its base64 wire form. */
+export type DecodedRuleInput = Omit<TransactionRuleInput, 'transaction'> & { readonly transaction: Transaction }
+
 const MALFORMED_MESSAGE = 'the transaction message is malformed (an account index or a field is out of range)'
 
-async function applyRules(transaction: Transaction, input: TransactionRuleInput): Promise<RuleOutcome> {
+async function applyRules(transaction: Transaction, input: Omit<TransactionRuleInput, 'transaction'>): Promise<RuleOutcome> {
   let compiled: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>
   try {
     compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
@@ -313,6 +323,14 @@ async function applyRules(transaction: Transaction, input: TransactionRuleInput)
   if (compiled.lifetimeToken === undefined) return violation(SVM_REASON.undecodable, 'the transaction has no blockhash', payer)
   // The fee payer's signature does not change the size: a transaction over the limit could never be sent.
   if (!isTransactionWithinSizeLimit(transaction)) return violation(SVM_REASON.invalidPayload, 'the transaction exceeds the Solana size limit', payer)
+  // Checked here, natively, so the simulation can skip sigVerify; the fee payer's signature is the facilitator's to add.
+  for (const signer of compiled.staticAccounts.slice(0, compiled.header.numSignerAccounts)) {
+    if (signer === feePayer) continue
+    const signature = transaction.signatures[signer]
+    if (!signature || !verifyEd25519Signature(signer, transaction.messageBytes, signature)) {
+      return violation(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
+    }
+  }
   return {
     ok: true,
     payment: {

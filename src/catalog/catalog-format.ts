@@ -40,17 +40,22 @@ const trimZeros = (text: string) => (text.includes('.') ? text.replace(/\.?0+$/,
 
 /**
  * When a resource was last called: `never`, `<n>m ago`, `<n>h ago`, `<n>d ago`
- * up to 30 days, then the UTC date as `MM/DD/YYYY`.
+ * up to 30 days, then the UTC date as `MM/DD/YYYY`. Every relative text keeps
+ * SPEC.md's `<n><unit> ago` shape, with `n >= 1`: a call under a minute old
+ * reads `1m ago`, never `0m ago` (the listing is a snapshot cached for
+ * minutes, so "seconds ago" would claim a precision it does not have).
  *
  * @example
  * formatLastCalled(undefined, now)        // 'never'
+ * formatLastCalled(now - 20_000, now)     // '1m ago'
  * formatLastCalled(now - 3 * 86_400_000, now) // '3d ago'
  * formatLastCalled(Date.UTC(2026, 1, 11), now) // '02/11/2026'
  */
 export function formatLastCalled(lastCalledMs: number | undefined, nowMs: number): string {
   if (lastCalledMs === undefined || !Number.isFinite(lastCalledMs)) return 'never'
+  // A timestamp slightly ahead (another instance's clock) counts as just now.
   const age = Math.max(0, nowMs - lastCalledMs)
-  if (age < 3_600_000) return `${Math.floor(age / 60_000)}m ago`
+  if (age < 3_600_000) return `${Math.max(1, Math.floor(age / 60_000))}m ago`
   if (age < DAY_MS) return `${Math.floor(age / 3_600_000)}h ago`
   if (age < 30 * DAY_MS) return `${Math.floor(age / DAY_MS)}d ago`
   const date = new Date(lastCalledMs)

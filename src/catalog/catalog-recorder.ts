@@ -8,7 +8,7 @@ import { resourceId } from './resource-name.js'
 /**
  * Where the catalog lives in the store:
  * - `catalog:index`      ranking of resource ids by calls, capped
- * - `catalog:n:<id>`     numeric fields: calls, succeeded, usdMicros
+ * - `catalog:n:<id>`     numeric fields: calls, succeeded, usdMicros, `paid|<caip2>` (successful payments per network)
  * - `catalog:t:<id>`     text fields: url, description, mimeType, serviceName, iconUrl,
  *                        lastCalledAt, x402Version, scheme/network/asset of the latest payment,
  *                        `accepts|<scheme>|<network>` (JSON), bazaar (JSON)
@@ -18,6 +18,8 @@ export const CATALOG_INDEX_KEY = 'catalog:index'
 export const catalogCountsKey = (id: string) => `catalog:n:${id}`
 export const catalogTextKey = (id: string) => `catalog:t:${id}`
 const onceKey = (network: string, transaction: string) => `catalog:once:${network}:${transaction}`
+/** Counts field of the successful payments of a resource on one network (CAIP-2). */
+export const paidOnKey = (network: string) => `paid|${network}`
 
 const PENDING_REASONS = new Set(['settlement_pending', 'settlement_in_progress'])
 const MAX_DESCRIPTION = 512
@@ -78,6 +80,8 @@ export function createCatalogRecorder(options: CatalogRecorderOptions): Facilita
           calls: 1,
           succeeded: result.success ? 1 : 0,
           usdMicros: usd === undefined ? 0 : Math.round(usd * 1_000_000),
+          // Which network the listing shows: the one the resource is paid on most.
+          ...(result.success ? { [paidOnKey(context.network)]: 1 } : {}),
         }),
         store.setTextFields(catalogTextKey(found.id), {
           ...found.text,

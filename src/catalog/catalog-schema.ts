@@ -16,7 +16,7 @@ export const catalogResourceSchema = z.object({
     sufficientData: z.boolean().describe('false when successRate would not mean anything yet'),
     calls: z.number().int().nonnegative(),
     valueProcessed: z.string().describe('"$" amount with k/M/B suffix'),
-    lastCalled: z.string().describe('"never", "<n>m ago", "<n>h ago", "<n>d ago" or MM/DD/YYYY'),
+    lastCalled: z.string().describe('"never", "<n>m ago" (n >= 1), "<n>h ago", "<n>d ago" (under 30 days) or MM/DD/YYYY (UTC)'),
   }),
   jobsUrl: z.string(),
   avatarUrl: z.string().nullable(),

@@ -1,11 +1,11 @@
 import type { FacilitatorHooks } from '../core/hooks.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExtraRoute } from '../http/handler.js'
-import { describeNetwork } from '../networks/networks.js'
+import { describeNetwork, toCaip2 } from '../networks/networks.js'
 import type { Store } from '../stores/store.js'
 import { publicError, publicJson } from '../stats/public-response.js'
 import { formatLastCalled, formatUsdCompact } from './catalog-format.js'
-import { CATALOG_INDEX_KEY, catalogCountsKey, catalogTextKey, createCatalogRecorder, type CatalogRecorderOptions } from './catalog-recorder.js'
+import { CATALOG_INDEX_KEY, catalogCountsKey, catalogTextKey, createCatalogRecorder, paidOnKey, type CatalogRecorderOptions } from './catalog-recorder.js'
 import { discoveryQuerySchema, type CatalogListing, type CatalogResource, type DiscoveryQuery, type DiscoveryResponse } from './catalog-schema.js'
 import { toDiscoveryResponse } from './discovery.js'
 import { resourceId, resourceName } from './resource-name.js'
@@ -37,6 +37,8 @@ export interface CatalogOptions extends Omit<CatalogRecorderOptions, 'store'> {
   minCallsForRate?: number
 }
 
+const PAID_ON_PREFIX = paidOnKey('')
+
 /** One resource as the catalog knows it, before formatting. */
 export interface CatalogEntry {
   id: string
@@ -53,9 +55,16 @@ export interface CatalogEntry {
   lastCalledAt: number | undefined
   x402Version: number
   scheme: string
-  /** CAIP-2 id, or what the operator configured. */
+  /**
+   * The network the listing shows: the one with the most successful payments
+   * (ties: the latest payment's), as a CAIP-2 id, or what the operator configured.
+   */
   network: string
+  /** The asset paid on `network`. */
   asset: string
+  /** Successful payments per network (CAIP-2), most first. */
+  paidOn: { network: string; payments: number }[]
+  /** The latest requirements seen per scheme and network: every way the resource was paid. */
   accepts: Record<string, unknown>[]
   bazaar: Record<string, unknown> | undefined
 }
@@ -134,6 +143,15 @@ export function createCatalog(options: CatalogOptions): CatalogService {
       .sort()
       .map((field) => parseObject(text[field]!))
       .filter((value): value is Record<string, unknown> => value !== undefined)
+    const latest = text.network ?? ''
+    const paidOn = Object.keys(counts)
+      .filter((field) => field.startsWith(PAID_ON_PREFIX) && counts[field]! > 0)
+      .map((field) => ({ network: field.slice(PAID_ON_PREFIX.length), payments: counts[field]! }))
+      // Most paid first; a tie goes to the latest payment's network, then by name so the order is stable.
+      .sort((a, b) => b.payments - a.payments || Number(b.network === latest) - Number(a.network === latest) || (a.network < b.network ? -1 : 1))
+    const network = paidOn[0]?.network ?? latest
+    // The shown network's own requirements, so scheme and asset match it (the latest payment may be elsewhere).
+    const shown = network === latest ? undefined : accepts.find((accept) => toCaip2(String(accept.network)) === network)
     return {
       id,
       name,
@@ -148,9 +166,10 @@ export function createCatalog(options: CatalogOptions): CatalogService {
       usd: (counts.usdMicros ?? 0) / 1_000_000,
       lastCalledAt: text.lastCalledAt ? Number(text.lastCalledAt) : undefined,
       x402Version: Number(text.x402Version ?? 2),
-      scheme: text.scheme ?? 'exact',
-      network: text.network ?? '',
-      asset: text.asset ?? '',
+      scheme: typeof shown?.scheme === 'string' ? shown.scheme : (text.scheme ?? 'exact'),
+      network,
+      asset: typeof shown?.asset === 'string' ? shown.asset : (text.asset ?? ''),
+      paidOn,
       accepts,
       bazaar: text.bazaar ? parseObject(text.bazaar) : undefined,
     }

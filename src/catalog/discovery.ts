@@ -9,8 +9,9 @@ type ParsedQuery = z.output<typeof discoveryQuerySchema>
  * The catalog in the x402 bazaar list form (`GET /discovery/resources`):
  * `{x402Version, items[], pagination {limit, offset, total}}`, each item with
  * `resource`, `type: 'http'`, `x402Version`, `accepts[]` (the latest
- * requirements seen per scheme and network), `lastUpdated` and `metadata`
- * (our trust data). Filters: `type`, `network` (v1 name or CAIP-2), `scheme`, `payTo`.
+ * requirements seen per scheme and network: one item lists every network the
+ * resource was paid on), `lastUpdated` and `metadata` (our trust data, with
+ * `paymentsByNetwork`). Filters: `type`, `network` (v1 name or CAIP-2), `scheme`, `payTo`.
  *
  * @example
  * toDiscoveryResponse(await catalog.snapshot(), { limit: 20, offset: 0 }, 3)
@@ -54,6 +55,7 @@ function toItem(entry: CatalogEntry, builtAt: number, minCalls: number): Discove
       calls: entry.calls,
       successRate: sufficientData ? Math.round((entry.succeeded / entry.calls) * 10_000) / 100 : null,
       valueProcessedUsd: Math.round(entry.usd * 1_000_000) / 1_000_000,
+      paymentsByNetwork: entry.paidOn,
       avatarUrl: entry.avatarUrl,
       jobsUrl: entry.jobsUrl,
     },

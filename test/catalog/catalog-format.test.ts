@@ -27,7 +27,15 @@ describe('catalog formats', () => {
   it('writes lastCalled as never, a relative age, or a month/day/year date', () => {
     const now = Date.UTC(2026, 10, 20, 12)
     expect(formatLastCalled(undefined, now)).toBe('never')
-    expect(formatLastCalled(now - 30_000, now)).toBe('0m ago')
+    // Under a minute reads 1m ago, not 0m ago; a timestamp a little in the future (clock skew) too.
+    expect(formatLastCalled(now, now)).toBe('1m ago')
+    expect(formatLastCalled(now - 30_000, now)).toBe('1m ago')
+    expect(formatLastCalled(now + 5_000, now)).toBe('1m ago')
+    expect(formatLastCalled(now - 60_000, now)).toBe('1m ago')
+    expect(formatLastCalled(now - 119_000, now)).toBe('1m ago')
+    expect(formatLastCalled(now - 59 * 60_000, now)).toBe('59m ago')
+    expect(formatLastCalled(now - 60 * 60_000, now)).toBe('1h ago')
+    expect(formatLastCalled(now - 30 * 86_400_000, now)).toMatch(/^\d{2}\/\d{2}\/\d{4}$/)
     expect(formatLastCalled(now - 5 * 60_000, now)).toBe('5m ago')
     expect(formatLastCalled(now - 7 * 3_600_000, now)).toBe('7h ago')
     expect(formatLastCalled(now - 3 * 86_400_000, now)).toBe('3d ago')

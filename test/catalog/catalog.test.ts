@@ -61,7 +61,49 @@ describe('catalog listing', () => {
     })
     expect(prices!.trustScore).toMatchObject({ calls: 3, valueProcessed: '$750', successRate: 100 })
     // One call is not enough to rate: the listing says so instead of showing a number.
-    expect(headlines!.trustScore).toEqual({ successRate: null, sufficientData: false, calls: 1, valueProcessed: '$1', lastCalled: '0m ago' })
+    expect(headlines!.trustScore).toEqual({ successRate: null, sufficientData: false, calls: 1, valueProcessed: '$1', lastCalled: '1m ago' })
+  })
+
+  it('lists a resource paid on several networks once, under the network it is paid on most; discovery accepts every one', async () => {
+    const { catalog, clock, pay } = setup({ minCallsForRate: 1, ttlSeconds: 1 })
+    const url = 'https://api.example.com/weather'
+    const onSolana = (n: number) => ({ network: SOLANA_DEVNET, asset: SOL_USDC, from: `SolPayer${n}`, to: 'SolShop', nonce: `sol${n}` })
+    for (let i = 0; i < 3; i++) await pay(url)
+    // The latest payment is on Solana, but most are on EVM: the listing keeps EVM with its own asset.
+    expect(await pay(url, onSolana(1))).toMatchObject({ success: true })
+    let listing = catalogListingSchema.parse(await catalog.list())
+    expect(listing.resources).toHaveLength(1)
+    expect(listing.resources[0]).toMatchObject({
+      name: 'example/weather',
+      paymentRequirements: { scheme: 'exact', network: 'base-sepolia', asset: USDC, amount: '0' },
+      trustScore: { calls: 4, successRate: 100, valueProcessed: '$4' },
+    })
+    let discovery = discoveryResponseSchema.parse(await catalog.discover())
+    expect(discovery.items).toHaveLength(1)
+    expect(discovery.items[0]!.accepts.map((accept) => [accept.network, accept.asset])).toEqual([
+      [EVM, USDC],
+      [SOLANA_DEVNET, SOL_USDC],
+    ])
+    // Filtering discovery by either network finds the one resource.
+    expect((await catalog.discover({ network: 'solana-devnet' })).items.map((item) => item.resource)).toEqual([url])
+    expect((await catalog.discover({ network: 'base-sepolia' })).items.map((item) => item.resource)).toEqual([url])
+
+    // A tie goes to the latest payment's network; then Solana leads.
+    for (let i = 2; i <= 3; i++) await pay(url, onSolana(i))
+    clock.now += 2_000
+    listing = catalogListingSchema.parse(await catalog.list())
+    expect(listing.resources[0]!.paymentRequirements).toEqual({ scheme: 'exact', network: 'solana-devnet', asset: SOL_USDC, amount: '0' })
+    await pay(url)
+    clock.now += 2_000
+    listing = catalogListingSchema.parse(await catalog.list())
+    expect(listing.resources[0]!.paymentRequirements).toMatchObject({ network: 'base-sepolia', asset: USDC })
+    expect(listing.resources[0]!.trustScore.calls).toBe(7)
+    discovery = discoveryResponseSchema.parse(await catalog.discover())
+    expect(discovery.items).toHaveLength(1)
+    expect(discovery.items[0]!.metadata.paymentsByNetwork).toEqual([
+      { network: EVM, payments: 4 },
+      { network: SOLANA_DEVNET, payments: 3 },
+    ])
   })
 
   it('counts on-chain failures as calls, but not rejections or repeated settles', async () => {

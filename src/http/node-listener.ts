@@ -53,7 +53,8 @@ export function toRequest(req: IncomingMessage, fallbackOrigin = 'http://localho
  * Bodies up to this declared size are read before the `Request` is built:
  * a web stream over a node stream costs more than a whole /verify body, and
  * node's HTTP parser never delivers more bytes than `content-length` says.
- * The text is decoded as the handler would (invalid UTF-8 becomes U+FFFD).
+ * The bytes are handed over as they came: the handler decodes them once
+ * (invalid UTF-8 becomes U+FFFD), with no decode and re-encode on the way.
  */
 const BUFFERED_BODY_BYTES = 65_536
 
@@ -73,7 +74,7 @@ async function toBufferedRequest(req: IncomingMessage, fallbackOrigin: string): 
     if (Array.isArray(value)) for (const v of value) headers.append(name, v)
     else headers.set(name, value)
   }
-  return new Request(new URL(req.url ?? '/', origin), { method, headers, body: Buffer.concat(chunks).toString('utf8') })
+  return new Request(new URL(req.url ?? '/', origin), { method, headers, body: Buffer.concat(chunks) })
 }
 
 /** Writes a web `Response` to a node response. */

@@ -19,6 +19,7 @@ import { describeNetwork } from '../networks/networks.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { createAssociatedTokenCache } from './associated-token-cache.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
+import { type SignaturePoller, type SignatureRound, createSignaturePoller } from './signature-poller.js'
 import { createHttpRpcTransport, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
 import {
   checkDecodedPaymentTransaction,
@@ -107,12 +108,13 @@ const signatureStatusesSchema = z.looseObject({ value: z.array(signatureStatusSc
 const simulationSchema = z.looseObject({
   value: z.looseObject({ err: z.unknown().nullish(), logs: z.array(z.string()).nullish() }),
 })
-const blockhashValidSchema = z.looseObject({ value: z.boolean() })
 
 /** Signer, RPC and advertised fee payer of one served network. */
 interface NetworkRuntime {
   readonly info: AdapterNetwork
   readonly rpc: SvmRpcTransport
+  /** Shared by every settlement confirming on this network. */
+  readonly poller: SignaturePoller
 }
 
 /** A payment that passed the static rules, signed by its fee payer. */
@@ -179,6 +181,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     runtimes.set(info.caip2, {
       info: { caip2: info.caip2, ...(info.v1Name ? { v1Name: info.v1Name } : {}), extra: { feePayer } },
       rpc,
+      poller: createSignaturePoller({ rpc, intervalMs: pollIntervalMs }),
     })
   }
 
@@ -362,28 +365,26 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   /** Polls the signature status until confirmed, expired (blockhash no longer valid) or out of time. */
   async function confirm(ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation): Promise<SettleResponse> {
-    const deadline = performance.now() + confirmTimeoutMs
+    // The wait ends at the request's budget or at confirmTimeoutMs, whichever comes first.
+    const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(confirmTimeoutMs)])
     let resend = c.resend
     let expiredOnce = false
+    // The first look is immediate: a fast chain may already have the transaction.
+    let delayMs = 0
     for (;;) {
-      if (ctx.signal.aborted || performance.now() >= deadline) return pendingAnswer(ctx, c)
-      let outcomes: RpcOutcome[]
+      if (signal.aborted) return pendingAnswer(ctx, c)
+      let round: SignatureRound | undefined
       try {
-        outcomes = await runtime.rpc.request(
-          [
-            { method: 'getSignatureStatuses', params: [[c.signature], { searchTransactionHistory: true }] },
-            { method: 'isBlockhashValid', params: [c.blockhash, { commitment: 'processed' }] },
-          ],
-          ctx.signal,
-        )
+        round = await runtime.poller.check(c.signature, c.blockhash, delayMs, signal)
       } catch (error) {
         // The transaction is out: a flaky RPC while polling ends in `pending`, never in a lost id.
-        if (ctx.signal.aborted || performance.now() >= deadline) return pendingAnswer(ctx, c)
         if (!(error instanceof FacilitatorError)) throw error
-        await sleep(pollIntervalMs, ctx.signal)
+        delayMs = pollIntervalMs
         continue
       }
-      const status = parseResult(signatureStatusesSchema, outcomes[0], 'getSignatureStatuses').value[0]
+      if (!round) return pendingAnswer(ctx, c)
+      delayMs = pollIntervalMs
+      const status = round.status
       if (status) {
         if (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized') {
           ctx.timings.confirmationMs = performance.now() - c.sentAt
@@ -392,27 +393,27 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
           }
           return { success: true, transaction: c.signature, network: ctx.wireNetwork, ...(c.payer ? { payer: c.payer } : {}) }
         }
-      } else {
-        const valid = parseResult(blockhashValidSchema, outcomes[1], 'isBlockhashValid').value
-        if (!valid) {
-          // Look once more: the transaction may have landed between the two reads of the batch.
-          if (expiredOnce) {
-            return failed(ctx, SVM_REASON.transactionExpired, 'the transaction blockhash expired before it landed; it can never land', c.signature, c.payer)
-          }
-          expiredOnce = true
-          continue
+        continue
+      }
+      if (round.blockhashValid === undefined) throw new FacilitatorError('rpc_error', 'the Solana RPC answered isBlockhashValid in an unknown shape')
+      if (!round.blockhashValid) {
+        // Look once more: the transaction may have landed between the two reads of the batch.
+        if (expiredOnce) {
+          return failed(ctx, SVM_REASON.transactionExpired, 'the transaction blockhash expired before it landed; it can never land', c.signature, c.payer)
         }
-        if (resend) {
-          try {
-            await runtime.rpc.request([{ method: 'sendTransaction', params: [resend, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
-            resend = undefined
-          } catch (error) {
-            // Still refused: keep polling (and offering the bytes) until the bound; the answer keeps the signature.
-            if (!(error instanceof FacilitatorError)) throw error
-          }
+        expiredOnce = true
+        delayMs = 0
+        continue
+      }
+      if (resend) {
+        try {
+          await runtime.rpc.request([{ method: 'sendTransaction', params: [resend, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
+          resend = undefined
+        } catch (error) {
+          // Still refused: keep polling (and offering the bytes) until the bound; the answer keeps the signature.
+          if (!(error instanceof FacilitatorError)) throw error
         }
       }
-      await sleep(pollIntervalMs, ctx.signal)
     }
   }
 
@@ -536,17 +537,4 @@ function pendingAnswer(ctx: PaymentContext, c: { signature: string; payer: strin
     c.signature,
     c.payer,
   )
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
-    const timer = setTimeout(done, ms)
-    function done() {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    signal.addEventListener('abort', done, { once: true })
-  })
 }

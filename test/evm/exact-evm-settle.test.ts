@@ -168,6 +168,34 @@ describe('exactEvm settle', () => {
     expect((await world.node.publicClient.getTransactionReceipt({ hash: again.transaction as Hex })).status).toBe('reverted')
   })
 
+  it('settle after a verify of the same context re-checks the clock: an authorization too close to expiry by then is refused, nothing sent', async () => {
+    const adapter = exactEvm(world.adapterConfig({ settleMarginSeconds: 6 }))
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const signedAt = Math.floor(Date.now() / 1000)
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements, validForSeconds: 8 })
+    const ctx = contextOf(adapter, paymentPayload, requirements)
+    expect(await adapter.verify(ctx)).toEqual({ isValid: true, payer: payer.address })
+    // validBefore = signedAt + 8: with a 6 s margin it is too close once the clock passes signedAt + 2.
+    await new Promise((resolve) => setTimeout(resolve, (signedAt + 3) * 1000 - Date.now() + 50))
+    let journaled = false
+    const answer = await adapter.settle(ctx, { broadcasting: async () => void (journaled = true) })
+    expect(answer).toMatchObject({ success: false, errorReason: EVM_REJECTION.validBefore, transaction: '', payer: payer.address })
+    expect(journaled).toBe(false)
+  })
+
+  it('settle after a verify of the same context sends the payment verify checked', async () => {
+    const adapter = exactEvm(world.adapterConfig())
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const ctx = contextOf(adapter, await signExactEvmPayment({ signer: payer, requirements }), requirements)
+    expect(await adapter.verify(ctx)).toEqual({ isValid: true, payer: payer.address })
+    const answer = await adapter.settle(ctx, noJournal)
+    expect(answer).toMatchObject({ success: true, payer: payer.address })
+    const { used } = await transfersOf(answer.transaction as Hex)
+    expect(used).toHaveLength(1)
+  })
+
   it('records the transaction before sending it, and resume() sends the recorded bytes after a crash', async () => {
     const adapter = exactEvm(world.adapterConfig())
     const payer = await world.newPayer()

@@ -21,6 +21,7 @@ import { createPublicStats } from '../../src/stats/public-stats.js'
 import { createRedisStore } from '../../src/stores/redis-store.js'
 import type { Store } from '../../src/stores/store.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { authorizationsUsed, body, deadPort, postJson, serve, type Posted } from './support.js'
 
 const VERIFY_MS = 2_000
@@ -125,12 +126,12 @@ interface Harness {
 }
 
 /** A facilitator with statistics and catalog hooks on `store`, served over HTTP. */
-async function harness(store: Store, settlement?: FacilitatorConfig['settlement']): Promise<Harness> {
+async function harness(store: Store, settlement?: FacilitatorConfig['settlement'], rpcUrl?: string): Promise<Harness> {
   const hookErrors: string[] = []
   const stats = createPublicStats({ store })
   const catalog = createCatalog({ store })
   const facilitator = createFacilitator({
-    schemes: [exactEvm(world.adapterConfig())],
+    schemes: [exactEvm(world.adapterConfig(rpcUrl ? { networks: [{ network: 'eip155:84532', rpcUrls: [rpcUrl] }] } : {}))],
     store,
     hooks: [stats.hooks, catalog.hooks],
     timeouts: { verifyMs: VERIFY_MS, settleMs: SETTLE_MS },
@@ -172,6 +173,18 @@ async function untilStoreAnswers(store: Store, timeoutMs: number): Promise<numbe
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
   throw new Error('the store did not come back')
+}
+
+/** Polls Redis until the payment is claimed (state `claimed`), bounded. */
+async function waitForClaim(prefix: string, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs
+  while (Date.now() < until) {
+    for (const key of await admin.keys(`${prefix}settlement:*`)) {
+      if (decodeSettlementRecord((await admin.get(key)) ?? undefined)?.state === 'claimed') return
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error('no claim appeared')
 }
 
 async function waitForBroadcastRecord(prefix: string, timeoutMs: number): Promise<string> {
@@ -271,6 +284,35 @@ describe('Redis store outage during verify and settle', () => {
 
     const next = await payment()
     expect((await postJson(`${h.url}/settle`, next.request)).json).toMatchObject({ success: true })
+  })
+
+  it('killed between the claim and the journal write: 503 store_unavailable, the signed transaction is never sent', async () => {
+    // The chain reads between claim and journal (nonce, fees) are slowed so the kill lands in that window.
+    const proxy = await startFaultProxy(world.node.rpcUrl)
+    cleanups.push(() => proxy.close())
+    const prefix = 'journal:'
+    const h = await harness(createRedisStore({ url: redis.url, keyPrefix: prefix, onConnectionError: () => undefined }), undefined, proxy.url)
+    await untilStoreAnswers(h.store, 5_000)
+    const { payer, request } = await payment()
+    const fromBlock = await world.node.publicClient.getBlockNumber()
+    const nonceBefore = await signerNonce()
+    proxy.setModeFor(['eth_getTransactionCount', 'eth_gasPrice', 'eth_maxPriorityFeePerGas', 'eth_feeHistory', 'eth_getBlockByNumber'], { kind: 'delay', ms: 400 })
+    const inFlight = postJson(`${h.url}/settle`, request)
+    await waitForClaim(prefix, 2_000)
+    await redis.kill()
+    const settled = await inFlight
+    expectStoreFault(settled)
+    expect(settled.ms).toBeLessThan(SETTLE_MS)
+    expect(proxy.methods).not.toContain('eth_sendRawTransaction')
+    expect(await signerNonce()).toBe(nonceBefore)
+    expect(await authorizationsUsed(world, payer.address, fromBlock)).toHaveLength(0)
+    figures.push(`Redis killed between claim and journal: settle 503 store_unavailable in ${settled.ms.toFixed(0)} ms, nothing sent`)
+
+    await redis.restart()
+    await untilStoreAnswers(h.store, 5_000)
+    proxy.setMode({ kind: 'pass' })
+    const retried = await postJson(`${h.url}/settle`, request)
+    expect(retried.json).toMatchObject({ success: true, payer: payer.address })
   })
 
   it.each(['killed', 'paused'] as const)('%s after broadcast: the settle answers success with its transaction id, and hook failures do not change it', async (mode) => {

@@ -27,7 +27,6 @@ import {
   TokenInstruction,
 } from '@solana-program/token'
 import type { AssociatedTokenAccountOf } from './associated-token-cache.js'
-import { verifyEd25519Signature } from './ed25519-signature.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 
 /** The Token-2022 program; its TransferChecked layout equals spl-token's. */
@@ -130,8 +129,8 @@ export function decodeWireTransaction(base64: string): Transaction | undefined {
 /**
  * Applies every rule that needs no chain state to a payment transaction: who
  * pays fees, which programs run, what compute budget it asks for, and that its
- * one transfer moves exactly the required amount of the asset to ATA(payTo),
- * and that every signature but the fee payer's verifies.
+ * one transfer moves exactly the required amount of the asset to ATA(payTo).
+ * Signatures are left to the simulation (`sigVerify`).
  *
  * The central rule is that the fee payer appears in no instruction's accounts:
  * a program can only debit, close onto, or sign with an account an instruction
@@ -323,14 +322,6 @@ async function applyRules(transaction: Transaction, input: Omit<TransactionRuleI
   if (compiled.lifetimeToken === undefined) return violation(SVM_REASON.undecodable, 'the transaction has no blockhash', payer)
   // The fee payer's signature does not change the size: a transaction over the limit could never be sent.
   if (!isTransactionWithinSizeLimit(transaction)) return violation(SVM_REASON.invalidPayload, 'the transaction exceeds the Solana size limit', payer)
-  // Checked here, natively, so the simulation can skip sigVerify; the fee payer's signature is the facilitator's to add.
-  for (const signer of compiled.staticAccounts.slice(0, compiled.header.numSignerAccounts)) {
-    if (signer === feePayer) continue
-    const signature = transaction.signatures[signer]
-    if (!signature || !verifyEd25519Signature(signer, transaction.messageBytes, signature)) {
-      return violation(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
-    }
-  }
   return {
     ok: true,
     payment: {

@@ -11,9 +11,14 @@ import {
   generateKeyPairSigner,
   getBase58Decoder,
   getBase64Decoder,
+  getBase64EncodedWireTransaction,
   getBase64Encoder,
+  getCompiledTransactionMessageDecoder,
+  getCompiledTransactionMessageEncoder,
+  getTransactionDecoder,
   type Instruction,
   lamports,
+  type TransactionMessageBytes,
 } from '@solana/kit'
 import { getRequestHeapFrameInstruction, getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget'
 import { getCreateAccountInstruction, getTransferSolInstruction } from '@solana-program/system'
@@ -345,6 +350,19 @@ const attacks: Attack[] = [
         ...(await paymentInstructions(s, { amount: AMOUNT, microLamports: 100_000_000n })),
         getCreateAccountInstruction({ payer: fpSigner(), newAccount: account, lamports: lamports(1_000_000n), space: 0n, programAddress: attacker }),
       ])
+    },
+  },
+  {
+    name: 'an instruction naming an account index the message does not list',
+    code: SVM_REASON.undecodable,
+    build: async () => {
+      const transaction = getTransactionDecoder().decode(getBase64Encoder().encode(await tx(await withExtra(memoIx('index')))))
+      const compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
+      if (compiled.version !== 0 && compiled.version !== 'legacy') throw new Error('the builder makes v0 messages')
+      const last = compiled.instructions[compiled.instructions.length - 1]!
+      const instructions = [...compiled.instructions.slice(0, -1), { ...last, accountIndices: [200] }]
+      const messageBytes = getCompiledTransactionMessageEncoder().encode({ ...compiled, instructions }) as TransactionMessageBytes
+      return getBase64EncodedWireTransaction({ messageBytes, signatures: transaction.signatures })
     },
   },
   {

@@ -292,6 +292,37 @@ describe('settlement bounds', () => {
   })
 })
 
+describe('confirmation polling', () => {
+  test('concurrent settlements share status polls: one getSignatureStatuses asks about all of them', async () => {
+    const polled: number[] = []
+    const counting = (network: { urls: readonly string[] }): SvmRpcTransport => {
+      const inner = createHttpRpcTransport({ urls: network.urls })
+      return {
+        request: (calls, signal) => {
+          // Verify's replay check sits in a batch with simulateTransaction; the polls are the other batches.
+          if (!calls.some((c) => c.method === 'simulateTransaction')) {
+            for (const call of calls) {
+              const signatures = call.params[0]
+              if (call.method === 'getSignatureStatuses' && Array.isArray(signatures)) polled.push(signatures.length)
+            }
+          }
+          return inner.request(calls, signal)
+        },
+      }
+    }
+    const f = facilitator(spl, { rpc: counting, pollIntervalMs: 20 })
+    const bodies = await Promise.all(Array.from({ length: 8 }, (_, i) => builderBody(spl, BigInt(40 + i))))
+    chain.hold = true
+    const settling = Promise.all(bodies.map((body) => f.settle(body)))
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    chain.hold = false
+    chain.release()
+    const answers = await settling
+    expect(answers.every((answer) => answer.success)).toBe(true)
+    expect(Math.max(...polled)).toBe(bodies.length)
+  })
+})
+
 describe('RPC faults', () => {
   test('an unreachable RPC throws rpc_unavailable without quoting the URL', async () => {
     const secretUrl = 'http://127.0.0.1:9/v1/secret-api-key-1234'

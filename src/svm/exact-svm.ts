@@ -65,7 +65,7 @@ export interface ExactSvmConfig {
   allowedPrograms?: readonly string[]
   /** How long settle waits for confirmation before answering `settlement_pending`. @default 40_000 */
   confirmTimeoutMs?: number
-  /** Pause between two signature-status polls while confirming. @default 400 */
+  /** Pause between two signature-status polling rounds; one round asks about every settlement confirming on the network. @default 400 */
   pollIntervalMs?: number
   /** Budget of one RPC round trip. @default 10_000 */
   rpcTimeoutMs?: number

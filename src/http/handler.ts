@@ -1,6 +1,7 @@
 import type { Facilitator } from '../core/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
-import { readJsonBody } from './read-body.js'
+import type { HttpAnswer, HttpCall } from './http-call.js'
+import { readJsonBody, readStreamBytes } from './read-body.js'
 
 /** The three payment routes, as named to `authenticate`. */
 export type PaymentRoute = 'supported' | 'verify' | 'settle'
@@ -43,6 +44,12 @@ export interface HandlerOptions {
 /** A web-standard request handler: `(Request) => Promise<Response>`. */
 export type FetchHandler = (request: Request) => Promise<Response>
 
+/** Answers one call without web `Request`/`Response` objects (see `answerOf`). */
+export type CallAnswerer = (call: HttpCall) => Promise<HttpAnswer | Response>
+
+// Symbol.for: the same key whether the handler came from the ESM or the CJS build.
+const CALL_ANSWERER = Symbol.for('x402-facilitator.call-answerer')
+
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
 
 /**
@@ -67,60 +74,97 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     '/settle': { method: 'POST', route: 'settle' },
   }
 
-  async function route(request: Request, path: string): Promise<Response> {
+  async function route(call: HttpCall, path: string): Promise<HttpAnswer | Response> {
     const extraRoute = extra.get(path)
     if (extraRoute) {
-      if (request.method !== 'GET' && request.method !== 'HEAD') throw methodNotAllowed('GET')
-      if (extraRoute.public === false) await authenticate(request, 'supported')
-      return extraRoute.handle(request)
+      if (call.method !== 'GET' && call.method !== 'HEAD') throw methodNotAllowed('GET')
+      if (extraRoute.public === false) await authenticate(call, 'supported')
+      return extraRoute.handle(call.request())
     }
     const known = payment[path]
     if (!known) throw new FacilitatorError('not_found', `no route ${path}`)
-    if (request.method !== known.method && !(known.method === 'GET' && request.method === 'HEAD')) {
+    if (call.method !== known.method && !(known.method === 'GET' && call.method === 'HEAD')) {
       throw methodNotAllowed(known.method)
     }
-    await authenticate(request, known.route)
-    if (known.route === 'supported') return json(200, await facilitator.supported())
-    const body = await readJsonBody(request, maxBodyBytes, maxJsonDepth)
-    if (known.route === 'verify') return json(200, await facilitator.verify(body))
-    return json(200, await facilitator.settle(body))
+    await authenticate(call, known.route)
+    if (known.route === 'supported') return jsonAnswer(200, await facilitator.supported())
+    const body = await readJsonBody(call, maxBodyBytes, maxJsonDepth)
+    if (known.route === 'verify') return jsonAnswer(200, await facilitator.verify(body))
+    return jsonAnswer(200, await facilitator.settle(body))
   }
 
-  async function authenticate(request: Request, name: PaymentRoute) {
+  async function authenticate(call: HttpCall, name: PaymentRoute) {
     if (!options.authenticate) return
     let allowed = false
     try {
-      allowed = await options.authenticate(request, name)
+      allowed = await options.authenticate(call.request(), name)
     } catch (error) {
       throw new FacilitatorError('unauthorized', 'authentication failed', { cause: error })
     }
     if (!allowed) throw new FacilitatorError('unauthorized', 'missing or invalid credentials')
   }
 
-  return async function handle(request: Request): Promise<Response> {
-    let response: Response
+  const answer: CallAnswerer = async (call) => {
+    let result: HttpAnswer | Response
     let path = ''
     try {
-      path = pathOf(request.url, basePath)
-      if (cors && request.method === 'OPTIONS') response = new Response(null, { status: 204 })
-      else response = await route(request, path)
+      path = pathOf(call.pathname, basePath)
+      if (cors && call.method === 'OPTIONS') result = { status: 204, headers: {}, body: null }
+      else result = await route(call, path)
     } catch (error) {
       const fault = toFacilitatorError(error)
-      if (fault.status >= 500) options.onError?.(fault, request)
-      response = faultResponse(fault, path)
+      if (fault.status >= 500) options.onError?.(fault, call.request())
+      result = faultAnswer(fault, path)
     }
-    if (cors) applyCors(response.headers, request, cors)
-    return response
+    if (cors) {
+      const target = result
+      const set =
+        target instanceof Response
+          ? (n: string, v: string) => (n === 'vary' ? target.headers.append(n, v) : target.headers.set(n, v))
+          : (n: string, v: string) => void (target.headers[n] = v)
+      applyCors(set, call.header('origin'), cors)
+    }
+    return result
+  }
+
+  const handle: FetchHandler = async (request) => toResponse(await answer(webCall(request)))
+  return Object.assign(handle, { [CALL_ANSWERER]: answer })
+}
+
+/**
+ * The answerer behind a handler made by `createHandler`, for adapters that can
+ * skip web objects (the node listener); `undefined` for any other handler.
+ */
+export function answerOf(handler: FetchHandler): CallAnswerer | undefined {
+  const answerer = (handler as FetchHandler & { [CALL_ANSWERER]?: CallAnswerer })[CALL_ANSWERER]
+  return typeof answerer === 'function' ? answerer : undefined
+}
+
+function webCall(request: Request): HttpCall {
+  let pathname: string | undefined
+  try {
+    pathname = new URL(request.url).pathname
+  } catch {
+    pathname = undefined
+  }
+  return {
+    method: request.method,
+    pathname,
+    header: (name) => request.headers.get(name),
+    bytes: (maxBytes) => readStreamBytes(request.body, maxBytes),
+    request: () => request,
   }
 }
 
-function pathOf(url: string, basePath: string): string {
-  let path: string
-  try {
-    path = new URL(url).pathname
-  } catch {
-    throw new FacilitatorError('invalid_request', 'the request URL is invalid')
-  }
+/** A web `Response` of an answer. */
+export function toResponse(answer: HttpAnswer | Response): Response {
+  if (answer instanceof Response) return answer
+  return new Response(answer.body, { status: answer.status, headers: answer.headers })
+}
+
+function pathOf(pathname: string | undefined, basePath: string): string {
+  if (pathname === undefined) throw new FacilitatorError('invalid_request', 'the request URL is invalid')
+  let path = pathname
   if (basePath) {
     if (path !== basePath && !path.startsWith(`${basePath}/`)) throw new FacilitatorError('not_found', `no route ${path}`)
     path = path.slice(basePath.length) || '/'
@@ -133,36 +177,41 @@ function pathOf(url: string, basePath: string): string {
  * `isValid:false` / `success:false`: the official x402 HTTP client passes such
  * a body on as a structured rejection instead of an opaque failure.
  */
-function faultResponse(fault: FacilitatorError, path: string): Response {
+function faultAnswer(fault: FacilitatorError, path: string): HttpAnswer {
   const body: Record<string, unknown> = fault.toBody()
   if (fault.status < 500) {
     if (path === '/verify') Object.assign(body, { isValid: false, invalidReason: fault.code, invalidMessage: fault.message })
     if (path === '/settle') Object.assign(body, { success: false, errorReason: fault.code, errorMessage: fault.message, transaction: '', network: '' })
   }
-  const response = json(fault.status, body)
-  if (fault.status === 405 && fault.details?.allow) response.headers.set('allow', String(fault.details.allow))
-  if (fault.status === 429 || fault.status === 503) response.headers.set('retry-after', '1')
-  return response
+  const answer = jsonAnswer(fault.status, body)
+  if (fault.status === 405 && fault.details?.allow) answer.headers.allow = String(fault.details.allow)
+  if (fault.status === 429 || fault.status === 503) answer.headers['retry-after'] = '1'
+  // The rest of an oversized body is not worth reading: close rather than drain it.
+  if (fault.status === 413) answer.headers.connection = 'close'
+  return answer
 }
 
 function methodNotAllowed(allow: string) {
   return new FacilitatorError('method_not_allowed', `use ${allow} for this route`, { details: { allow } })
 }
 
-function applyCors(headers: Headers, request: Request, cors: CorsOptions) {
+function applyCors(set: (name: string, value: string) => void, origin: string | null, cors: CorsOptions) {
   const allowed = cors.origin ?? '*'
-  const origin = request.headers.get('origin')
-  if (allowed === '*') headers.set('access-control-allow-origin', '*')
+  if (allowed === '*') set('access-control-allow-origin', '*')
   else if (origin && (typeof allowed === 'string' ? allowed === origin : allowed.includes(origin))) {
-    headers.set('access-control-allow-origin', origin)
-    headers.append('vary', 'Origin')
+    set('access-control-allow-origin', origin)
+    set('vary', 'Origin')
   } else return
-  headers.set('access-control-allow-methods', 'GET, POST, OPTIONS')
-  headers.set('access-control-allow-headers', 'content-type, authorization')
-  headers.set('access-control-max-age', String(cors.maxAgeSeconds ?? 600))
+  set('access-control-allow-methods', 'GET, POST, OPTIONS')
+  set('access-control-allow-headers', 'content-type, authorization')
+  set('access-control-max-age', String(cors.maxAgeSeconds ?? 600))
 }
 
 /** A JSON response with the headers every facilitator answer carries. */
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } })
+  return toResponse(jsonAnswer(status, body, headers))
+}
+
+function jsonAnswer(status: number, body: unknown, headers: Record<string, string> = {}): HttpAnswer {
+  return { status, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) }
 }

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
-import type { FetchHandler } from './handler.js'
+import { answerOf, type FetchHandler } from './handler.js'
+import type { HttpAnswer, HttpCall } from './http-call.js'
+import { concatBytes, tooLarge } from './read-body.js'
 
 export interface NodeListenerOptions {
   /** Origin used to build request URLs when the Host header is missing. @default 'http://localhost' */
@@ -9,18 +11,20 @@ export interface NodeListenerOptions {
 
 /**
  * Adapts a web-standard handler to node:http (and to Express or Fastify,
- * which hand out the same request and response objects). The body is streamed
- * into the handler, which enforces its own size limit.
+ * which hand out the same request and response objects). A handler made by
+ * `createHandler` is driven without web `Request`/`Response` objects (they
+ * cost more than a /verify body); any other handler gets a `Request`.
  *
  * @example
  * http.createServer(createNodeListener(createHandler(facilitator))).listen(4020)
  */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}) {
   const fallbackOrigin = options.origin ?? 'http://localhost'
+  const answer = answerOf(handler)
   return async function listener(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      const response = await handler(await toBufferedRequest(req, fallbackOrigin))
-      await writeResponse(response, res)
+      if (answer) writeAnswer(await answer(nodeCall(req, fallbackOrigin)), res)
+      else await writeResponse(await handler(toRequest(req, fallbackOrigin)), res)
     } catch {
       // Only a broken socket gets here: the handler itself never throws.
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
@@ -29,52 +33,93 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
   }
 }
 
-/** Builds a web `Request` from a node request (body streamed, not buffered). */
-export function toRequest(req: IncomingMessage, fallbackOrigin = 'http://localhost'): Request {
+function originOf(req: IncomingMessage, fallbackOrigin: string): string {
   const host = req.headers.host
-  const origin = host && /^[\w.:[\]-]+$/.test(host) ? `http://${host}` : fallbackOrigin
+  return host && /^[\w.:[\]-]+$/.test(host) ? `http://${host}` : fallbackOrigin
+}
+
+function headersOf(req: IncomingMessage): Headers {
   const headers = new Headers()
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || name.startsWith(':')) continue
     if (Array.isArray(value)) for (const v of value) headers.append(name, v)
     else headers.set(name, value)
   }
+  return headers
+}
+
+/** Builds a web `Request` from a node request (body streamed, not buffered). */
+export function toRequest(req: IncomingMessage, fallbackOrigin = 'http://localhost'): Request {
   const method = req.method ?? 'GET'
-  const hasBody = method !== 'GET' && method !== 'HEAD'
-  const init: RequestInit & { duplex?: 'half' } = { method, headers }
-  if (hasBody) {
+  const init: RequestInit & { duplex?: 'half' } = { method, headers: headersOf(req) }
+  if (method !== 'GET' && method !== 'HEAD') {
     init.body = Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>
     init.duplex = 'half'
   }
-  return new Request(new URL(req.url ?? '/', origin), init)
+  return new Request(new URL(req.url ?? '/', originOf(req, fallbackOrigin)), init)
 }
 
-/**
- * Bodies up to this declared size are read before the `Request` is built:
- * a web stream over a node stream costs more than a whole /verify body, and
- * node's HTTP parser never delivers more bytes than `content-length` says.
- * The bytes are handed over as they came: the handler decodes them once
- * (invalid UTF-8 becomes U+FFFD), with no decode and re-encode on the way.
- */
-const BUFFERED_BODY_BYTES = 65_536
+/** The handler's view of a node request: headers read in place, body read once with its limit. */
+function nodeCall(req: IncomingMessage, fallbackOrigin: string): HttpCall {
+  let url: URL | undefined
+  try {
+    url = new URL(req.url ?? '/', originOf(req, fallbackOrigin))
+  } catch {
+    url = undefined
+  }
+  let request: Request | undefined
+  return {
+    method: req.method ?? 'GET',
+    pathname: url?.pathname,
+    header(name) {
+      const value = req.headers[name.toLowerCase()]
+      if (value === undefined) return null
+      return Array.isArray(value) ? value.join(', ') : value
+    },
+    bytes: (maxBytes) => readNodeBody(req, maxBytes),
+    // Built only when asked (authentication hook, extra routes, error hook); the body stays with the handler.
+    request: () => (request ??= new Request(url ?? new URL('/', fallbackOrigin), { method: req.method ?? 'GET', headers: headersOf(req) })),
+  }
+}
 
-async function toBufferedRequest(req: IncomingMessage, fallbackOrigin: string): Promise<Request> {
-  const declared = Number(req.headers['content-length'])
-  const method = req.method ?? 'GET'
-  if (method === 'GET' || method === 'HEAD' || !Number.isSafeInteger(declared) || declared > BUFFERED_BODY_BYTES || req.headers['transfer-encoding'] !== undefined) {
-    return toRequest(req, fallbackOrigin)
-  }
-  const chunks: Buffer[] = []
-  for await (const chunk of req) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk)))
-  const host = req.headers.host
-  const origin = host && /^[\w.:[\]-]+$/.test(host) ? `http://${host}` : fallbackOrigin
-  const headers = new Headers()
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || name.startsWith(':')) continue
-    if (Array.isArray(value)) for (const v of value) headers.append(name, v)
-    else headers.set(name, value)
-  }
-  return new Request(new URL(req.url ?? '/', origin), { method, headers, body: Buffer.concat(chunks) })
+function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength
+      if (size > maxBytes) {
+        cleanup()
+        // Stop reading: the rest of an oversized body is never buffered.
+        req.pause()
+        reject(tooLarge(maxBytes))
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resolve(concatBytes(chunks, size))
+    }
+    const onError = (error: Error) => {
+      cleanup()
+      reject(error)
+    }
+    function cleanup() {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('error', onError)
+    }
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('error', onError)
+  })
+}
+
+function writeAnswer(answer: HttpAnswer | Response, res: ServerResponse): void | Promise<void> {
+  if (answer instanceof Response) return writeResponse(answer, res)
+  res.writeHead(answer.status, answer.headers)
+  res.end(answer.body ?? undefined)
 }
 
 /** Writes a web `Response` to a node response. */

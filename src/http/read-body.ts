@@ -1,18 +1,19 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
+import type { HttpCall } from './http-call.js'
 
 /**
  * Reads a JSON body with its limits enforced before any parsing work: the
  * declared and the actual size, then the nesting depth (a cheap scan), so an
  * oversized or pathologically nested body costs almost nothing to refuse.
  */
-export async function readJsonBody(request: Request, maxBytes: number, maxDepth: number): Promise<unknown> {
-  const declared = request.headers.get('content-length')
+export async function readJsonBody(call: Pick<HttpCall, 'header' | 'bytes'>, maxBytes: number, maxDepth: number): Promise<unknown> {
+  const declared = call.header('content-length')
   if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes)
-  const type = request.headers.get('content-type')
+  const type = call.header('content-type')
   if (type !== null && type !== '' && !/^application\/(?:[\w.+-]*\+)?json\b/i.test(type) && !/^text\/plain\b/i.test(type)) {
     throw new FacilitatorError('unsupported_media_type', 'the body must be application/json')
   }
-  const text = await readText(request, maxBytes)
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(await call.bytes(maxBytes))
   if (text.trim() === '') throw new FacilitatorError('invalid_json', 'the body is empty; send a JSON object')
   if (exceedsDepth(text, maxDepth)) {
     throw new FacilitatorError('invalid_request', `the body is nested deeper than ${maxDepth} levels`)
@@ -24,9 +25,10 @@ export async function readJsonBody(request: Request, maxBytes: number, maxDepth:
   }
 }
 
-async function readText(request: Request, maxBytes: number): Promise<string> {
-  if (!request.body) return ''
-  const reader = request.body.getReader()
+/** Reads a web stream up to `maxBytes`, cancelling it past the limit. */
+export async function readStreamBytes(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
+  if (!body) return new Uint8Array(0)
+  const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
   for (;;) {
@@ -39,13 +41,19 @@ async function readText(request: Request, maxBytes: number): Promise<string> {
     }
     chunks.push(value)
   }
+  return concatBytes(chunks, size)
+}
+
+/** Joins chunks into one array of `size` bytes. */
+export function concatBytes(chunks: readonly Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1 && chunks[0]) return chunks[0]
   const bytes = new Uint8Array(size)
   let offset = 0
   for (const chunk of chunks) {
     bytes.set(chunk, offset)
     offset += chunk.byteLength
   }
-  return new TextDecoder('utf-8', { fatal: false }).decode(bytes)
+  return bytes
 }
 
 /** Bracket depth outside strings; stops at the first level past the limit. */
@@ -65,5 +73,5 @@ export function exceedsDepth(text: string, maxDepth: number): boolean {
   return false
 }
 
-const tooLarge = (maxBytes: number) =>
+export const tooLarge = (maxBytes: number) =>
   new FacilitatorError('payload_too_large', `the body exceeds the limit of ${maxBytes} bytes`)

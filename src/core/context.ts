@@ -66,7 +66,10 @@ export function dispatch(
     resource = payload.resource ?? undefined
   }
 
-  const amount = 'amount' in requirements ? requirements.amount : requirements.maxAmountRequired
+  // By version, not by which field is present: loose v1 requirements may also carry a stray
+  // `amount`. The version's own schema has already checked that field is an integer string.
+  const amountField = version === 1 ? 'maxAmountRequired' : 'amount'
+  const amount = String((requirements as Record<string, unknown>)[amountField])
   return {
     match,
     context: {
@@ -74,7 +77,7 @@ export function dispatch(
       scheme,
       network: match.network.caip2,
       wireNetwork: network,
-      amount: BigInt(amount as string),
+      amount: BigInt(amount),
       asset: requirements.asset,
       payTo: requirements.payTo,
       requirements,

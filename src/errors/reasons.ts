@@ -20,14 +20,18 @@ export const REJECTION = {
   rejectedByPolicy: 'rejected_by_policy',
   /** Settle: the payment failed verification. */
   invalidPayload: 'invalid_payload',
+  /**
+   * Settle: this payment was already settled by an earlier call (`transaction` holds that
+   * settlement), or its key was already used by a different payment (`transaction` empty).
+   * Only one settle call of a payment answers `success: true`.
+   */
+  duplicateSettlement: 'duplicate_settlement',
   /** Settle: the payment is being settled by another call that has not finished. */
   settlementInProgress: 'settlement_in_progress',
   /** Settle: the transaction was sent but not confirmed within the bound; `transaction` is kept. */
   settlementPending: 'settlement_pending',
   /** Settle: the transaction was mined and reverted / failed; `transaction` is kept. */
   transactionFailed: 'transaction_failed',
-  unexpectedVerifyError: 'unexpected_verify_error',
-  unexpectedSettleError: 'unexpected_settle_error',
 } as const
 
 export type RejectionCode = (typeof REJECTION)[keyof typeof REJECTION]

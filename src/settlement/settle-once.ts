@@ -5,6 +5,7 @@ import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import type { Store } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
+import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 
 /** Tuning of at-most-once settlement. */
@@ -44,13 +45,21 @@ const DAY_MS = 86_400_000
 /**
  * Settles a payment at most once, also across processes sharing the store:
  *
- * 1. A payment with a record is answered from it: settled or failed payments
- *    with their transaction, a broadcast whose owner is gone is resumed, one
- *    still owned is waited for.
+ * 1. A payment with a record is answered from it: a settled payment with
+ *    `duplicate_settlement` and its transaction, a failed one with its
+ *    transaction; a broadcast whose owner is gone is resumed (by one caller,
+ *    under an atomic resume lock), one still owned is waited for. A record
+ *    written by a different payment that shares the key (see
+ *    payment-fingerprint.ts) is never answered as this payment's.
  * 2. Otherwise it is verified, then claimed with an atomic set-if-absent. The
- *    loser of a race waits for the winner's answer.
+ *    loser of a race waits for the winner, then gets `duplicate_settlement`
+ *    with the winner's transaction.
  * 3. The winner's adapter records the transaction id before sending it, so no
  *    crash or timeout after that point loses it.
+ *
+ * So exactly one call per payment answers `success: true`: the one that saw
+ * it confirmed. A resource server serves once per payment, however many
+ * times a client replays the payment header at once.
  *
  * Every store call is bounded by `storeTimeoutMs` and the remaining budget. A
  * store outage before the journal write is a `store_unavailable` fault and
@@ -73,17 +82,23 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     return failure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer)
   }
   const storeKey = `settlement:${adapter.scheme}:${key}`
+  const fingerprint = await paymentFingerprint(context)
   const write = (record: SettlementRecord, ttlMs: number, boundMs = bound()) =>
-    boundedStoreCall(() => store.set(storeKey, JSON.stringify(record), { ttlMs }), boundMs, `recording a ${record.state} settlement`)
+    boundedStoreCall(() => store.set(storeKey, JSON.stringify({ ...record, fingerprint }), { ttlMs }), boundMs, `recording a ${record.state} settlement`)
   const read = async () => decodeSettlementRecord(await boundedStoreCall(() => store.get(storeKey), bound(), 'reading the settlement record'))
   const claim = () =>
     boundedStoreCall(
-      () => store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease() }), { ifAbsent: true, ttlMs: budgetMs * 2 }),
+      () => store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease(), fingerprint }), { ifAbsent: true, ttlMs: budgetMs * 2 }),
       bound(),
       'claiming the payment',
     )
   // Best effort: a claim left behind expires after twice the budget.
   const release = (boundMs = bound()) => boundedStoreCall(() => store.delete(storeKey), boundMs, 'releasing the claim').catch(() => undefined)
+  // Only the caller holding this lock resumes an orphaned broadcast; it expires with the budget.
+  const resumeLockKey = `${storeKey}:resume`
+  const lockResume = () =>
+    boundedStoreCall(() => store.set(resumeLockKey, '1', { ifAbsent: true, ttlMs: budgetMs }), bound(), 'locking the resume')
+  const unlockResume = () => boundedStoreCall(() => store.delete(resumeLockKey), storeTimeoutMs, 'unlocking the resume').catch(() => undefined)
 
   let verified: VerifyResponse | undefined
   let reservation: SettleReservation | undefined
@@ -136,23 +151,39 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
 
   /** Answers from a record, or `undefined` to wait for its owner. */
   async function answerFromRecord(record: SettlementRecord): Promise<SettleResponse | undefined> {
+    if (record.fingerprint !== undefined && record.fingerprint !== fingerprint) {
+      return failure(context, REJECTION.duplicateSettlement, 'this authorization was already used for a different payment', undefined)
+    }
     switch (record.state) {
       case 'settled':
-        return { success: true, transaction: record.transaction, network: context.wireNetwork, payer: record.payer }
+        // Already confirmed for an earlier call: the payment buys one answer, not one per replay.
+        return failure(
+          context,
+          REJECTION.duplicateSettlement,
+          'this payment was already settled by an earlier call; transaction is its settlement',
+          record.payer,
+          record.transaction,
+        )
       case 'failed':
         return failure(context, record.errorReason, record.errorMessage, record.payer, record.transaction)
       case 'claimed':
         return undefined
-      case 'broadcast':
+      case 'broadcast': {
         if (record.leaseUntil > Date.now()) return undefined
-        // Take the lease over so that one caller, not every waiter, resumes; a store
-        // that cannot take it answers the known transaction instead.
+        // One caller resumes (the lock is an atomic set-if-absent); the others wait for its
+        // outcome. A store that cannot lock or take the lease answers the known transaction.
         try {
+          if (!(await lockResume())) return undefined
           await write({ ...record, leaseUntil: lease() }, recordTtlMs)
         } catch {
           return pending(record.transaction, undefined)
         }
-        return finishSafely(await resumeSafely(record), record)
+        try {
+          return await finishSafely(await resumeSafely(record), record)
+        } finally {
+          void unlockResume()
+        }
+      }
     }
   }
 

@@ -4,19 +4,24 @@ import { z } from 'zod'
  * What the store remembers of one payment's settlement, keyed by the adapter's
  * settlement key. `leaseUntil` says until when the call that wrote it is still
  * working on it; past that, another call may take over (resume).
+ * `fingerprint` (see payment-fingerprint.ts) tells the payment that wrote the
+ * record from another request that happens to share its key.
  */
+const fingerprint = z.string().optional()
+
 export const settlementRecordSchema = z.discriminatedUnion('state', [
   /** Claimed; nothing has left the process yet. */
-  z.object({ state: z.literal('claimed'), leaseUntil: z.number() }),
+  z.object({ state: z.literal('claimed'), leaseUntil: z.number(), fingerprint }),
   /** Sent (or about to be); the outcome is not known yet. */
   z.object({
     state: z.literal('broadcast'),
     transaction: z.string(),
     raw: z.string().optional(),
     leaseUntil: z.number(),
+    fingerprint,
   }),
   /** Confirmed on chain. */
-  z.object({ state: z.literal('settled'), transaction: z.string(), payer: z.string().optional() }),
+  z.object({ state: z.literal('settled'), transaction: z.string(), payer: z.string().optional(), fingerprint }),
   /** Mined and failed; the transaction id is kept. */
   z.object({
     state: z.literal('failed'),
@@ -24,6 +29,7 @@ export const settlementRecordSchema = z.discriminatedUnion('state', [
     errorReason: z.string(),
     errorMessage: z.string().optional(),
     payer: z.string().optional(),
+    fingerprint,
   }),
 ])
 export type SettlementRecord = z.infer<typeof settlementRecordSchema>

@@ -160,7 +160,7 @@ describe('verify', () => {
 })
 
 describe('settle', () => {
-  it('settles once and answers a repeat with the recorded transaction', async () => {
+  it('settles once; a repeat answers duplicate_settlement with the recorded transaction', async () => {
     const adapter = setup()
     const facilitator = createFacilitator({ schemes: [adapter] })
     const body = ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 's1' })
@@ -168,12 +168,12 @@ describe('settle', () => {
     expect(first).toMatchObject({ success: true, payer, network: 'eip155:31337' })
     expect(first.transaction).toMatch(/^[0-9a-f]{64}$/)
     const again = await facilitator.settle(body)
-    expect(again).toMatchObject({ success: true, transaction: first.transaction })
+    expect(again).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: first.transaction, payer })
     expect(adapter.applied.size).toBe(1)
     expect(adapter.balances.get(shop)).toBe(100n)
   })
 
-  it('lets exactly one of 50 racing settles move money; all get its transaction', async () => {
+  it('lets exactly one of 50 racing settles move money and succeed; all get its transaction', async () => {
     const adapter = setup({ confirmDelayMs: 20 })
     const store = createMemoryStore()
     // Two facilitators on one store behave as one.
@@ -182,7 +182,9 @@ describe('settle', () => {
     const body = ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 'race' })
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 ? a : b).settle(body)))
     const transactions = new Set(answers.map((r) => r.transaction))
-    expect(answers.every((r) => r.success)).toBe(true)
+    // One payment buys one success: the others learn the transaction as duplicates.
+    expect(answers.filter((r) => r.success)).toHaveLength(1)
+    expect(answers.filter((r) => !r.success).every((r) => r.errorReason === 'duplicate_settlement')).toBe(true)
     expect(transactions.size).toBe(1)
     expect(adapter.applied.size).toBe(1)
     expect(adapter.balances.get(payer)).toBe(9_900n)
@@ -241,9 +243,9 @@ describe('settle', () => {
     expect(await facilitator.settle(body)).toMatchObject({ success: false, errorReason: 'settlement_pending', transaction: 'tx-slow' })
     confirmed = true
     expect(await facilitator.settle(body)).toMatchObject({ success: true, transaction: 'tx-slow' })
-    // Once final, the record answers without asking the chain again.
+    // Once final, the record answers without asking the chain again, and never a second success.
     confirmed = false
-    expect(await facilitator.settle(body)).toMatchObject({ success: true, transaction: 'tx-slow' })
+    expect(await facilitator.settle(body)).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: 'tx-slow' })
   })
 
   it('frees the claim when a fault happens before anything was sent', async () => {
@@ -286,5 +288,59 @@ describe('settle', () => {
     expect((await f2.settle(ledgerBody(two, t))).success).toBe(true)
     expect(one.applied.size).toBe(1)
     expect(two.applied.size).toBe(1)
+  })
+})
+
+describe('required amount', () => {
+  it('reads maxAmountRequired in v1 even when a stray amount is present', async () => {
+    const adapter = setup({ network: 'eip155:8453', v1Name: 'base' })
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const t = { from: payer, to: shop, value: '1', nonce: 'stray' }
+    const body = {
+      x402Version: 1,
+      paymentPayload: { x402Version: 1, scheme: 'exact', network: 'base', payload: { ...t, signature: adapter.sign(t) } },
+      paymentRequirements: { scheme: 'exact', network: 'base', maxAmountRequired: '1000', amount: '1', asset: 'LEDGER', payTo: shop },
+    }
+    expect(await facilitator.verify(body)).toMatchObject({ isValid: false, invalidReason: 'amount_mismatch' })
+    const garbage = structuredClone(body)
+    garbage.paymentRequirements.amount = 'abc'
+    expect(await facilitator.verify(garbage)).toMatchObject({ isValid: false, invalidReason: 'amount_mismatch' })
+  })
+})
+
+describe('settlement identity', () => {
+  it('never answers a different payment that shares the key with the first one\'s settlement', async () => {
+    const adapter = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const first = await facilitator.settle(ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 'k' }))
+    expect(first.success).toBe(true)
+    // Same payer and nonce (same key), another recipient: not the settled payment.
+    const other = await facilitator.settle(ledgerBody(adapter, { from: payer, to: '0xother', value: '100', nonce: 'k' }))
+    expect(other).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' })
+    expect(adapter.applied.size).toBe(1)
+  })
+
+  it('lets one caller resume an orphaned broadcast while racing callers wait for it', async () => {
+    const adapter = setup()
+    let resumes = 0
+    const orphaning: SchemeAdapter = {
+      ...adapter,
+      async settle(ctx, journal) {
+        await journal.broadcasting({ transaction: 'tx-orphan' })
+        throw new Error('process died')
+      },
+      async resume(ctx, record) {
+        resumes++
+        await new Promise((r) => setTimeout(r, 30))
+        return adapter.resume(ctx, record)
+      },
+    }
+    const facilitator = createFacilitator({ schemes: [orphaning] })
+    const body = ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 'orphan' })
+    expect(await facilitator.settle(body)).toMatchObject({ errorReason: 'settlement_pending', transaction: 'tx-orphan' })
+    const answers = await Promise.all(Array.from({ length: 10 }, () => facilitator.settle(body)))
+    expect(resumes).toBe(1)
+    expect(answers.filter((a) => a.success)).toHaveLength(1)
+    expect(new Set(answers.map((a) => a.transaction))).toEqual(new Set(['tx-orphan']))
   })
 })

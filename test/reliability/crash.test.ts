@@ -127,9 +127,9 @@ describe('crash in the middle of a settle', () => {
     timeline.push(`${at()} retried settle answered in ${retried.ms.toFixed(0)} ms: ${retried.text}`)
     expect(retried.status).toBe(200)
     expect(retried.json).toMatchObject({ success: true, transaction: record.transaction, payer: payer.address })
-    // Asked again, the same answer straight from the record.
+    // Asked again: the same transaction straight from the record, as a duplicate (one success per payment).
     const again = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
-    expect(again.json).toMatchObject({ success: true, transaction: record.transaction })
+    expect(again.json).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: record.transaction })
 
     // Exactly one transfer on chain, and one transaction from the facilitator's key.
     const used = await authorizationsUsed(world, payer.address, fromBlock)

@@ -352,10 +352,11 @@ describe('Redis store outage during verify and settle', () => {
       await redis.restart()
       await untilStoreAnswers(h.store, 5_000)
     } else {
-      // The outcome write was on the wire when Redis paused: it lands on SIGCONT, so a repeat answers the same transaction.
+      // The outcome write was on the wire when Redis paused: it lands on SIGCONT, so a repeat answers the same
+      // transaction (as a duplicate: one success per payment).
       await untilStoreAnswers(h.store, 5_000)
       const repeated = await postJson(`${h.url}/settle`, request)
-      expect(repeated.json).toMatchObject({ success: true, transaction })
+      expect(repeated.json).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction })
     }
   })
 })

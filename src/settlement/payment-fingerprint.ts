@@ -1,0 +1,31 @@
+import type { PaymentContext } from '../core/adapter.js'
+
+/**
+ * What one payment is, beyond its settlement key: network, asset, recipient,
+ * amount and the scheme payload. Two requests with the same key (the same EVM
+ * authorization nonce, the same Solana message) but a different fingerprint
+ * are different payments, and the second is never answered with the first's
+ * settlement. Hex strings are compared case-insensitively and object keys in
+ * any order, as clients vary in both.
+ */
+export async function paymentFingerprint(ctx: PaymentContext): Promise<string> {
+  const text = JSON.stringify(
+    canonical({ network: ctx.network, asset: ctx.asset, payTo: ctx.payTo, amount: ctx.amount.toString(), payload: ctx.payload.payload }),
+  )
+  // WebCrypto rather than node:crypto: the core also runs in workers and edge runtimes.
+  const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
+  let hex = ''
+  for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, '0')
+  return hex
+}
+
+function canonical(value: unknown): unknown {
+  if (typeof value === 'string') return /^0x[0-9a-fA-F]*$/.test(value) ? value.toLowerCase() : value
+  if (Array.isArray(value)) return value.map(canonical)
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const key of Object.keys(value).sort()) out[key] = canonical((value as Record<string, unknown>)[key])
+    return out
+  }
+  return value
+}

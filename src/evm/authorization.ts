@@ -93,8 +93,11 @@ export function parseExactEvmPayload(raw: unknown): ExactEvmPayload | Rejection 
   }
 }
 
-/** True for a 0x-prefixed 20-byte hex string (any casing). */
-export function isAddress(value: string): value is Address {
+/**
+ * True for a 0x-prefixed 20-byte hex string in any casing: the checksum is NOT checked
+ * (viem's `isAddress(value, { strict: true })` does that, in exactEvm's address checks).
+ */
+export function isHexAddress(value: string): value is Address {
   return /^0x[0-9a-fA-F]{40}$/.test(value)
 }
 

@@ -72,14 +72,17 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   const balance = at(readsAt)
   const used = at(readsAt + 1)
   const simulation = at(readsAt + 2)
-  if (used.success && used.returnData.length >= 66 && readBool(used.returnData)) {
+  // A call to an address without code "succeeds" with no return data, and so would the simulated
+  // transfer: settle would then pay gas for a transaction that moves nothing. A token answers both reads.
+  if (!isWord(balance) || !isWord(used)) {
+    return verdict({ reason: EVM_REJECTION.assetNotAToken, message: `asset ${asset} does not answer balanceOf and authorizationState (not an EIP-3009 token)` })
+  }
+  if (readBool(used.returnData)) {
     return verdict({ reason: EVM_REJECTION.nonceUsed, message: 'the authorization nonce has already been used or canceled' })
   }
-  if (balance.success && balance.returnData.length >= 66) {
-    const amount = decodeFunctionResult({ abi: eip3009Abi, functionName: 'balanceOf', data: balance.returnData })
-    if (amount < payment.payload.authorization.value) {
-      return verdict({ reason: EVM_REJECTION.insufficientFunds, message: `the payer's balance ${amount} is below ${payment.payload.authorization.value}` })
-    }
+  const amount = decodeFunctionResult({ abi: eip3009Abi, functionName: 'balanceOf', data: balance.returnData })
+  if (amount < payment.payload.authorization.value) {
+    return verdict({ reason: EVM_REJECTION.insufficientFunds, message: `the payer's balance ${amount} is below ${payment.payload.authorization.value}` })
   }
   if (!simulation.success) {
     return verdict({ reason: EVM_REJECTION.simulationFailed, message: `a simulation of transferWithAuthorization reverted${revertReason(simulation.returnData)}` })
@@ -90,6 +93,11 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
 /** An ERC-1271 answer counts only when the call succeeded and returned the magic value. */
 function isMagicValue(result: { success: boolean; returnData: Hex }): boolean {
   return result.success && result.returnData.length >= 66 && result.returnData.slice(0, 10).toLowerCase() === ERC1271_MAGIC_VALUE
+}
+
+/** A call that succeeded and returned at least one full 32-byte word. */
+function isWord(result: { success: boolean; returnData: Hex }): boolean {
+  return result.success && result.returnData.length >= 66
 }
 
 // A call to an address without code succeeds with empty return data.

@@ -47,6 +47,14 @@ export interface ExactEvmConfig {
   readonly deployErc6492Wallets?: boolean
   /** Gas limit of a settlement signed by a plain account (no estimate round trip). @default 150_000n */
   readonly gasLimit?: bigint
+  /**
+   * Most gas a smart-wallet settlement (ERC-1271, or ERC-6492 once deployed) may use. The wallet's
+   * `isValidSignature` runs inside the transfer at the facilitator's expense, so a settle whose estimate
+   * is above the cap answers `invalid_exact_evm_settlement_gas_too_high` before anything is sent (an
+   * undeployed ERC-6492 wallet is not deployed either), and the gas limit sent never exceeds it.
+   * @default 300_000n
+   */
+  readonly maxSettlementGas?: bigint
   /** How long a fee quote is reused between settles. @default 2_000 */
   readonly feeCacheMs?: number
   /**

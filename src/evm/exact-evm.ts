@@ -1,10 +1,11 @@
-import { isAddress, type Address, type Hex } from 'viem'
+import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { redactError, secretsOfUrl } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import { multicall3Abi } from './abi.js'
 import { parseExactEvmPayload } from './authorization.js'
 import { checkChainState } from './check-chain-state.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
@@ -15,6 +16,9 @@ import { toRpcFault } from './rpc-fault.js'
 import { pickSigner, resend, signAndSend, waitForReceipt, type ReceiptOutcome } from './send-transaction.js'
 
 const DEFAULT_GAS_LIMIT = 150_000n
+const DEFAULT_MAX_SETTLEMENT_GAS = 300_000n
+// What every transaction pays before its first opcode (EIP-2028 calldata aside).
+const TRANSACTION_BASE_GAS = 21_000n
 
 /**
  * The `exact` scheme on EVM chains: EIP-3009 `transferWithAuthorization`
@@ -54,6 +58,10 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   const deployWallets = config.deployErc6492Wallets ?? false
   const maxInFlight = config.maxInFlightSettlesPerSigner ?? Number.POSITIVE_INFINITY
   if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactEvm: maxInFlightSettlesPerSigner must be at least 1')
+  const maxSettlementGas = config.maxSettlementGas ?? DEFAULT_MAX_SETTLEMENT_GAS
+  if (!(maxSettlementGas >= TRANSACTION_BASE_GAS)) {
+    throw new FacilitatorError('misconfigured', `exactEvm: maxSettlementGas must be at least ${TRANSACTION_BASE_GAS}`)
+  }
   // The signer reserved for a settle by reserveSettlement (the core calls it before claiming).
   const reserved = new WeakMap<PaymentContext, SignerSlot>()
   // The payment a successful verify prepared, by context: the core verifies right before it claims
@@ -156,11 +164,12 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       const slot = reservedSlot ?? pickSigner(runtime)
       if (!reservedSlot) slot.inFlight++
       try {
-        if (payment.deployment) {
-          const deployed = await deployWalletIfNeeded(runtime, slot, payment, ctx.signal)
-          if (deployed) return failure(ctx, deployed, payment.payer)
+        let gas = config.gasLimit ?? DEFAULT_GAS_LIMIT
+        if (payment.kind !== 'eoa') {
+          const priced = await smartWalletGas(runtime, slot, payment, ctx.signal)
+          if ('reason' in priced) return failure(ctx, priced, payment.payer)
+          gas = priced.gas
         }
-        const gas = payment.kind === 'eoa' ? (config.gasLimit ?? DEFAULT_GAS_LIMIT) : await estimateGas(runtime, slot.signer.address, payment.asset, payment.transferCalldata, ctx.signal)
         const sentAt = performance.now()
         const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
         const outcome = await waitForReceipt(runtime, hash, receiptOptions(ctx.signal))
@@ -203,26 +212,56 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     resume: (ctx, record) => redacting(adapter.resume(ctx, record)),
   }
 
-  /** Deploys an ERC-6492 wallet through its allowed factory; a rejection when it cannot be deployed. */
-  async function deployWalletIfNeeded(runtime: NetworkRuntime, slot: SignerSlot, payment: PreparedPayment, signal: AbortSignal): Promise<Rejection | undefined> {
+  /**
+   * The gas limit of a smart wallet's transfer, or a rejection when it would cost more than
+   * `maxSettlementGas`: the wallet's `isValidSignature` runs at the facilitator's expense. An
+   * undeployed ERC-6492 wallet is priced before its deployment is sent, and deployed first.
+   */
+  async function smartWalletGas(runtime: NetworkRuntime, slot: SignerSlot, payment: PreparedPayment, signal: AbortSignal): Promise<{ gas: bigint } | Rejection> {
+    const from = slot.signer.address
     const deployment = payment.deployment
-    if (!deployment) return undefined
-    const code = await withDeadline(runtime.client.request({ method: 'eth_getCode', params: [payment.payer, 'latest'] }), signal).catch((error: unknown) => {
-      throw toRpcFault(error, 'reading the payer wallet')
-    })
-    if (code && code !== '0x') return undefined
-    if (!deployWallets) {
-      return { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
+    if (deployment && !(await hasCode(runtime, payment.payer, signal))) {
+      if (!deployWallets) {
+        return { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
+      }
+      // The transfer cannot be estimated before the wallet exists, but the deployment followed by the
+      // transfer can (one Multicall3 call): the difference is the transfer's share.
+      const both = encodeFunctionData({
+        abi: multicall3Abi,
+        functionName: 'aggregate3',
+        args: [[
+          { target: deployment.factory, allowFailure: false, callData: deployment.data },
+          { target: payment.asset, allowFailure: false, callData: payment.transferCalldata },
+        ]],
+      })
+      const [deployGas, bothGas] = await Promise.all([
+        estimateGas(runtime, from, deployment.factory, deployment.data, signal),
+        estimateGas(runtime, from, runtime.multicall3, both, signal),
+      ])
+      const tooHigh = gasRejection(bothGas - deployGas + TRANSACTION_BASE_GAS)
+      if (tooHigh) return tooHigh
+      // The deployment is not the payment: nothing to journal, and a repeat is harmless.
+      const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas: withHeadroom(deployGas) }, signal, async () => undefined)
+      const outcome = await waitForReceipt(runtime, hash, receiptOptions(signal))
+      if (outcome.status === 'pending') {
+        throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
+      }
+      if (outcome.status === 'reverted') return { reason: EVM_REJECTION.undeployedWallet, message: 'deploying the payer\'s smart wallet reverted' }
     }
-    const gas = await estimateGas(runtime, slot.signer.address, deployment.factory, deployment.data, signal)
-    // The deployment is not the payment: nothing to journal, and a repeat is harmless.
-    const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async () => undefined)
-    const outcome = await waitForReceipt(runtime, hash, receiptOptions(signal))
-    if (outcome.status === 'pending') {
-      throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
+    const estimate = await estimateGas(runtime, from, payment.asset, payment.transferCalldata, signal)
+    const tooHigh = gasRejection(estimate)
+    if (tooHigh) return tooHigh
+    // The cap also bounds the limit sent: a wallet that costs more on chain than in the estimate runs out of gas at the cap.
+    const gas = withHeadroom(estimate)
+    return { gas: gas < maxSettlementGas ? gas : maxSettlementGas }
+  }
+
+  function gasRejection(estimate: bigint): Rejection | undefined {
+    if (estimate <= maxSettlementGas) return undefined
+    return {
+      reason: EVM_REJECTION.settlementGasTooHigh,
+      message: `settling this smart wallet's payment needs about ${estimate} gas, above this facilitator's limit of ${maxSettlementGas}; nothing was sent`,
     }
-    if (outcome.status === 'reverted') return { reason: EVM_REJECTION.undeployedWallet, message: 'deploying the payer\'s smart wallet reverted' }
-    return undefined
   }
 }
 
@@ -248,12 +287,22 @@ function addressRejection(ctx: PaymentContext): Rejection | undefined {
 
 async function estimateGas(runtime: NetworkRuntime, from: Address, to: Address, data: Hex, signal: AbortSignal): Promise<bigint> {
   try {
-    const estimate = await withDeadline(runtime.client.request({ method: 'eth_estimateGas', params: [{ from, to, data }] }), signal)
-    // Headroom: smart-wallet checks may cost more in the mined block than in the estimate.
-    return (BigInt(estimate) * 5n) / 4n
+    return BigInt(await withDeadline(runtime.client.request({ method: 'eth_estimateGas', params: [{ from, to, data }] }), signal))
   } catch (error) {
     throw toRpcFault(error, 'estimating the settlement gas')
   }
+}
+
+// Smart-wallet checks may cost more in the mined block than in the estimate.
+function withHeadroom(estimate: bigint): bigint {
+  return (estimate * 5n) / 4n
+}
+
+async function hasCode(runtime: NetworkRuntime, address: Address, signal: AbortSignal): Promise<boolean> {
+  const code = await withDeadline(runtime.client.request({ method: 'eth_getCode', params: [address, 'latest'] }), signal).catch((error: unknown) => {
+    throw toRpcFault(error, 'reading the payer wallet')
+  })
+  return code !== undefined && code !== '0x'
 }
 
 function answer(ctx: PaymentContext, transaction: Hex, outcome: ReceiptOutcome, payer: string | undefined): SettleResponse {

@@ -1,7 +1,7 @@
 import { encodeFunctionData, parseErc6492Signature, parseSignature, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { eip3009Abi } from './abi.js'
-import { isAddress, parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
+import { isHexAddress, parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
@@ -52,7 +52,8 @@ export async function preparePayment(
   if ('reason' in payload) return payload
   const { authorization } = payload
 
-  if (!isAddress(ctx.asset) || !isAddress(ctx.payTo)) {
+  // exactEvm already checked the checksums (viem's strict isAddress); this narrows the types for direct callers too.
+  if (!isHexAddress(ctx.asset) || !isHexAddress(ctx.payTo)) {
     return reject(EVM_REJECTION.invalidRequirements, 'paymentRequirements.asset and payTo must be EVM addresses')
   }
   const asset: Address = ctx.asset

@@ -29,12 +29,16 @@ export const EVM_REJECTION = {
   factoryNotAllowed: 'invalid_exact_evm_payload_eip6492_factory_not_allowed',
   /** The payer is an undeployed smart wallet and this facilitator does not deploy wallets. */
   undeployedWallet: 'invalid_exact_evm_payload_undeployed_smart_wallet',
+  /** The asset does not answer `balanceOf` and `authorizationState` with a 32-byte word (no code there, or not an EIP-3009 token). */
+  assetNotAToken: 'invalid_exact_evm_asset_not_a_token',
   /** The payer's token balance is below the value. */
   insufficientFunds: 'insufficient_funds',
   /** The token reports this authorization nonce as used or canceled. */
   nonceUsed: 'invalid_exact_evm_nonce_already_used',
   /** A simulation of the exact transferWithAuthorization call settle would send reverted. */
   simulationFailed: 'invalid_exact_evm_transaction_simulation_failed',
+  /** A smart wallet's settlement would need more gas than `maxSettlementGas` (an expensive `isValidSignature`); nothing was sent. */
+  settlementGasTooHigh: 'invalid_exact_evm_settlement_gas_too_high',
 } as const
 
 export type EvmRejectionCode = (typeof EVM_REJECTION)[keyof typeof EVM_REJECTION]

@@ -97,7 +97,11 @@ async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSig
   }
 }
 
-/** Sends an already signed transaction again (resume after a crash); true when the node has it. */
+/**
+ * Sends an already signed transaction again (resume after a crash): `'sent'` when the
+ * node has it now (accepted, or already known), `'nonce_used'` when the key's nonce
+ * has moved past it (it was mined, or another transaction took its nonce).
+ */
 export async function resend(runtime: NetworkRuntime, raw: Hex): Promise<'sent' | 'nonce_used'> {
   try {
     await runtime.client.request({ method: 'eth_sendRawTransaction', params: [raw] })

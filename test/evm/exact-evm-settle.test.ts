@@ -9,7 +9,7 @@ import { exactEvm, EVM_REJECTION, signExactEvmPayment } from '../../src/evm/inde
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
-import { deploySmartWallet, fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { deployGasBurningWallet, deploySmartWallet, deployWalletFactory, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 let world: EvmFixture
@@ -96,7 +96,8 @@ describe('exactEvm settle', () => {
     const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
     const first = await facilitator.settle(body(paymentPayload, requirements))
     expect(first.success).toBe(true)
-    expect(await facilitator.settle(body(paymentPayload, requirements))).toEqual(first)
+    // The same facilitator answers the original hash from its record, as a duplicate: one success per payment.
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toEqual({ ...first, success: false, errorReason: 'duplicate_settlement', errorMessage: expect.any(String) })
     const stranger = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
     const replay = await stranger.settle(body(paymentPayload, requirements))
     expect(replay).toMatchObject({ success: false, errorReason: EVM_REJECTION.nonceUsed, transaction: '' })
@@ -111,7 +112,8 @@ describe('exactEvm settle', () => {
     const before = await world.node.publicClient.getBlockNumber()
     const answers = await Promise.all(Array.from({ length: 12 }, () => facilitator.settle(body(paymentPayload, requirements))))
     const hashes = new Set(answers.map((a) => a.transaction))
-    expect(answers.every((a) => a.success)).toBe(true)
+    expect(answers.filter((a) => a.success)).toHaveLength(1)
+    expect(answers.filter((a) => !a.success).every((a) => a.errorReason === 'duplicate_settlement')).toBe(true)
     expect(hashes.size).toBe(1)
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
     // Only one transaction of this payer's authorization reached the chain.
@@ -255,6 +257,78 @@ describe('exactEvm settle', () => {
     expect(answer).toMatchObject({ success: false, errorReason: REJECTION.settlementPending })
     expect(answer.transaction).toMatch(/^0x[0-9a-f]{64}$/)
     await world.node.testClient.mine({ blocks: 1 })
+  })
+})
+
+describe('exactEvm settle: the facilitator pays gas only for real payments', () => {
+  // About a million gas in isValidSignature, far above the default cap of 300k.
+  const BURN_ROUNDS = 5_000n
+  const signerNonces = () => Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
+
+  it('an asset that is no token (an EOA, an address without code) is refused and nothing is sent', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+    const before = await signerNonces()
+    for (const asset of [world.node.accounts[0]!.address, privateKeyToAccount(generatePrivateKey()).address]) {
+      const payer = await world.newPayer()
+      const requirements = world.requirementsV2({ asset })
+      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+      const answer = await facilitator.settle(body(paymentPayload, requirements))
+      expect(answer).toMatchObject({ success: false, errorReason: EVM_REJECTION.assetNotAToken, transaction: '', payer: payer.address })
+    }
+    expect(await signerNonces()).toEqual(before)
+  })
+
+  it('an ERC-1271 wallet whose isValidSignature burns gas above maxSettlementGas (default 300k) is refused before anything is sent', async () => {
+    const signer = world.signers[0]!
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers: [signer] }))] })
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const wallet = await deployGasBurningWallet(world.node, owner.address, BURN_ROUNDS)
+    await fundPayer(world.node, world.token, wallet, 5_000n)
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
+    // The signature is valid: only the price of settling it is refused.
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer.address })
+    const refused = await facilitator.settle(body(paymentPayload, requirements))
+    expect(refused).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '', payer: wallet })
+    expect(refused.errorMessage).toContain('300000')
+    expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(nonceBefore)
+    expect(await tokenBalance(world.node, world.token, wallet)).toBe(5_000n)
+    // No local nonce was taken either: the next settle of this signer uses the very next nonce.
+    const payer = await world.newPayer()
+    const next = await facilitator.settle(body(await signExactEvmPayment({ signer: payer, requirements }), requirements))
+    expect(next.success).toBe(true)
+    expect((await world.node.publicClient.getTransaction({ hash: next.transaction as Hex })).nonce).toBe(nonceBefore)
+    // A facilitator that accepts the price settles the same payment.
+    const generous = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers: [signer], maxSettlementGas: 10_000_000n }))] })
+    expect(await generous.settle(body(paymentPayload, requirements))).toMatchObject({ success: true, payer: wallet })
+    expect(await tokenBalance(world.node, world.token, wallet)).toBe(4_000n)
+  })
+
+  it('an undeployed ERC-6492 wallet that would burn gas above maxSettlementGas is refused before its deployment is sent', async () => {
+    const signer = world.signers[0]!
+    const burningFactory = await deployWalletFactory(world.node, BURN_ROUNDS)
+    const facilitator = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ signers: [signer], erc6492Factories: [burningFactory.address], maxSettlementGas: 200_000n }))],
+    })
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const salt = generatePrivateKey()
+    const wallet = await burningFactory.walletAddress(owner.address, salt)
+    await fundPayer(world.node, world.token, wallet, 5_000n)
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({
+      signer: { ...owner, address: wallet },
+      requirements,
+      wrapSignature: (signature) => serializeErc6492Signature({ address: burningFactory.address, data: burningFactory.deployCalldata(owner.address, salt), signature }),
+    })
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer.address })
+    const refused = await facilitator.settle(body(paymentPayload, requirements))
+    expect(refused).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '', payer: wallet })
+    expect(refused.errorMessage).toContain('200000')
+    expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(nonceBefore)
+    expect(await world.node.publicClient.getCode({ address: wallet })).toBeUndefined()
+    expect(await tokenBalance(world.node, world.token, wallet)).toBe(5_000n)
   })
 })
 

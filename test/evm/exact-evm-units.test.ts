@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createNonceManager } from '../../src/evm/nonce-manager.js'
-import { EVM_REJECTION, parseExactEvmPayload } from '../../src/evm/index.js'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { EVM_REJECTION, exactEvm, parseExactEvmPayload } from '../../src/evm/index.js'
+import { FacilitatorError } from '../../src/index.js'
 
 describe('createNonceManager', () => {
   it('reads the chain once for many concurrent callers and hands out consecutive nonces', async () => {
@@ -69,5 +71,13 @@ describe('parseExactEvmPayload', () => {
       expect(parsed).toMatchObject({ reason: EVM_REJECTION.invalidPayload })
       expect('message' in parsed && parsed.message).toContain(field)
     }
+  })
+})
+
+describe('exactEvm configuration', () => {
+  it('refuses a maxSettlementGas too small for any transaction', () => {
+    const config = { networks: [{ network: 'base-sepolia', rpcUrls: ['http://127.0.0.1:1'] }], signers: [privateKeyToAccount(generatePrivateKey())] }
+    expect(() => exactEvm({ ...config, maxSettlementGas: 0n })).toThrow(FacilitatorError)
+    expect(() => exactEvm({ ...config, maxSettlementGas: 21_000n })).not.toThrow()
   })
 })

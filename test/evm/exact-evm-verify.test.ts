@@ -265,6 +265,20 @@ describe('exactEvm verify: every rejection has its own code', () => {
     await reject(paymentPayload, requirements, EVM_REJECTION.nonceUsed)
   })
 
+  it('asset not a token: an EOA, an address without code or a contract that is no token, refused in the one request', async () => {
+    const eoa = world.node.accounts[0]!.address
+    const nobody = privateKeyToAccount(generatePrivateKey()).address
+    for (const asset of [eoa, nobody, world.factory.address]) {
+      // Signed for that "token": the signature recovers offline, only the chain can tell.
+      const requirements = world.requirementsV2({ asset })
+      const paymentPayload = await signedBy({}, requirements)
+      rpcRequests = 0
+      const answer = await reject(paymentPayload, requirements, EVM_REJECTION.assetNotAToken)
+      expect(answer.invalidMessage).toContain(asset)
+      expect(rpcRequests).toBe(1)
+    }
+  })
+
   it('a failed simulation: the token\'s real domain differs from the one in extra', async () => {
     // Signed and recovered for "Fake Coin": valid offline, but the token checks its own domain.
     const requirements = world.requirementsV2({ extra: { name: 'Fake Coin', version: '2' } })

@@ -22,7 +22,7 @@ import type { AnvilNode } from './anvil.js'
 const require = createRequire(import.meta.url)
 const CONTRACTS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'contracts')
 const CACHE_DIR = join(process.cwd(), 'node_modules', '.cache', 'x402-facilitator-test')
-const SOURCES = ['TestUSDC.sol', 'TestSmartWallet.sol', 'TestWalletFactory.sol'] as const
+const SOURCES = ['TestUSDC.sol', 'TestSmartWallet.sol', 'TestWalletFactory.sol', 'TestGasBurningWallet.sol'] as const
 
 /** ABI and creation bytecode of one compiled contract. */
 export interface Artifact {
@@ -30,7 +30,7 @@ export interface Artifact {
   readonly bytecode: Hex
 }
 
-export type ContractName = 'TestUSDC' | 'TestSmartWallet' | 'TestWalletFactory'
+export type ContractName = 'TestUSDC' | 'TestSmartWallet' | 'TestWalletFactory' | 'TestGasBurningWallet' | 'TestGasBurningWalletFactory'
 export type Artifacts = Record<ContractName, Artifact>
 
 interface SolcModule {
@@ -82,6 +82,8 @@ export function compileTestContracts(): Artifacts {
     TestUSDC: pick('TestUSDC.sol', 'TestUSDC'),
     TestSmartWallet: pick('TestSmartWallet.sol', 'TestSmartWallet'),
     TestWalletFactory: pick('TestWalletFactory.sol', 'TestWalletFactory'),
+    TestGasBurningWallet: pick('TestGasBurningWallet.sol', 'TestGasBurningWallet'),
+    TestGasBurningWalletFactory: pick('TestGasBurningWallet.sol', 'TestGasBurningWalletFactory'),
   }
   mkdirSync(CACHE_DIR, { recursive: true })
   writeFileSync(cacheFile, JSON.stringify(artifacts))
@@ -162,6 +164,11 @@ export async function deploySmartWallet(node: AnvilNode, owner: Address): Promis
   return deployContract(node, compileTestContracts().TestSmartWallet, [owner])
 }
 
+/** Deploys an ERC-1271 wallet owned by `owner` whose `isValidSignature` burns gas (`rounds` hashes, about 100 gas each). */
+export async function deployGasBurningWallet(node: AnvilNode, owner: Address, rounds: bigint): Promise<Address> {
+  return deployContract(node, compileTestContracts().TestGasBurningWallet, [owner, rounds])
+}
+
 /** A deployed counterfactual wallet factory and helpers to build ERC-6492 deployments. */
 export interface TestWalletFactory {
   readonly address: Address
@@ -171,10 +178,11 @@ export interface TestWalletFactory {
   deployCalldata(owner: Address, salt: Hex): Hex
 }
 
-/** Deploys the ERC-6492 test factory. */
-export async function deployWalletFactory(node: AnvilNode): Promise<TestWalletFactory> {
-  const { TestWalletFactory } = compileTestContracts()
-  const address = await deployContract(node, TestWalletFactory)
+/** Deploys the ERC-6492 test factory, or with `burnRounds` one whose wallets burn gas in `isValidSignature`. */
+export async function deployWalletFactory(node: AnvilNode, burnRounds?: bigint): Promise<TestWalletFactory> {
+  const artifacts = compileTestContracts()
+  const TestWalletFactory = burnRounds === undefined ? artifacts.TestWalletFactory : artifacts.TestGasBurningWalletFactory
+  const address = await deployContract(node, TestWalletFactory, burnRounds === undefined ? [] : [burnRounds])
   return {
     address,
     async walletAddress(owner, salt) {

@@ -10,6 +10,14 @@ interface Entry<T> {
 export interface MemoryStoreOptions {
   /** Clock in milliseconds, for tests. @default Date.now */
   now?: () => number
+  /**
+   * Most keys of each kind kept. Past it, expired keys are swept and then the
+   * oldest written are forgotten first (settlement records of days ago, not
+   * the claims in flight), so memory stays bounded under any traffic. Share a
+   * Redis store (with a `maxmemory` policy) when more must be remembered.
+   * @default 1_000_000
+   */
+  maxKeys?: number
 }
 
 /** Numbers of live keys per kind, to watch memory stay bounded. */
@@ -36,6 +44,7 @@ export interface MemoryStore extends Store {
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const now = options.now ?? Date.now
+  const maxKeys = options.maxKeys ?? 1_000_000
   const values = new Map<string, Entry<string>>()
   const hashes = new Map<string, Entry<Map<string, number>>>()
   const texts = new Map<string, Entry<Map<string, string>>>()
@@ -64,6 +73,20 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     writesSinceSweep = 0
     sweepAll()
   }
+  /** Keeps a map within `maxKeys`: expired keys first, then the oldest written (Map order is insertion order). */
+  let overflowsSinceSweep = 0
+  const bound = (map: Map<string, Entry<unknown>>) => {
+    if (map.size <= maxKeys) return
+    // A full scan now and then, not on every write at the cap.
+    if (++overflowsSinceSweep >= 1024) {
+      overflowsSinceSweep = 0
+      sweepAll()
+    }
+    for (const key of map.keys()) {
+      if (map.size <= maxKeys) break
+      map.delete(key)
+    }
+  }
   /** The live entry of a key, created when absent; a given ttl restarts its lifetime (like Redis PEXPIRE). */
   const upsert = <T>(map: Map<string, Entry<T>>, key: string, create: () => T, options?: ExpiryOptions): Entry<T> => {
     let entry = live(map, key)
@@ -71,6 +94,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       entry = { value: create(), expiresAt: expiry(options) }
       map.set(key, entry)
       sweep()
+      bound(map as Map<string, Entry<unknown>>)
     } else if (options?.ttlMs !== undefined) {
       entry.expiresAt = expiry(options)
     }
@@ -83,8 +107,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
     async set(key, value, options?: SetOptions) {
       if (options?.ifAbsent && live(values, key)) return false
+      // Re-inserted so that the insertion order stays the order of last writes.
+      values.delete(key)
       values.set(key, { value, expiresAt: expiry(options) })
       sweep()
+      bound(values as Map<string, Entry<unknown>>)
       return true
     },
     async delete(key) {

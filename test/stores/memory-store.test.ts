@@ -26,3 +26,21 @@ describe('memory store', () => {
     expect(store.size()).toEqual({ values: 1, hashes: 0, texts: 0, sketches: 0, rankings: 0 })
   })
 })
+
+describe('memory store bound', () => {
+  it('keeps at most maxKeys keys per kind, forgetting the oldest written first', async () => {
+    const store = createMemoryStore({ maxKeys: 100 })
+    for (let i = 0; i < 1_000; i++) {
+      await store.set(`v${i}`, String(i))
+      await store.incrementFields(`h${i}`, { n: 1 })
+    }
+    expect(store.size()).toMatchObject({ values: 100, hashes: 100 })
+    expect(await store.get('v0')).toBeUndefined()
+    expect(await store.get('v999')).toBe('999')
+    // A rewrite makes a key young again.
+    await store.set('v900', 'again')
+    for (let i = 1_000; i < 1_099; i++) await store.set(`v${i}`, String(i))
+    expect(await store.get('v900')).toBe('again')
+    expect(await store.get('v901')).toBeUndefined()
+  })
+})

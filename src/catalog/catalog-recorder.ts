@@ -1,5 +1,6 @@
 import type { PaymentContext } from '../core/adapter.js'
 import type { FacilitatorHooks, SettleEvent } from '../core/hooks.js'
+import { isPendingSettlement } from '../errors/reasons.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import type { Store } from '../stores/store.js'
 import { usdValue } from '../stats/token-units.js'
@@ -21,7 +22,6 @@ const onceKey = (network: string, transaction: string) => `catalog:once:${networ
 /** Counts field of the successful payments of a resource on one network (CAIP-2). */
 export const paidOnKey = (network: string) => `paid|${network}`
 
-const PENDING_REASONS = new Set(['settlement_pending', 'settlement_in_progress'])
 const MAX_DESCRIPTION = 512
 const MAX_BAZAAR_JSON = 8192
 
@@ -63,7 +63,7 @@ export function createCatalogRecorder(options: CatalogRecorderOptions): Facilita
     async afterSettle(event: SettleEvent) {
       const { context, result } = event
       if (!context || event.fault || !result.transaction) return
-      if (!result.success && result.errorReason && PENDING_REASONS.has(result.errorReason)) return
+      if (!result.success && isPendingSettlement(result.errorReason)) return
       const found = describeResource(context)
       if (!found) return
       if (!(await store.set(onceKey(context.network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) return

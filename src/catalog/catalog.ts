@@ -221,7 +221,7 @@ export function createCatalog(options: CatalogOptions): CatalogService {
             try {
               return publicJson(request, await service.list(), await remaining())
             } catch (error) {
-              return publicError(new FacilitatorError('internal_error', 'the catalog is unavailable right now', { status: 503, cause: error }))
+              return publicError(new FacilitatorError('store_unavailable', 'the catalog is unavailable right now', { cause: error }))
             }
           },
         },
@@ -234,7 +234,7 @@ export function createCatalog(options: CatalogOptions): CatalogService {
               return publicJson(request, await service.discover(query), await remaining())
             } catch (error) {
               if (error instanceof FacilitatorError && error.status < 500) return publicError(error)
-              return publicError(new FacilitatorError('internal_error', 'the catalog is unavailable right now', { status: 503, cause: error }))
+              return publicError(new FacilitatorError('store_unavailable', 'the catalog is unavailable right now', { cause: error }))
             }
           },
         },

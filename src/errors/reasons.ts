@@ -35,3 +35,8 @@ export const REJECTION = {
 } as const
 
 export type RejectionCode = (typeof REJECTION)[keyof typeof REJECTION]
+
+/** Settle answers whose transaction may still land: neither a success nor a failure yet. */
+export function isPendingSettlement(errorReason: string | undefined): boolean {
+  return errorReason === REJECTION.settlementPending || errorReason === REJECTION.settlementInProgress
+}

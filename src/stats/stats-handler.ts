@@ -27,7 +27,7 @@ export function statsRoute(source: StatsSource, path: string = PUBLIC_STATS_PATH
       try {
         return publicJson(request, await source.read(), source.cacheSeconds)
       } catch (error) {
-        return publicError(new FacilitatorError('internal_error', 'statistics are unavailable right now', { status: 503, cause: error }))
+        return publicError(new FacilitatorError('store_unavailable', 'statistics are unavailable right now', { cause: error }))
       }
     },
   }

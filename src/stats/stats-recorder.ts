@@ -1,3 +1,4 @@
+import { isPendingSettlement } from '../errors/reasons.js'
 import type { FacilitatorHooks, SettleEvent, VerifyEvent } from '../core/hooks.js'
 import type { Store } from '../stores/store.js'
 import { latencyBucket } from './latency-histogram.js'
@@ -32,8 +33,6 @@ export interface StatsRecorderOptions {
   dedupeTtlMs?: number
 }
 
-// Reasons under which a transaction was sent but its outcome is not known yet.
-const PENDING_REASONS = new Set(['settlement_pending', 'settlement_in_progress'])
 // Assets end up in field names: anything else is not an address or mint.
 const ASSET_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -94,7 +93,7 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
       const usage: Record<string, number> = {}
       let payer: string | undefined
       if (event.fault) usage[`s|${network}|error`] = 1
-      else if (!result.success && result.errorReason && PENDING_REASONS.has(result.errorReason)) usage[`s|${network}|pending`] = 1
+      else if (!result.success && isPendingSettlement(result.errorReason)) usage[`s|${network}|pending`] = 1
       else if (result.transaction && !(await store.set(onceKey(network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) {
         // A repeated settle answered from the record: this payment is already counted.
       } else if (result.success) {

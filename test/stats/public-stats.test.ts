@@ -196,7 +196,7 @@ describe('statistics over HTTP', () => {
     expect(response.status).toBe(503)
     expect(response.headers.get('cache-control')).toBe('no-store')
     const body = await response.json()
-    expect(body.code).toBe('internal_error')
+    expect(body.code).toBe('store_unavailable')
     expect(JSON.stringify(body)).not.toContain('connection refused')
   })
 })

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import {
   type Address,
   type Blockhash,
@@ -15,11 +16,13 @@ import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, Se
 import { redactError, secretsOfUrl } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
+import { createAssetTable } from '../networks/assets.js'
 import { describeNetwork } from '../networks/networks.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { createAssociatedTokenCache } from './associated-token-cache.js'
+import { verifyEd25519Signature } from './ed25519-signature.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
-import { type SignaturePoller, type SignatureRound, createSignaturePoller } from './signature-poller.js'
+import { type SignaturePoller, type SignatureRound, createSignaturePoller, signatureStatusesSchema } from './signature-poller.js'
 import { createHttpRpcTransport, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
 import {
   checkDecodedPaymentTransaction,
@@ -45,6 +48,15 @@ export interface ExactSvmNetworkConfig {
    * @default the first of `feePayers`
    */
   feePayer?: string
+  /** Mints accepted besides the built-in USDC of this network when `restrictAssets` is on. */
+  assets?: readonly string[]
+  /**
+   * Accept only payments in `assets` and the built-in USDC mint of this network.
+   * Without it any mint is accepted, and anyone can create a mint and pay
+   * themselves at the fee payer's expense (signature and priority fee per settle).
+   * @default false
+   */
+  restrictAssets?: boolean
 }
 
 /** Configuration of {@link exactSvm}. */
@@ -100,11 +112,6 @@ const encodedAccountSchema = z.looseObject({
   owner: z.string(),
 })
 const multipleAccountsSchema = z.looseObject({ value: z.array(encodedAccountSchema.nullable()) })
-const signatureStatusSchema = z.looseObject({
-  confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullish(),
-  err: z.unknown().nullish(),
-})
-const signatureStatusesSchema = z.looseObject({ value: z.array(signatureStatusSchema.nullable()) })
 const simulationSchema = z.looseObject({
   value: z.looseObject({ err: z.unknown().nullish(), logs: z.array(z.string()).nullish() }),
 })
@@ -115,6 +122,8 @@ interface NetworkRuntime {
   readonly rpc: SvmRpcTransport
   /** Shared by every settlement confirming on this network. */
   readonly poller: SignaturePoller
+  /** The mints accepted on this network; `undefined` accepts any (no `restrictAssets`). */
+  readonly allowedMints: ReadonlySet<string> | undefined
 }
 
 /** A payment that passed the static rules, signed by its fee payer. */
@@ -165,6 +174,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   const inFlight = new Map<string, number>()
   const pollIntervalMs = config.pollIntervalMs ?? 400
   const associatedTokenAccount = createAssociatedTokenCache()
+  const knownAssets = createAssetTable().list()
 
   // One transport per network, built once: connection reuse is most of the latency.
   const runtimes = new Map<string, NetworkRuntime>()
@@ -175,6 +185,12 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const urls = entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])
     const feePayer = entry.feePayer ?? firstFeePayer
     if (!signers.has(feePayer)) throw new FacilitatorError('misconfigured', `fee payer ${feePayer} of ${entry.network} is not among feePayers`)
+    for (const mint of entry.assets ?? []) {
+      if (!isAddress(mint)) throw new FacilitatorError('misconfigured', `asset ${mint} of ${entry.network} is not a Solana mint address`)
+    }
+    const allowedMints = entry.restrictAssets
+      ? new Set([...knownAssets.filter((asset) => asset.network === info.caip2).map((asset) => asset.address), ...(entry.assets ?? [])])
+      : undefined
     const rpc = config.rpc
       ? config.rpc({ caip2: info.caip2, urls, headers: entry.rpcHeaders })
       : createHttpRpcTransport({ urls, headers: entry.rpcHeaders, timeoutMs: config.rpcTimeoutMs })
@@ -182,6 +198,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       info: { caip2: info.caip2, ...(info.v1Name ? { v1Name: info.v1Name } : {}), extra: { feePayer } },
       rpc,
       poller: createSignaturePoller({ rpc, intervalMs: pollIntervalMs }),
+      allowedMints,
     })
   }
 
@@ -203,11 +220,11 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   }
 
   /** `prepare`, run once per context: settle reuses what verify derived and signed for the same payment. */
-  const preparedOf = (ctx: PaymentContext): Promise<Prepared> => {
+  const preparedOf = (ctx: PaymentContext, runtime: NetworkRuntime): Promise<Prepared> => {
     const wire = decodedOf(ctx)?.wire ?? ''
     const known = preparedByContext.get(ctx)
     if (known?.wire === wire) return known.prepared
-    const prepared = prepare(ctx)
+    const prepared = prepare(ctx, runtime)
     preparedByContext.set(ctx, { wire, prepared })
     // A fault (not a verdict) must not stick: a later call prepares afresh.
     prepared.catch(() => preparedByContext.delete(ctx))
@@ -220,8 +237,12 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     return runtime
   }
 
-  /** Static rules, then the fee payer's signature; nothing touches the chain. */
-  async function prepare(ctx: PaymentContext): Promise<Prepared> {
+  /** Static rules, the payer's signature, then the fee payer's; nothing touches the chain. */
+  async function prepare(ctx: PaymentContext, runtime: NetworkRuntime): Promise<Prepared> {
+    // A mint anyone can create would let them pay themselves at the fee payer's expense: refused before any work.
+    if (runtime.allowedMints && !runtime.allowedMints.has(ctx.asset)) {
+      return { ok: false, reason: SVM_REASON.mintNotAllowed, message: `mint ${ctx.asset} is not accepted on ${ctx.network}` }
+    }
     const decoded = decodedOf(ctx)
     if (!decoded) {
       return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentPayload.payload.transaction must be a base64 Solana transaction' }
@@ -246,6 +267,12 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     })
     if (!outcome.ok) return outcome
     const payment = outcome.payment
+    // The rules allow exactly two signers, the fee payer and the payer; the payer's signature is checked
+    // here because the simulation runs without sigVerify (see verify).
+    const payerSignature = payment.transaction.signatures[payment.payer]
+    if (!payerSignature || !verifyEd25519Signature(payment.payer, payment.transaction.messageBytes, payerSignature)) {
+      return { ok: false, reason: SVM_REASON.signatureInvalid, message: 'the payer\'s signature of the transaction does not verify', payer: payment.payer }
+    }
     const signer = signers.get(payment.feePayer)
     if (!signer) return { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
     return { ok: true, signed: await signAsFeePayer(signer, payment) }
@@ -253,9 +280,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
     const runtime = runtimeOf(ctx)
-    const prepared = await preparedOf(ctx)
+    const prepared = await preparedOf(ctx, runtime)
     if (!prepared.ok) return invalid(prepared.reason, prepared.message, prepared.payer)
-    const { payment, wire, signature } = prepared.signed
+    const { payment, signature } = prepared.signed
     const payer = payment.payer
 
     // One round trip: the account reads, the replay check and the simulation travel in one batch.
@@ -265,8 +292,11 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         { method: 'getSignatureStatuses', params: [[signature], { searchTransactionHistory: true }] },
         {
           method: 'simulateTransaction',
-          // The node checks the payer's signature: measured cheaper than checking it here with node:crypto.
-          params: [wire, { encoding: 'base64', sigVerify: true, replaceRecentBlockhash: false, commitment: 'confirmed' }],
+          // Simulate before signing: the RPC gets the payer-signed transaction without our signature, so
+          // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
+          // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
+          // was checked in prepare; the signature (transaction id) above comes from signing locally.
+          params: [payerSignedWire(payment), { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }],
         },
       ],
       ctx.signal,
@@ -316,7 +346,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const runtime = runtimeOf(ctx)
     // The core ran verify (with the simulation) just before claiming, on this same context: its
     // checked and signed payment is reused; another context redoes the local steps.
-    const prepared = await preparedOf(ctx)
+    const prepared = await preparedOf(ctx, runtime)
     if (!prepared.ok) return failed(ctx, prepared.reason, prepared.message, '', prepared.payer)
     const { payment, wire, signature } = prepared.signed
     await journal.broadcasting({ transaction: signature, raw: wire })
@@ -401,7 +431,14 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         if (expiredOnce) {
           return failed(ctx, SVM_REASON.transactionExpired, 'the transaction blockhash expired before it landed; it can never land', c.signature, c.payer)
         }
+        // The failure is final and recorded, so give a lagging node one full interval to report a transaction
+        // that landed before the expiry (the poller may run a round early; this wait is exact). The budget bounds it.
         expiredOnce = true
+        try {
+          await sleep(pollIntervalMs, undefined, { signal })
+        } catch {
+          return pendingAnswer(ctx, c)
+        }
         delayMs = 0
         continue
       }
@@ -475,6 +512,12 @@ async function signAsFeePayer(signer: TransactionPartialSigner, payment: Checked
     signatures: Object.freeze({ ...payment.transaction.signatures, ...signatures }),
   })
   return { payment, wire: getBase64EncodedWireTransaction(signed), signature: getSignatureFromTransaction(signed) }
+}
+
+/** The payment as the payer signed it, the fee payer's signature slot empty: what verify simulates. */
+function payerSignedWire(payment: CheckedPayment): string {
+  const transaction = payment.transaction
+  return getBase64EncodedWireTransaction({ ...transaction, signatures: { ...transaction.signatures, [payment.feePayer]: null } })
 }
 
 function readLifetimeAndPayer(transaction: Transaction): { blockhash: Blockhash; payer: string | undefined } | undefined {

@@ -42,6 +42,8 @@ export const SVM_REASON = {
   multipleTransfers: 'invalid_exact_svm_payload_multiple_transfer_instructions',
   /** The transferred mint differs from the required asset. */
   mintMismatch: 'invalid_exact_svm_payload_mint_mismatch',
+  /** The required asset is not an allowed mint of the network (only with `restrictAssets`). */
+  mintNotAllowed: 'invalid_exact_svm_payload_mint_not_allowed',
   /** The destination is not the associated token account of payTo for the mint and token program. */
   recipientMismatch: 'invalid_exact_svm_payload_recipient_mismatch',
   /** The transferred amount differs from the required amount. */
@@ -62,7 +64,7 @@ export const SVM_REASON = {
   blockhashExpired: 'invalid_exact_svm_payload_transaction_blockhash_expired',
   /** A signature in the transaction does not verify. */
   signatureInvalid: 'invalid_exact_svm_payload_signature_invalid',
-  /** The simulation of the fee-payer-signed transaction failed. */
+  /** The simulation of the payer-signed transaction (before the fee payer signs) failed. */
   simulationFailed: 'invalid_exact_svm_transaction_simulation_failed',
   /** Settle: the transaction was sent and its blockhash expired before it landed; it can never land. */
   transactionExpired: 'invalid_exact_svm_transaction_expired',

@@ -6,7 +6,8 @@ const signatureStatusSchema = z.looseObject({
   confirmationStatus: z.enum(['processed', 'confirmed', 'finalized']).nullish(),
   err: z.unknown().nullish(),
 })
-const signatureStatusesSchema = z.looseObject({ value: z.array(signatureStatusSchema.nullable()) })
+/** A `getSignatureStatuses` result; verify's replay check reads the same shape. */
+export const signatureStatusesSchema = z.looseObject({ value: z.array(signatureStatusSchema.nullable()) })
 const blockhashValidSchema = z.looseObject({ value: z.boolean() })
 
 /** A signature's status as `getSignatureStatuses` answers it. */

@@ -130,7 +130,7 @@ export function decodeWireTransaction(base64: string): Transaction | undefined {
  * Applies every rule that needs no chain state to a payment transaction: who
  * pays fees, which programs run, what compute budget it asks for, and that its
  * one transfer moves exactly the required amount of the asset to ATA(payTo).
- * Signatures are left to the simulation (`sigVerify`).
+ * Signatures are not checked here: `exactSvm` checks the payer's before simulating.
  *
  * The central rule is that the fee payer appears in no instruction's accounts:
  * a program can only debit, close onto, or sign with an account an instruction

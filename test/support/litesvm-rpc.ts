@@ -7,7 +7,8 @@
  *
  * Knobs for settlement tests: `hold` keeps sent transactions unprocessed
  * (pending) until `release()`, `drop` discards them (lost by the network),
- * `advanceBlocks(n)` moves the block height so blockhashes expire, and
+ * `advanceBlocks(n)` moves the block height so blockhashes expire,
+ * `hideStatuses` makes getSignatureStatuses lag behind the chain, and
  * `failNext` makes the next requests fail at the HTTP level.
  *
  * @example
@@ -89,6 +90,8 @@ export interface LiteSvmRpc {
   hold: boolean
   /** While true, sent transactions are silently discarded, as a congested network might. */
   drop: boolean
+  /** While true, getSignatureStatuses answers null for every signature, as a node lagging behind the cluster does. */
+  hideStatuses: boolean
   /** Processes the held transactions. */
   release(): void
   /** Moves the block height by `blocks`; blockhashes older than 150 blocks become invalid. */
@@ -189,7 +192,7 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
     getSignatureStatuses: ([signatures]) =>
       context(
         (Array.isArray(signatures) ? signatures : []).map((signature) => {
-          const tx = processed.get(String(signature))
+          const tx = handle.hideStatuses ? undefined : processed.get(String(signature))
           if (!tx) return null
           return { slot: tx.slot, confirmations: null, err: tx.err, status: tx.err ? { Err: tx.err } : { Ok: null }, confirmationStatus: 'finalized' }
         }),
@@ -307,6 +310,7 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
     },
     hold: false,
     drop: false,
+    hideStatuses: false,
     release() {
       for (const tx of held.splice(0)) execute(tx)
     },

@@ -3,7 +3,7 @@
  * loopback JSON-RPC, paid by the official x402 clients (v2 @x402/svm, v1 x402)
  * and by our own transaction builder.
  */
-import { createSolanaRpc, generateKeyPairSigner, type KeyPairSigner } from '@solana/kit'
+import { createSolanaRpc, generateKeyPairSigner, getBase64Encoder, getTransactionDecoder, type KeyPairSigner } from '@solana/kit'
 import { x402Client } from '@x402/core/client'
 import { ExactSvmScheme } from '@x402/svm/exact/client'
 import { createPaymentHeader } from 'x402/client'
@@ -146,7 +146,7 @@ describe('verify and settle real payments', () => {
 
     // A repeated settle answers the original transaction without moving tokens again.
     const again = await f.settle(body)
-    expect(again).toMatchObject({ success: true, transaction: settled.transaction })
+    expect(again).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: settled.transaction })
     expect(tokenBalance(chain.svm, s.payToAta)).toBe(before.payTo + 12_345n)
   })
 
@@ -292,7 +292,151 @@ describe('settlement bounds', () => {
   })
 })
 
+describe('mint allowlist (restrictAssets)', () => {
+  const USDC_DEVNET = '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU'
+  const restricted = (s: PaymentScenario, assets?: readonly string[]) =>
+    facilitator(s, { networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url, restrictAssets: true, ...(assets ? { assets } : {}) }] })
+
+  test('a mint outside assets and the built-in USDC is rejected before any RPC call, and settle sends nothing', async () => {
+    const f = restricted(spl, [t22.mint])
+    const body = await builderBody(spl, 21n)
+    const feePayerBefore = lamportsOf(chain.svm, spl.feePayer.address)
+    chain.resetStats()
+    expect(await f.verify(body)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.mintNotAllowed })
+    expect(await f.settle(body)).toMatchObject({ success: false, errorReason: SVM_REASON.mintNotAllowed, transaction: '' })
+    expect(chain.stats.requests).toBe(0)
+    expect(lamportsOf(chain.svm, spl.feePayer.address)).toBe(feePayerBefore)
+  })
+
+  test('a mint listed in assets verifies and settles; the built-in USDC mint passes the allowlist', async () => {
+    const f = restricted(spl, [spl.mint])
+    const body = await builderBody(spl, 22n)
+    expect(await f.verify(body)).toEqual({ isValid: true, payer: spl.payer.address })
+    expect((await f.settle(body)).success).toBe(true)
+
+    // Requirements in devnet USDC get past the allowlist with no assets listed: the transaction moving
+    // another mint is then refused as a mismatch, not as a mint that is not allowed.
+    const usdcBody = await builderBody(spl, 23n)
+    usdcBody.paymentRequirements.asset = USDC_DEVNET as typeof spl.mint
+    usdcBody.paymentPayload.accepted.asset = USDC_DEVNET as typeof spl.mint
+    expect(await restricted(spl).verify(usdcBody)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.mintMismatch })
+  })
+
+  test('without restrictAssets any mint is accepted; a malformed mint in assets is a configuration error', async () => {
+    const f = facilitator(spl, { networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url, assets: [] }] })
+    expect(await f.verify(await builderBody(spl, 24n))).toMatchObject({ isValid: true })
+    expect(() => exactSvm(adapterConfig(spl, { networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url, assets: ['0xnot-a-mint'], restrictAssets: true }] }))).toThrow(
+      /not a Solana mint/,
+    )
+  })
+})
+
+describe('simulate before signing', () => {
+  test('verify shows the RPC only the payer-signed transaction: no fee payer signature, nothing it could send', async () => {
+    const simulated: string[] = []
+    const asked: unknown[] = []
+    const recording = (network: { urls: readonly string[] }): SvmRpcTransport => {
+      const inner = createHttpRpcTransport({ urls: network.urls })
+      return {
+        request: (calls, signal) => {
+          if (calls.some((c) => c.method === 'simulateTransaction')) {
+            for (const call of calls) {
+              if (call.method === 'simulateTransaction') simulated.push(String(call.params[0]))
+              if (call.method === 'getSignatureStatuses') asked.push(...(call.params[0] as unknown[]))
+            }
+          }
+          return inner.request(calls, signal)
+        },
+      }
+    }
+    const f = facilitator(spl, { rpc: recording })
+    const body = await builderBody(spl, 31n)
+    expect(await f.verify(body)).toEqual({ isValid: true, payer: spl.payer.address })
+    expect(simulated).toHaveLength(1)
+    const seen = getTransactionDecoder().decode(getBase64Encoder().encode(simulated[0]!))
+    expect(seen.signatures[spl.feePayer.address]).toBeNull()
+    expect(seen.signatures[spl.payer.address]).not.toBeNull()
+    // Whoever holds what verify sent cannot land it.
+    await expect(createSolanaRpc(chain.url).sendTransaction(simulated[0]! as never, { encoding: 'base64' }).send()).rejects.toThrow()
+
+    // The replay check asked about the id settle then answers: the signature of the locally co-signed transaction.
+    const settled = await f.settle(body)
+    expect(settled.success).toBe(true)
+    expect(new Set(asked)).toEqual(new Set([settled.transaction]))
+  })
+
+  test('a payer signature that does not verify is rejected before any RPC call', async () => {
+    const f = facilitator(spl)
+    const body = await builderBody(spl, 32n, { memo: 'aaaa' })
+    const wire = new Uint8Array(getBase64Encoder().encode(body.paymentPayload.payload.transaction))
+    wire[wire.lastIndexOf('a'.charCodeAt(0))] = 'b'.charCodeAt(0)
+    const tampered = { ...body, paymentPayload: { ...body.paymentPayload, payload: { transaction: Buffer.from(wire).toString('base64') } } }
+    chain.resetStats()
+    expect(await f.verify(tampered)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.signatureInvalid, payer: spl.payer.address })
+    expect(chain.stats.requests).toBe(0)
+  })
+})
+
 describe('confirmation polling', () => {
+  test('an expired blockhash gets one more full poll interval: a landed transaction a lagging node reports late settles', async () => {
+    const pollIntervalMs = 250
+    let statusesHiddenUntilExpiry = true
+    const lagging = (network: { urls: readonly string[] }): SvmRpcTransport => {
+      const inner = createHttpRpcTransport({ urls: network.urls })
+      return {
+        request: async (calls, signal) => {
+          const outcomes = await inner.request(calls, signal)
+          // The transaction has landed; the node still hides its status, and its blockhash expires meanwhile.
+          if (calls.some((c) => c.method === 'sendTransaction')) chain.advanceBlocks(151)
+          const index = calls.findIndex((c) => c.method === 'isBlockhashValid')
+          const answer = outcomes[index]
+          if (statusesHiddenUntilExpiry && answer?.ok && (answer.result as { value?: unknown }).value === false) {
+            // The node catches up shortly after the first look saw an expired blockhash, well within an interval.
+            statusesHiddenUntilExpiry = false
+            setTimeout(() => {
+              chain.hideStatuses = false
+            }, 60)
+          }
+          return outcomes
+        },
+      }
+    }
+    const f = facilitator(spl, { rpc: lagging, pollIntervalMs, confirmTimeoutMs: 5_000 })
+    const body = await builderBody(spl, 33n)
+    const before = tokenBalance(chain.svm, spl.payToAta)
+    chain.hideStatuses = true
+    const answer = await f.settle(body).finally(() => {
+      chain.hideStatuses = false
+    })
+    expect(answer).toMatchObject({ success: true })
+    expect(answer.transaction).not.toBe('')
+    expect(tokenBalance(chain.svm, spl.payToAta)).toBe(before + 33n)
+  })
+
+  test('the wait after an expired blockhash ends with settlement_pending when the request budget runs out', async () => {
+    const expiringAfterSend = (network: { urls: readonly string[] }): SvmRpcTransport => {
+      const inner = createHttpRpcTransport({ urls: network.urls })
+      return {
+        request: async (calls, signal) => {
+          const outcomes = await inner.request(calls, signal)
+          if (calls.some((c) => c.method === 'sendTransaction')) chain.advanceBlocks(151)
+          return outcomes
+        },
+      }
+    }
+    const f = facilitator(spl, { rpc: expiringAfterSend, pollIntervalMs: 5_000, confirmTimeoutMs: 60_000 }, { timeouts: { settleMs: 600 } })
+    const body = await builderBody(spl, 34n)
+    chain.drop = true
+    const started = performance.now()
+    const answer = await f.settle(body).finally(() => {
+      chain.drop = false
+    })
+    expect(performance.now() - started).toBeLessThan(3_000)
+    expect(answer).toMatchObject({ success: false, errorReason: 'settlement_pending' })
+    expect(answer.transaction).not.toBe('')
+  })
+
+
   test('concurrent settlements share status polls: one getSignatureStatuses asks about all of them', async () => {
     const polled: number[] = []
     const counting = (network: { urls: readonly string[] }): SvmRpcTransport => {
@@ -310,11 +454,13 @@ describe('confirmation polling', () => {
         },
       }
     }
-    const f = facilitator(spl, { rpc: counting, pollIntervalMs: 20 })
+    // Sends of one burst spread over tens of ms on a loaded machine; waiters due within half an interval
+    // share a round, so the interval must exceed twice that spread for the rounds to converge.
+    const f = facilitator(spl, { rpc: counting, pollIntervalMs: 100 })
     const bodies = await Promise.all(Array.from({ length: 8 }, (_, i) => builderBody(spl, BigInt(40 + i))))
     chain.hold = true
     const settling = Promise.all(bodies.map((body) => f.settle(body)))
-    await new Promise((resolve) => setTimeout(resolve, 150))
+    await new Promise((resolve) => setTimeout(resolve, 450))
     chain.hold = false
     chain.release()
     const answers = await settling

@@ -113,7 +113,13 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
       else result = await route(call, path)
     } catch (error) {
       const fault = toFacilitatorError(error)
-      if (fault.status >= 500) options.onError?.(fault, call.request())
+      if (fault.status >= 500) {
+        try {
+          options.onError?.(fault, call.request())
+        } catch {
+          // A failing logger must not turn an answer into a crash.
+        }
+      }
       result = faultAnswer(fault, path)
     }
     if (cors) {

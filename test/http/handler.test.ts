@@ -158,4 +158,13 @@ describe('web handler', () => {
     expect(JSON.parse(text)).toEqual({ error: 'internal error', code: 'internal_error' })
     expect(errors).toHaveLength(1)
   })
+
+  it('still answers when the error hook itself throws', async () => {
+    const adapter = createLedgerAdapter()
+    const leaky = { ...adapter, verify: () => Promise.reject(new Error('boom')) }
+    const handle = createHandler(createFacilitator({ schemes: [leaky] }), { onError: () => { throw new Error('logger down') } })
+    const response = await handle(post('/verify', ledgerBody(adapter, { from: 'a', to: 'b', value: '1', nonce: 'n' })))
+    expect(response.status).toBe(500)
+    expect(await response.json()).toEqual({ error: 'internal error', code: 'internal_error' })
+  })
 })

@@ -1,11 +1,13 @@
-import { createPublicClient, fallback, http, type Address, type PublicClient } from 'viem'
+import { createPublicClient, fallback, type Address, type PublicClient } from 'viem'
 import type { AdapterNetwork } from '../core/adapter.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { describeNetwork, evmChainId, type Caip2Network } from '../networks/networks.js'
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
+import { createKeepAliveAgents, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
+import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
 
 // viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
@@ -30,6 +32,8 @@ export interface NetworkRuntime {
   readonly assets: AssetTable
   readonly restrictAssets: boolean
   readonly signers: readonly SignerSlot[]
+  /** The one receipt poller of this network, shared by every settle. */
+  readonly receipts: ReceiptPoller
   /** A recent fee quote, shared by concurrent settles. */
   fees(): Promise<FeeQuote>
 }
@@ -54,7 +58,10 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // Behind a fallback a failing URL hands over at once (the fallback retries the whole list itself);
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
-  const makeTransport = config.transport ?? ((url: string) => http(url, { retryCount, timeout: rpcTimeoutMs }))
+  // One keep-alive pool per network; receipt lookups issued together travel as one JSON-RPC batch.
+  const agents = createKeepAliveAgents()
+  const batchMethods = new Set(['eth_getTransactionReceipt'])
+  const makeTransport = config.transport ?? ((url: string) => keepAliveHttp(url, { retryCount, timeoutMs: rpcTimeoutMs, agents, batchMethods }))
   const transports = entry.rpcUrls.map((url) => makeTransport(url))
   const [only] = transports
   const client = createPublicClient({
@@ -104,6 +111,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     assets,
     restrictAssets: entry.restrictAssets ?? false,
     signers: slots,
+    receipts: createReceiptPoller((hash) => client.request({ method: 'eth_getTransactionReceipt', params: [hash] })),
     fees,
   }
 }

@@ -2,6 +2,7 @@ import { keccak256, type Address, type Hex } from 'viem'
 import type { BroadcastRecord } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
+import type { ReceiptOutcome } from './receipt-poller.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
 
 /** A call the facilitator pays for. */
@@ -114,48 +115,18 @@ export async function resend(runtime: NetworkRuntime, raw: Hex): Promise<'sent' 
   }
 }
 
-/** Outcome of waiting for a receipt. */
-export type ReceiptOutcome = { status: 'success' | 'reverted'; blockNumber: bigint } | { status: 'pending' }
+export type { ReceiptOutcome } from './receipt-poller.js'
 
 /**
- * Polls for the receipt of `hash` until it appears, `timeoutMs` passes or
- * `signal` aborts. Polling starts at once and backs off to `maxIntervalMs`.
- * RPC errors while polling are retried: the transaction is already out, so
- * only a pending answer (which keeps the hash) may end the wait early.
+ * Waits for the receipt of `hash` through the network's shared poller until it
+ * appears, `timeoutMs` passes or `signal` aborts. Lookups start at once and back
+ * off to `maxIntervalMs`. RPC errors while polling are retried: the transaction
+ * is already out, so only a pending answer (which keeps the hash) may end the wait early.
  */
-export async function waitForReceipt(
+export function waitForReceipt(
   runtime: NetworkRuntime,
   hash: Hex,
   options: { timeoutMs: number; maxIntervalMs: number; signal: AbortSignal },
 ): Promise<ReceiptOutcome> {
-  const deadline = Date.now() + options.timeoutMs
-  let interval = 25
-  for (;;) {
-    if (options.signal.aborted) return { status: 'pending' }
-    try {
-      const receipt = await withDeadline(
-        runtime.client.request({ method: 'eth_getTransactionReceipt', params: [hash] }),
-        options.signal,
-      )
-      if (receipt) return { status: receipt.status === '0x1' ? 'success' : 'reverted', blockNumber: BigInt(receipt.blockNumber) }
-    } catch {
-      // Transient: keep polling until the bound.
-    }
-    const remaining = deadline - Date.now()
-    if (remaining <= 0) return { status: 'pending' }
-    await sleep(Math.min(interval, remaining), options.signal)
-    interval = Math.min(interval * 2, options.maxIntervalMs)
-  }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-    function done() {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-  })
+  return runtime.receipts.wait(hash, options)
 }

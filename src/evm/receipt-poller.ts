@@ -1,0 +1,147 @@
+import type { Hex } from 'viem'
+
+/** What a receipt lookup answers: the fields settle reads, or `null` while the transaction is not mined. */
+export interface ReceiptSummary {
+  readonly status: string
+  readonly blockNumber: string
+}
+
+/** Outcome of waiting for a receipt. */
+export type ReceiptOutcome = { status: 'success' | 'reverted'; blockNumber: bigint } | { status: 'pending' }
+
+/** The bounds of one wait. */
+export interface ReceiptWait {
+  /** How long to wait for the receipt; 0 asks once. */
+  readonly timeoutMs: number
+  /** Longest pause between two lookups of this hash (lookups start fast and back off). */
+  readonly maxIntervalMs: number
+  /** Ends the wait with a pending outcome at once. */
+  readonly signal: AbortSignal
+}
+
+/** One network's receipt poller, shared by every settle waiting on that network. */
+export interface ReceiptPoller {
+  /**
+   * Resolves when the receipt of `hash` appears, `timeoutMs` passes or `signal` aborts
+   * (then `pending`). Lookup errors are retried: the transaction is already out, so only
+   * a pending answer (which keeps the hash) may end the wait early. Never rejects.
+   */
+  wait(hash: Hex, options: ReceiptWait): Promise<ReceiptOutcome>
+  /** Hashes currently waited for. */
+  pending(): number
+}
+
+const FIRST_INTERVAL_MS = 25
+
+interface Waiter {
+  readonly hash: Hex
+  readonly deadline: number
+  readonly maxIntervalMs: number
+  readonly signal: AbortSignal
+  interval: number
+  /** When this hash is next looked up. */
+  due: number
+  /** A lookup for this waiter is on the way. */
+  checking: boolean
+  finish(outcome: ReceiptOutcome): void
+}
+
+/**
+ * One polling loop per network instead of one per settle: every tick looks up
+ * the hashes that are due, all issued in the same tick so the default transport
+ * sends them as one JSON-RPC batch (one HTTP request however many settles wait).
+ * Each hash keeps its own schedule (at once, then 25 ms doubling up to its
+ * `maxIntervalMs`, never past its deadline); a hash due within a quarter of its interval
+ * joins the current tick rather than costing a request of its own. When nothing
+ * is pending, no timer is left behind; while something is, the timer keeps the
+ * process alive, as a settle awaiting its receipt always did.
+ *
+ * @example
+ * const receipts = createReceiptPoller((hash) => client.request({ method: 'eth_getTransactionReceipt', params: [hash] }))
+ * const outcome = await receipts.wait(hash, { timeoutMs: 30_000, maxIntervalMs: 1_000, signal })
+ */
+export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummary | null | undefined>): ReceiptPoller {
+  const waiters = new Set<Waiter>()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let timerAt = Number.POSITIVE_INFINITY
+
+  const schedule = () => {
+    let next = Number.POSITIVE_INFINITY
+    for (const waiter of waiters) if (!waiter.checking && waiter.due < next) next = waiter.due
+    if (next === timerAt) return
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    timerAt = next
+    if (next === Number.POSITIVE_INFINITY) return
+    timer = setTimeout(tick, Math.max(0, next - Date.now()))
+  }
+
+  function tick() {
+    timer = undefined
+    timerAt = Number.POSITIVE_INFINITY
+    const now = Date.now()
+    const due = new Map<Hex, Waiter[]>()
+    for (const waiter of waiters) {
+      if (waiter.checking || waiter.due > now + waiter.interval / 4) continue
+      waiter.checking = true
+      const same = due.get(waiter.hash)
+      if (same) same.push(waiter)
+      else due.set(waiter.hash, [waiter])
+    }
+    // Issued in one synchronous loop: the transport batches them.
+    for (const [hash, group] of due) void check(hash, group)
+    schedule()
+  }
+
+  async function check(hash: Hex, group: readonly Waiter[]) {
+    let receipt: ReceiptSummary | null | undefined
+    try {
+      receipt = await lookup(hash)
+    } catch {
+      // Transient: keep polling until the bound.
+    }
+    const now = Date.now()
+    for (const waiter of group) {
+      waiter.checking = false
+      if (!waiters.has(waiter)) continue
+      if (receipt) {
+        waiter.finish({ status: receipt.status === '0x1' ? 'success' : 'reverted', blockNumber: BigInt(receipt.blockNumber) })
+      } else if (now >= waiter.deadline) {
+        waiter.finish({ status: 'pending' })
+      } else {
+        waiter.due = Math.min(now + waiter.interval, waiter.deadline)
+        waiter.interval = Math.min(waiter.interval * 2, waiter.maxIntervalMs)
+      }
+    }
+    schedule()
+  }
+
+  return {
+    wait(hash, options) {
+      if (options.signal.aborted) return Promise.resolve({ status: 'pending' })
+      return new Promise<ReceiptOutcome>((resolve) => {
+        const now = Date.now()
+        const onAbort = () => waiter.finish({ status: 'pending' })
+        const waiter: Waiter = {
+          hash,
+          deadline: now + options.timeoutMs,
+          maxIntervalMs: options.maxIntervalMs,
+          signal: options.signal,
+          interval: FIRST_INTERVAL_MS,
+          due: now,
+          checking: false,
+          finish(outcome) {
+            if (!waiters.delete(waiter)) return
+            options.signal.removeEventListener('abort', onAbort)
+            resolve(outcome)
+            schedule()
+          },
+        }
+        waiters.add(waiter)
+        options.signal.addEventListener('abort', onAbort, { once: true })
+        schedule()
+      })
+    },
+    pending: () => waiters.size,
+  }
+}

@@ -1,0 +1,54 @@
+import type { Hex } from 'viem'
+import { describe, expect, it } from 'vitest'
+import { createReceiptPoller, type ReceiptSummary } from '../../src/evm/receipt-poller.js'
+
+const hash = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`
+
+describe('shared receipt poller', () => {
+  it('looks up every waiting hash in the same tick and resolves each waiter', async () => {
+    const mined = new Map<Hex, ReceiptSummary>()
+    const ticks: Hex[][] = []
+    let current: Hex[] | undefined
+    const poller = createReceiptPoller(async (h) => {
+      if (!current) {
+        current = []
+        ticks.push(current)
+        queueMicrotask(() => (current = undefined))
+      }
+      current.push(h)
+      return mined.get(h) ?? null
+    })
+    const signal = new AbortController().signal
+    const waits = Array.from({ length: 20 }, (_, i) => poller.wait(hash(i), { timeoutMs: 5_000, maxIntervalMs: 50, signal }))
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    for (let i = 0; i < 20; i++) mined.set(hash(i), { status: i % 2 ? '0x1' : '0x0', blockNumber: '0x7' })
+    const outcomes = await Promise.all(waits)
+    expect(outcomes[1]).toEqual({ status: 'success', blockNumber: 7n })
+    expect(outcomes[0]).toEqual({ status: 'reverted', blockNumber: 7n })
+    // Lookups travel together: far fewer ticks than lookups.
+    expect(ticks.length).toBeLessThan(5)
+    expect(ticks[0]).toHaveLength(20)
+    expect(poller.pending()).toBe(0)
+  })
+
+  it('respects each waiter own bound and abort signal, and retries failed lookups', async () => {
+    let calls = 0
+    const poller = createReceiptPoller(async () => {
+      calls++
+      throw new Error('node down')
+    })
+    const aborting = new AbortController()
+    const started = Date.now()
+    const short = poller.wait(hash(1), { timeoutMs: 120, maxIntervalMs: 40, signal: new AbortController().signal })
+    const aborted = poller.wait(hash(2), { timeoutMs: 5_000, maxIntervalMs: 40, signal: aborting.signal })
+    setTimeout(() => aborting.abort(), 30)
+    expect(await aborted).toEqual({ status: 'pending' })
+    expect(await short).toEqual({ status: 'pending' })
+    expect(Date.now() - started).toBeGreaterThanOrEqual(110)
+    expect(calls).toBeGreaterThan(2)
+    expect(poller.pending()).toBe(0)
+    // timeoutMs 0 asks once.
+    const once = await poller.wait(hash(3), { timeoutMs: 0, maxIntervalMs: 40, signal: new AbortController().signal })
+    expect(once).toEqual({ status: 'pending' })
+  })
+})

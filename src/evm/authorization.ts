@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { Address, Hex } from 'viem'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
+import type { AuthorizationMessage } from './typed-data.js'
 
 const UINT256_MAX = (1n << 256n) - 1n
 
@@ -43,13 +44,7 @@ export const exactEvmPayloadSchema = z.object({
 })
 
 /** A validated EIP-3009 authorization with its numbers as bigints. */
-export interface ExactEvmAuthorization {
-  readonly from: Address
-  readonly to: Address
-  readonly value: bigint
-  readonly validAfter: bigint
-  readonly validBefore: bigint
-  readonly nonce: Hex
+export interface ExactEvmAuthorization extends AuthorizationMessage {
   /** The token named in the payload, when the client sent one (SPEC.md form). */
   readonly asset: Address | undefined
 }

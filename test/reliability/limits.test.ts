@@ -4,17 +4,15 @@
  * 503 `signer_busy` with Retry-After, nothing is claimed or sent, and the same
  * payment settles once a slot frees up.
  */
-import { createSolanaRpc } from '@solana/kit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/core/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
-import { buildExactSvmTransaction } from '../../src/svm/build-transaction.js'
 import { exactSvm } from '../../src/svm/exact-svm.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
-import { createPaymentScenario, type PaymentScenario, startSolanaTestRpc, tokenBalance } from '../support/svm-fixtures.js'
+import { createPaymentScenario, type PaymentScenario, scenarioPaymentBody, startSolanaTestRpc, tokenBalance } from '../support/svm-fixtures.js'
 import { authorizationsUsed, body, postJson, serve } from './support.js'
 
 /** Polls `probe` until it holds (bounded). */
@@ -99,22 +97,8 @@ describe('maxInFlightSettlesPerSigner on Solana', () => {
     await chain?.close()
   })
 
-  async function payment(amount: bigint) {
-    const requirements = { scheme: 'exact', network: SOLANA_DEVNET, amount: amount.toString(), asset: s.mint, payTo: s.payTo, maxTimeoutSeconds: 60, extra: { feePayer: s.feePayer.address } }
-    const { value: blockhash } = await createSolanaRpc(chain.url).getLatestBlockhash().send()
-    const transaction = await buildExactSvmTransaction({
-      payer: s.payer,
-      feePayer: s.feePayer.address,
-      mint: s.mint,
-      payTo: s.payTo,
-      amount,
-      decimals: s.decimals,
-      tokenProgram: s.tokenProgram,
-      blockhash,
-      memo: crypto.randomUUID(),
-    })
-    return { x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements }
-  }
+  const payment = (amount: bigint) => scenarioPaymentBody(chain.url, s, amount)
+
 
   it('answers 503 signer_busy while the fee payer is at its bound, then settles the same payment', async () => {
     const facilitator = createFacilitator({

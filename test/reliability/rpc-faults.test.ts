@@ -5,7 +5,6 @@
  * broadcast must keep its transaction id, a second RPC URL must take over,
  * and nothing may wait past the configured budgets.
  */
-import { createSolanaRpc } from '@solana/kit'
 import type { Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/core/facilitator.js'
@@ -14,13 +13,12 @@ import { REJECTION } from '../../src/errors/reasons.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
-import { buildExactSvmTransaction } from '../../src/svm/build-transaction.js'
 import { exactSvm } from '../../src/svm/exact-svm.js'
 import { tokenBalance as evmTokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy, type FaultMode, type FaultProxy } from '../support/fault-proxy.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
-import { createPaymentScenario, type PaymentScenario, startSolanaTestRpc, tokenBalance } from '../support/svm-fixtures.js'
+import { createPaymentScenario, type PaymentScenario, scenarioPaymentBody, startSolanaTestRpc, tokenBalance } from '../support/svm-fixtures.js'
 import { authorizationsUsed, body, nonceSum, timed } from './support.js'
 
 const VERIFY_MS = 1_000
@@ -202,30 +200,8 @@ describe('Solana behind the fault proxy (LiteSVM RPC)', () => {
       schemes: [exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrls }], feePayers: [s.feePayer], pollIntervalMs: 20, confirmTimeoutMs: 1_500, rpcTimeoutMs: 600 })],
       timeouts: { verifyMs: VERIFY_MS, settleMs: SETTLE_MS },
     })
-  const payment = async (amount = 1_000n) => {
-    const requirements = {
-      scheme: 'exact',
-      network: SOLANA_DEVNET,
-      amount: amount.toString(),
-      asset: s.mint,
-      payTo: s.payTo,
-      maxTimeoutSeconds: 60,
-      extra: { feePayer: s.feePayer.address },
-    }
-    const { value: blockhash } = await createSolanaRpc(chain.url).getLatestBlockhash().send()
-    const transaction = await buildExactSvmTransaction({
-      payer: s.payer,
-      feePayer: s.feePayer.address,
-      mint: s.mint,
-      payTo: s.payTo,
-      amount,
-      decimals: s.decimals,
-      tokenProgram: s.tokenProgram,
-      blockhash,
-      memo: crypto.randomUUID(),
-    })
-    return { x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements }
-  }
+  const payment = (amount = 1_000n) => scenarioPaymentBody(chain.url, s, amount)
+
 
   it('verify answers within its budget under every fault mode, with a clear code', async () => {
     const f = facilitatorVia([proxy.url])

@@ -13,6 +13,7 @@
 import {
   type Address,
   appendTransactionMessageInstructions,
+  createSolanaRpc,
   createTransactionMessage,
   generateKeyPairSigner,
   type Instruction,
@@ -33,6 +34,8 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from '@solana-program/token'
 import { FailedTransactionMetadata, LiteSVM } from 'litesvm'
+import { SOLANA_DEVNET } from '../../src/networks/networks.js'
+import { buildExactSvmTransaction } from '../../src/svm/build-transaction.js'
 import { type LiteSvmRpc, type LiteSvmRpcOptions, startLiteSvmRpc } from './litesvm-rpc.js'
 
 export const TOKEN_2022_PROGRAM = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb' as Address
@@ -177,4 +180,50 @@ export function tokenBalance(svm: LiteSVM, account: Address): bigint {
 /** The lamports of an account (0 when it does not exist). */
 export function lamportsOf(svm: LiteSVM, account: Address): bigint {
   return svm.getBalance(account) ?? 0n
+}
+
+/** v2 requirements for a scenario on `solana-devnet`, naming its fee payer. */
+export function scenarioRequirements(s: PaymentScenario, amount: bigint, extra: Record<string, unknown> = {}) {
+  return {
+    scheme: 'exact',
+    network: SOLANA_DEVNET as typeof SOLANA_DEVNET,
+    amount: amount.toString(),
+    asset: s.mint,
+    payTo: s.payTo,
+    maxTimeoutSeconds: 60,
+    extra: { feePayer: s.feePayer.address, ...extra },
+  }
+}
+
+export interface ScenarioPaymentOptions {
+  /** A memo; by default a random one, so that two payments never share a signature. Pass `null` for none. */
+  memo?: string | null
+  extra?: Record<string, unknown>
+  /** Who pays. @default the scenario's payer */
+  payer?: KeyPairSigner
+}
+
+/**
+ * A v2 verify/settle body for a scenario, the transaction built by our own
+ * builder on the RPC's latest blockhash.
+ *
+ * @example
+ * const body = await scenarioPaymentBody(chain.url, s, 1_000n)
+ */
+export async function scenarioPaymentBody(rpcUrl: string, s: PaymentScenario, amount: bigint, options: ScenarioPaymentOptions = {}) {
+  const requirements = scenarioRequirements(s, amount, options.extra)
+  const { value: blockhash } = await createSolanaRpc(rpcUrl).getLatestBlockhash().send()
+  const memo = options.memo === undefined ? crypto.randomUUID() : options.memo
+  const transaction = await buildExactSvmTransaction({
+    payer: options.payer ?? s.payer,
+    feePayer: s.feePayer.address,
+    mint: s.mint,
+    payTo: s.payTo,
+    amount,
+    decimals: s.decimals,
+    tokenProgram: s.tokenProgram,
+    blockhash,
+    ...(memo === null ? {} : { memo }),
+  })
+  return { x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements }
 }

@@ -3,7 +3,7 @@
  * loopback JSON-RPC, paid by the official x402 clients (v2 @x402/svm, v1 x402)
  * and by our own transaction builder.
  */
-import { createSolanaRpc, generateKeyPairSigner, getBase64Encoder, getTransactionDecoder, type KeyPairSigner } from '@solana/kit'
+import { createSolanaRpc, generateKeyPairSigner, getBase64Encoder, getTransactionDecoder } from '@solana/kit'
 import { x402Client } from '@x402/core/client'
 import { ExactSvmScheme } from '@x402/svm/exact/client'
 import { createPaymentHeader } from 'x402/client'
@@ -20,6 +20,9 @@ import {
   startSolanaTestRpc,
   TOKEN_2022_PROGRAM,
   tokenBalance,
+  scenarioPaymentBody,
+  type ScenarioPaymentOptions,
+  scenarioRequirements,
 } from '../support/svm-fixtures.js'
 
 let chain: LiteSvmRpc
@@ -43,9 +46,7 @@ function facilitator(s: PaymentScenario, overrides: Partial<ExactSvmConfig> = {}
   return createFacilitator({ schemes: [exactSvm(adapterConfig(s, overrides))], ...extra })
 }
 
-function requirementsV2(s: PaymentScenario, amount: bigint, extra: Record<string, unknown> = {}) {
-  return { scheme: 'exact', network: SOLANA_DEVNET as typeof SOLANA_DEVNET, amount: amount.toString(), asset: s.mint, payTo: s.payTo, maxTimeoutSeconds: 60, extra: { feePayer: s.feePayer.address, ...extra } }
-}
+const requirementsV2 = scenarioRequirements
 function requirementsV1(s: PaymentScenario, amount: bigint) {
   return {
     scheme: 'exact',
@@ -70,21 +71,8 @@ async function officialV2Body(s: PaymentScenario, amount: bigint, extra: Record<
 }
 
 /** A v2 body paid by our own builder. */
-async function builderBody(s: PaymentScenario, amount: bigint, options: { memo?: string; extra?: Record<string, unknown>; payer?: KeyPairSigner } = {}) {
-  const requirements = requirementsV2(s, amount, options.extra)
-  const { value: blockhash } = await createSolanaRpc(chain.url).getLatestBlockhash().send()
-  const transaction = await buildExactSvmTransaction({
-    payer: options.payer ?? s.payer,
-    feePayer: s.feePayer.address,
-    mint: s.mint,
-    payTo: s.payTo,
-    amount,
-    decimals: s.decimals,
-    tokenProgram: s.tokenProgram,
-    blockhash,
-    memo: options.memo ?? crypto.randomUUID(),
-  })
-  return { x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction } }, paymentRequirements: requirements }
+function builderBody(s: PaymentScenario, amount: bigint, options: ScenarioPaymentOptions = {}) {
+  return scenarioPaymentBody(chain.url, s, amount, options)
 }
 
 describe('supported', () => {

@@ -1,17 +1,6 @@
-import { Agent as HttpAgent, request as httpRequest } from 'node:http'
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
+import { type KeepAliveAgents, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
 
-/** Keep-alive connection pools, one pair per network runtime (never module state). */
-export interface KeepAliveAgents {
-  readonly 'http:': HttpAgent
-  readonly 'https:': HttpsAgent
-}
-
-/** A fresh pair of keep-alive connection pools. */
-export function createKeepAliveAgents(): KeepAliveAgents {
-  return { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) }
-}
 
 /** Options of {@link keepAliveHttp}. */
 export interface KeepAliveHttpOptions {
@@ -58,7 +47,7 @@ interface Queued {
  * mapping behave exactly as with `http(url, { retryCount, timeout })`.
  *
  * @example
- * const agents = createKeepAliveAgents()
+ * const agents = createKeepAliveAgents() // from ../transport/keep-alive-post.js
  * const client = createPublicClient({ transport: keepAliveHttp(url, { timeoutMs: 4_000, retryCount: 1, agents }) })
  */
 export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Transport {
@@ -150,59 +139,28 @@ const isRpcError = (data: unknown): data is { error: { code: number; message: st
 }
 
 /** One POST, read whole and parsed; failures as viem's `http()` reports them. */
-function exchange(target: Target, body: RpcBody | RpcBody[], timeoutMs: number, agents: KeepAliveAgents): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const protocol = target.url.protocol
-    if (protocol !== 'http:' && protocol !== 'https:') {
-      return reject(new HttpRequestError({ body, cause: new Error(`unsupported protocol ${protocol}`), url: target.href }))
-    }
-    const payload = JSON.stringify(body)
-    let settled = false
-    let timedOut = false
-    const finish = (error: unknown, value?: unknown) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      if (error === undefined) resolve(value)
-      else reject(error)
-    }
-    const fail = (cause: unknown) =>
-      finish(timedOut ? new TimeoutError({ body, url: target.href }) : new HttpRequestError({ body, cause: cause as Error, url: target.href }))
-    const send = protocol === 'https:' ? httpsRequest : httpRequest
-    const request = send(
-      target.url,
-      { method: 'POST', agent: agents[protocol], headers: { ...target.headers, 'content-length': Buffer.byteLength(payload) } },
-      (response) => {
-        const chunks: Buffer[] = []
-        response.on('data', (chunk: Buffer) => chunks.push(chunk))
-        response.on('error', fail)
-        response.on('end', () => {
-          if (settled) return
-          const status = response.statusCode ?? 0
-          const ok = status >= 200 && status <= 299
-          const text = Buffer.concat(chunks).toString('utf8')
-          let data: unknown
-          try {
-            data = JSON.parse(text || '{}')
-          } catch (error) {
-            if (ok || response.headers['content-type']?.startsWith('application/json')) return fail(error)
-            data = { error: text }
-          }
-          if (ok) return finish(undefined, data)
-          // A server that rejects a whole batch replies with a single error, bare or in a one-element array.
-          const error = Array.isArray(body) && Array.isArray(data) && data.length === 1 ? data[0] : data
-          if (isRpcError(error)) return finish(new RpcRequestError({ body, error: error.error, status, url: target.href }))
-          const details = JSON.stringify((data as { error?: unknown }).error) || response.statusMessage || `HTTP ${status}`
-          finish(new HttpRequestError({ body, details, status, url: target.href }))
-        })
-      },
-    )
-    const timer = setTimeout(() => {
-      timedOut = true
-      fail(new Error(`no answer within ${timeoutMs} ms`))
-      request.destroy()
-    }, timeoutMs)
-    request.on('error', fail)
-    request.end(payload)
-  })
+async function exchange(target: Target, body: RpcBody | RpcBody[], timeoutMs: number, agents: KeepAliveAgents): Promise<unknown> {
+  let answer: PostAnswer
+  try {
+    answer = await postKeepAlive(target.url, JSON.stringify(body), { agents, headers: target.headers, timeoutMs })
+  } catch (error) {
+    const failure = error instanceof PostFailure ? error : new PostFailure(false, error)
+    if (failure.timedOut) throw new TimeoutError({ body, url: target.href })
+    throw new HttpRequestError({ body, cause: failure.cause as Error, url: target.href })
+  }
+  const { status } = answer
+  const ok = status >= 200 && status <= 299
+  let data: unknown
+  try {
+    data = JSON.parse(answer.text || '{}')
+  } catch (error) {
+    if (ok || answer.contentType?.startsWith('application/json')) throw new HttpRequestError({ body, cause: error as Error, url: target.href })
+    data = { error: answer.text }
+  }
+  if (ok) return data
+  // A server that rejects a whole batch replies with a single error, bare or in a one-element array.
+  const error = Array.isArray(body) && Array.isArray(data) && data.length === 1 ? data[0] : data
+  if (isRpcError(error)) throw new RpcRequestError({ body, error: error.error, status, url: target.href })
+  const details = JSON.stringify((data as { error?: unknown }).error) || answer.statusMessage || `HTTP ${status}`
+  throw new HttpRequestError({ body, details, status, url: target.href })
 }

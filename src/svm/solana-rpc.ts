@@ -1,6 +1,5 @@
-import { Agent as HttpAgent, request as httpRequest } from 'node:http'
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { FacilitatorError } from '../errors/facilitator-error.js'
+import { createKeepAliveAgents, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
 export interface RpcCall {
@@ -106,61 +105,23 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   }
 }
 
-/**
- * Node's own HTTP client over keep-alive agents owned by the transport: per
- * request it costs a fraction of what fetch does (no web streams, no signal
- * composition), and every verify and settle is one or more RPC requests.
- */
+/** Node's own HTTP client over keep-alive agents owned by the transport (see keep-alive-post.ts). */
 function nodeExchange(headers: Record<string, string>, timeoutMs: number): Exchange {
-  const agents = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) }
-  return (url, body, signal) =>
-    new Promise<HttpAnswer>((resolve, reject) => {
-      let target: URL
-      try {
-        target = new URL(url)
-      } catch (error) {
-        return reject(new ExchangeFault(false, error))
-      }
-      const protocol = target.protocol
-      if (protocol !== 'http:' && protocol !== 'https:') return reject(new ExchangeFault(false, new Error(`unsupported protocol ${protocol}`)))
-      if (signal?.aborted) return reject(new ExchangeFault(false, signal.reason))
-      let timedOut = false
-      let settled = false
-      const fail = (error: unknown) => {
-        if (settled) return
-        settled = true
-        cleanup()
-        reject(new ExchangeFault(timedOut, error))
-      }
-      const send = protocol === 'https:' ? httpsRequest : httpRequest
-      const request = send(
-        target,
-        { method: 'POST', agent: agents[protocol], headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
-        (response) => {
-          const chunks: Buffer[] = []
-          response.on('data', (chunk: Buffer) => chunks.push(chunk))
-          response.on('error', fail)
-          response.on('end', () => {
-            if (settled) return
-            settled = true
-            cleanup()
-            resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') })
-          })
-        },
-      )
-      const timer = setTimeout(() => {
-        timedOut = true
-        request.destroy(new Error(`no answer within ${timeoutMs} ms`))
-      }, timeoutMs)
-      const onAbort = () => request.destroy(new Error('aborted by the caller'))
-      signal?.addEventListener('abort', onAbort, { once: true })
-      function cleanup() {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
-      }
-      request.on('error', fail)
-      request.end(body)
-    })
+  const agents = createKeepAliveAgents()
+  return async (url, body, signal) => {
+    let target: URL
+    try {
+      target = new URL(url)
+    } catch (error) {
+      throw new ExchangeFault(false, error)
+    }
+    try {
+      const answer = await postKeepAlive(target, body, { agents, headers, timeoutMs, ...(signal ? { signal } : {}) })
+      return { status: answer.status, text: answer.text }
+    } catch (error) {
+      throw error instanceof PostFailure ? new ExchangeFault(error.timedOut, error.cause) : new ExchangeFault(false, error)
+    }
+  }
 }
 
 /** The exchange through a caller-supplied fetch. */

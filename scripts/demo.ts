@@ -40,7 +40,7 @@ import {
 import { exactEvm } from 'x402-facilitator/evm'
 import { exactSvm } from 'x402-facilitator/svm'
 import { startNodeHttpServer } from '../examples/node-http/server.js'
-import { listen } from '../test/interop/listen.js'
+import { listen } from '../test/support/listen.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { createPaymentScenario, startSolanaTestRpc, tokenBalance } from '../test/support/svm-fixtures.js'
 

@@ -21,7 +21,7 @@ import { settleResponseSchema } from '../../src/schemas/messages.js'
 import { exactEvm } from '../../src/evm/index.js'
 import { startNodeHttpServer } from '../../examples/node-http/server.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { listen, type LoopbackServer } from './listen.js'
+import { listen, type LoopbackServer } from '../support/listen.js'
 
 const PRICE = 10_000n // 0.01 of a 6-decimal token
 

@@ -24,7 +24,7 @@ import { settleResponseSchema } from '../../src/schemas/messages.js'
 import { exactSvm } from '../../src/svm/index.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import { createPaymentScenario, type PaymentScenario, startSolanaTestRpc, tokenBalance } from '../support/svm-fixtures.js'
-import { listen, type LoopbackServer } from './listen.js'
+import { listen, type LoopbackServer } from '../support/listen.js'
 
 const PRICE = 10_000n // 0.01 of a 6-decimal token
 

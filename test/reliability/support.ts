@@ -3,7 +3,6 @@
  * node:http server, JSON POSTs with timings, a dead loopback port, and the
  * on-chain facts the races and crash tests count.
  */
-import { createServer as createHttpServer } from 'node:http'
 import { createServer as createTcpServer, type AddressInfo } from 'node:net'
 import { parseEventLogs, type Address, type Hex } from 'viem'
 import type { Facilitator } from '../../src/core/facilitator.js'
@@ -12,6 +11,7 @@ import { createNodeListener } from '../../src/http/node-listener.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
 import type { EvmFixture } from '../support/evm-fixture.js'
+import { listen } from '../support/listen.js'
 
 export const body = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements) => ({
   x402Version: paymentPayload.x402Version,
@@ -20,18 +20,8 @@ export const body = (paymentPayload: PaymentPayload, paymentRequirements: Paymen
 })
 
 /** A facilitator served by the library's node:http listener on a loopback port. */
-export async function serve(facilitator: Pick<Facilitator, 'supported' | 'verify' | 'settle'>, options: HandlerOptions = {}) {
-  const server = createHttpServer(createNodeListener(createHandler(facilitator, options)))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
+export function serve(facilitator: Pick<Facilitator, 'supported' | 'verify' | 'settle'>, options: HandlerOptions = {}) {
+  return listen(createNodeListener(createHandler(facilitator, options)))
 }
 
 export interface Posted {

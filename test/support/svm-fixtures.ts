@@ -38,9 +38,12 @@ import { SOLANA_DEVNET } from '../../src/networks/networks.js'
 import { buildExactSvmTransaction } from '../../src/svm/build-transaction.js'
 import { type LiteSvmRpc, type LiteSvmRpcOptions, startLiteSvmRpc } from './litesvm-rpc.js'
 
-export const TOKEN_2022_PROGRAM = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb' as Address
-export const LIGHTHOUSE_PROGRAM = 'L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95' as Address
-export const MEMO_PROGRAM = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr' as Address
+// The program ids the adapter knows, under the names the tests use (LiteSVM runs the real programs at
+// these addresses, so a wrong id would fail every token-2022 and memo test).
+import { LIGHTHOUSE_PROGRAM_ADDRESS, MEMO_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS } from '../../src/svm/transaction-rules.js'
+export const TOKEN_2022_PROGRAM = TOKEN_2022_PROGRAM_ADDRESS
+export const LIGHTHOUSE_PROGRAM = LIGHTHOUSE_PROGRAM_ADDRESS
+export const MEMO_PROGRAM = MEMO_PROGRAM_ADDRESS
 const ONE_SOL = 1_000_000_000n
 
 /** A loopback Solana RPC over a fresh LiteSVM. Alias of `startLiteSvmRpc` under the name the team uses. */

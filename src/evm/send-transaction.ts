@@ -1,4 +1,4 @@
-import { keccak256, type Address, type Hex } from 'viem'
+import { BaseError, keccak256, RpcRequestError, type Address, type Hex } from 'viem'
 import type { BroadcastRecord } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
@@ -23,9 +23,13 @@ export function pickSigner(runtime: NetworkRuntime): SignerSlot {
   return best
 }
 
-const NONCE_TOO_LOW = /nonce too low|nonce has already been used|nonce is too low|invalid nonce|lower than the current nonce|oldnonce/i
+/** The key's nonce is used already, or taken by another of its transactions waiting in the pool. */
+const NONCE_TAKEN = /nonce too low|nonce has already been used|nonce is too low|invalid nonce|lower than the current nonce|oldnonce|replacement transaction underpriced|replacement fee too low|could not replace existing/i
 const ALREADY_KNOWN = /already known|known transaction|already imported|already exists|alreadyknown/i
-const MAX_NONCE_RETRIES = 2
+const MAX_NONCE_RETRIES = 3
+/** Sends of the same signed bytes while the node gives no answer (each is one viem request, itself retried). */
+const SEND_ATTEMPTS = 3
+const SEND_PAUSE_MS = 100
 
 /**
  * Signs a call locally with the slot's next nonce, records it with
@@ -49,9 +53,10 @@ export async function signAndSend(
   const sent: Hex[] = []
   for (let attempt = 0; ; attempt++) {
     for (const earlier of sent) if (await knownToChain(runtime, earlier, signal)) return earlier
-    const [nonce, fees] = await withDeadline(Promise.all([slot.nonces.next(), runtime.fees()]), signal).catch((error: unknown) => {
+    const fees = await withDeadline(runtime.fees(), signal).catch((error: unknown) => {
       throw toRpcFault(error, 'preparing the settlement transaction')
     })
+    const nonce = await takeNonce(slot, signal)
     let raw: Hex
     try {
       raw = await slot.signer.signTransaction({
@@ -76,18 +81,70 @@ export async function signAndSend(
       throw error
     }
     sent.push(transaction)
+    let refusal: unknown
+    try {
+      refusal = await deliver(runtime, raw, signal)
+    } catch (error) {
+      // The node may never have had it: the next call re-reads the count and fills the nonce if it is a gap.
+      slot.nonces.reset()
+      throw error
+    }
+    if (refusal === undefined) return transaction
+    slot.nonces.reset()
+    if (NONCE_TAKEN.test(rpcErrorText(refusal)) && attempt < MAX_NONCE_RETRIES) continue
+    throw toRpcFault(refusal, 'sending the settlement transaction')
+  }
+}
+
+/**
+ * The slot's next nonce within the budget. A nonce handed out after the
+ * budget ran out is never used: the count is re-read so that no later
+ * transaction of this key waits behind it.
+ */
+async function takeNonce(slot: SignerSlot, signal: AbortSignal): Promise<number> {
+  const taking = slot.nonces.next()
+  try {
+    return await withDeadline(taking, signal)
+  } catch (error) {
+    void taking.then(() => slot.nonces.reset(), () => undefined)
+    throw toRpcFault(error, 'preparing the settlement transaction')
+  }
+}
+
+/**
+ * Sends signed bytes until the node answers. Resolves `undefined` once it has
+ * them, or the node's refusal (an RPC error answer). No answer at all is not a
+ * refusal: the node may or may not hold the transaction, and a nonce the node
+ * never received holds back every later transaction of the key, so the same
+ * bytes go again (they can only ever be one transaction) while the budget
+ * lasts. Throws an `rpc_*` fault when the node stays unreachable.
+ */
+async function deliver(runtime: NetworkRuntime, raw: Hex, signal: AbortSignal): Promise<unknown> {
+  for (let attempt = 1; ; attempt++) {
     try {
       await runtime.client.request({ method: 'eth_sendRawTransaction', params: [raw] })
-      return transaction
+      return undefined
     } catch (error) {
-      const text = rpcErrorText(error)
-      if (ALREADY_KNOWN.test(text)) return transaction
-      slot.nonces.reset()
-      if (NONCE_TOO_LOW.test(text) && attempt < MAX_NONCE_RETRIES) continue
-      throw toRpcFault(error, 'sending the settlement transaction')
+      if (ALREADY_KNOWN.test(rpcErrorText(error))) return undefined
+      if (answeredByNode(error)) return error
+      if (attempt >= SEND_ATTEMPTS || signal.aborted) throw toRpcFault(error, 'sending the settlement transaction')
+      await pause(SEND_PAUSE_MS * attempt, signal)
     }
   }
 }
+
+const answeredByNode = (error: unknown) => error instanceof BaseError && error.walk((e) => e instanceof RpcRequestError) !== null
+
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+  })
 
 /** Whether the node knows a transaction (pending or mined); an unanswered lookup counts as known, to never send twice. */
 async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSignal): Promise<boolean> {
@@ -110,7 +167,7 @@ export async function resend(runtime: NetworkRuntime, raw: Hex): Promise<'sent' 
   } catch (error) {
     const text = rpcErrorText(error)
     if (ALREADY_KNOWN.test(text)) return 'sent'
-    if (NONCE_TOO_LOW.test(text)) return 'nonce_used'
+    if (NONCE_TAKEN.test(text)) return 'nonce_used'
     throw toRpcFault(error, 're-sending the settlement transaction')
   }
 }

@@ -120,6 +120,33 @@ describe('EVM behind the fault proxy (anvil)', () => {
     expect(await nonceSum(world, signers)).toBe(noncesBefore + 1)
   })
 
+  it('sends that never reach the node are sent again: 10 concurrent settles on one key all land, no nonce left as a gap', async () => {
+    const f = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
+      timeouts: { settleMs: 20_000 },
+    })
+    const [signer] = world.signers
+    const payments: Awaited<ReturnType<typeof payment>>[] = []
+    for (let i = 0; i < 10; i++) payments.push(await payment()) // one funding transaction at a time from the deployer
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
+    // Each settle's first request and viem's own retry are cut before reaching anvil: only a
+    // re-send of the same bytes gets through. A nonce given up on would hold back every later one.
+    const before = proxy.methods.filter((m) => m === 'eth_sendRawTransaction').length
+    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut' }, { times: 20 })
+    const started = performance.now()
+    const answers = await Promise.all(payments.map(({ request }) => f.settle(request)))
+    const ms = performance.now() - started
+    proxy.setMode({ kind: 'pass' })
+    const sends = proxy.methods.filter((m) => m === 'eth_sendRawTransaction').length - before
+    figures.push(`  evm settle, 10 at once, 20 sends cut ${ms.toFixed(0).padStart(5)} ms  ${answers.filter((a) => a.success).length}/10 success, ${sends} send requests`)
+    expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(10).fill('success'))
+    expect(sends).toBeGreaterThan(20)
+    expect(new Set(answers.map((a) => a.transaction)).size).toBe(10)
+    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 10)
+    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address, blockTag: 'pending' })).toBe(nonceBefore + 10)
+    for (const { payer } of payments) expect(await authorizationsUsed(world, payer.address, 0n)).toHaveLength(1)
+  })
+
   it.each([
     ['send answer always cut', ['eth_sendRawTransaction'], { kind: 'cut-after-forward' }],
     ['send refused with 503', ['eth_sendRawTransaction'], { kind: 'error', status: 503 }],

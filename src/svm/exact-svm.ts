@@ -20,7 +20,7 @@ import { createAssetTable } from '../networks/assets.js'
 import { describeNetwork } from '../networks/networks.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { createAssociatedTokenCache } from './associated-token-cache.js'
-import { verifyEd25519Signature } from './ed25519-signature.js'
+import { createEd25519Verifier, type FeePayerSigning, feePayerSigning } from './ed25519.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 import { type SignaturePoller, type SignatureRound, createSignaturePoller, signatureStatusesSchema } from './signature-poller.js'
 import { createHttpRpcTransport, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
@@ -154,8 +154,9 @@ type Prepared = { ok: true; signed: SignedPayment } | { ok: false; reason: SvmRe
  */
 export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   if (config.feePayers.length === 0) throw new FacilitatorError('misconfigured', 'exactSvm needs at least one fee payer')
-  const signers = new Map<string, TransactionPartialSigner>()
-  for (const signer of config.feePayers) signers.set(signer.address, signer)
+  const signers = new Map<string, FeePayerSigning>()
+  for (const signer of config.feePayers) signers.set(signer.address, feePayerSigning(signer))
+  const verifySignature = createEd25519Verifier()
   const feePayerSet: ReadonlySet<string> = new Set(signers.keys())
   const firstFeePayer = config.feePayers[0]?.address ?? ''
 
@@ -270,7 +271,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     // The rules allow exactly two signers, the fee payer and the payer; the payer's signature is checked
     // here because the simulation runs without sigVerify (see verify).
     const payerSignature = payment.transaction.signatures[payment.payer]
-    if (!payerSignature || !verifyEd25519Signature(payment.payer, payment.transaction.messageBytes, payerSignature)) {
+    if (!payerSignature || !verifySignature(payment.payer, payment.transaction.messageBytes, payerSignature)) {
       return { ok: false, reason: SVM_REASON.signatureInvalid, message: 'the payer\'s signature of the transaction does not verify', payer: payment.payer }
     }
     const signer = signers.get(payment.feePayer)
@@ -501,12 +502,12 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   }
 }
 
-async function signAsFeePayer(signer: TransactionPartialSigner, payment: CheckedPayment): Promise<SignedPayment> {
+async function signAsFeePayer(sign: FeePayerSigning, payment: CheckedPayment): Promise<SignedPayment> {
   const unsigned = {
     ...payment.transaction,
     lifetimeConstraint: { blockhash: payment.blockhash, lastValidBlockHeight: 0n },
   }
-  const [signatures] = await signer.signTransactions([unsigned])
+  const signatures = await sign(unsigned)
   const signed: Transaction = Object.freeze({
     messageBytes: payment.transaction.messageBytes,
     signatures: Object.freeze({ ...payment.transaction.signatures, ...signatures }),

@@ -1,0 +1,99 @@
+import { createPublicKey, KeyObject, sign, verify } from 'node:crypto'
+import { type Address, getAddressEncoder, type ReadonlyUint8Array, type SignatureBytes, type TransactionPartialSigner } from '@solana/kit'
+
+/** What a fee payer signs, and what its signatures look like: kit's partial-signer types. */
+type SignableTransaction = Parameters<TransactionPartialSigner['signTransactions']>[0][number]
+type SignatureDictionary = Awaited<ReturnType<TransactionPartialSigner['signTransactions']>>[number]
+
+/** Most payer keys an {@link Ed25519Verifier} keeps imported. */
+const KEY_CACHE_SIZE = 4_096
+
+/** Checks Ed25519 signatures by Solana address. */
+export type Ed25519Verifier = (address: Address, message: ReadonlyUint8Array, signature: ReadonlyUint8Array) => boolean
+
+/**
+ * A checker of `address`'s Ed25519 signatures on Node's native (OpenSSL)
+ * Ed25519: synchronous and far cheaper than a pure-JS check. Imported keys are
+ * kept (up to 4,096 payers) because importing costs a third of a check. Verify
+ * checks the payer's signature with it so that the RPC simulates the
+ * payer-signed transaction (`sigVerify: false`) and never sees the fee payer's
+ * signature before settle sends it.
+ *
+ * @example
+ * const verifySignature = createEd25519Verifier()
+ * verifySignature(payer, transaction.messageBytes, transaction.signatures[payer]!)
+ */
+export function createEd25519Verifier(): Ed25519Verifier {
+  const keys = new Map<Address, KeyObject | null>()
+  const keyOf = (address: Address): KeyObject | null => {
+    let key = keys.get(address)
+    if (key !== undefined) return key
+    try {
+      // A JWK imports several times faster than the equivalent DER SubjectPublicKeyInfo.
+      const x = Buffer.from(getAddressEncoder().encode(address)).toString('base64url')
+      key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' })
+    } catch {
+      // Not a curve point: it cannot have signed anything.
+      key = null
+    }
+    // Bounded whatever the traffic: a full cache starts over.
+    if (keys.size >= KEY_CACHE_SIZE) keys.clear()
+    keys.set(address, key)
+    return key
+  }
+  return (address, message, signature) => {
+    if (signature.length !== 64) return false
+    const key = keyOf(address)
+    if (!key) return false
+    try {
+      return verify(null, viewOf(message), key, viewOf(signature))
+    } catch {
+      return false
+    }
+  }
+}
+
+/** Signs transactions as one fee payer. */
+export type FeePayerSigning = (transaction: SignableTransaction) => Promise<SignatureDictionary>
+
+/**
+ * How a fee payer signs. A kit `KeyPairSigner` signs on Node's native Ed25519,
+ * synchronously: kit's own path derives the address from the public key through
+ * WebCrypto on every call, which costs more than the rest of a verify. The key
+ * is used only when it is provably the signer's (its public key is the
+ * address); any other signer signs through its own `signTransactions`.
+ *
+ * @example
+ * const signing = feePayerSigning(await createKeyPairSignerFromBytes(secret))
+ * const signatures = await signing(transaction)
+ */
+export function feePayerSigning(signer: TransactionPartialSigner): FeePayerSigning {
+  const key = nativeKeyOf(signer)
+  if (!key) {
+    return async (transaction) => {
+      const [signatures] = await signer.signTransactions([transaction])
+      if (!signatures) throw new Error('the fee payer signer returned no signatures')
+      return signatures
+    }
+  }
+  const address = signer.address
+  return async (transaction) => ({ [address]: new Uint8Array(sign(null, viewOf(transaction.messageBytes), key)) as SignatureBytes })
+}
+
+function nativeKeyOf(signer: TransactionPartialSigner): KeyObject | undefined {
+  const privateKey = (signer as { keyPair?: { privateKey?: unknown } }).keyPair?.privateKey
+  if (!(privateKey instanceof CryptoKey) || privateKey.algorithm.name !== 'Ed25519' || privateKey.type !== 'private') return undefined
+  try {
+    const key = KeyObject.from(privateKey)
+    const x = createPublicKey(key).export({ format: 'jwk' }).x
+    const expected = Buffer.from(getAddressEncoder().encode(signer.address)).toString('base64url')
+    return x === expected ? key : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** A Buffer over the same bytes (no copy), the type node:crypto takes. */
+function viewOf(bytes: ReadonlyUint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}

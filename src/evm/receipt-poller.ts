@@ -52,7 +52,9 @@ interface Waiter {
  * sends them as one JSON-RPC batch (one HTTP request however many settles wait).
  * Each hash keeps its own schedule (at once, then 25 ms doubling up to its
  * `maxIntervalMs`, never past its deadline); a hash due within a quarter of its interval
- * joins the current tick rather than costing a request of its own. When nothing
+ * joins the current tick rather than costing a request of its own. A receipt that
+ * appears sends every other waiter back to fast lookups: while the chain includes
+ * our transactions, backing off only delays the answers. When nothing
  * is pending, no timer is left behind; while something is, the timer keeps the
  * process alive, as a settle awaiting its receipt always did.
  *
@@ -101,6 +103,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
       // Transient: keep polling until the bound.
     }
     const now = Date.now()
+    if (receipt) hurryOthers(hash, now)
     for (const waiter of group) {
       waiter.checking = false
       if (!waiters.has(waiter)) continue
@@ -114,6 +117,19 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
       }
     }
     schedule()
+  }
+
+  /**
+   * A receipt just appeared: the chain is including our transactions, and the
+   * others sent around the same time are likely in this block or the next. They
+   * go back to fast lookups instead of sleeping out a backed-off interval.
+   */
+  function hurryOthers(found: Hex, now: number) {
+    for (const waiter of waiters) {
+      if (waiter.hash === found || waiter.interval <= FIRST_INTERVAL_MS) continue
+      waiter.interval = FIRST_INTERVAL_MS
+      if (!waiter.checking) waiter.due = Math.min(waiter.due, now + FIRST_INTERVAL_MS)
+    }
   }
 
   return {

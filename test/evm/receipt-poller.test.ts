@@ -51,4 +51,20 @@ describe('shared receipt poller', () => {
     const once = await poller.wait(hash(3), { timeoutMs: 0, maxIntervalMs: 40, signal: new AbortController().signal })
     expect(once).toEqual({ status: 'pending' })
   })
+
+  it('a receipt that appears sends the other waiters back to fast lookups instead of their backed-off interval', async () => {
+    const mined = new Map<Hex, ReceiptSummary>()
+    const poller = createReceiptPoller(async (h) => mined.get(h) ?? null)
+    const signal = new AbortController().signal
+    const slow = poller.wait(hash(1), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal })
+    // Lookups of hash 1 at 0, 25, 75, 175, 375 and 775 ms: the next one is due at 1,575 ms.
+    await new Promise((resolve) => setTimeout(resolve, 850))
+    mined.set(hash(1), { status: '0x1', blockNumber: '0x9' })
+    mined.set(hash(2), { status: '0x1', blockNumber: '0x9' })
+    const woke = Date.now()
+    expect(await poller.wait(hash(2), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal })).toEqual({ status: 'success', blockNumber: 9n })
+    expect(await slow).toEqual({ status: 'success', blockNumber: 9n })
+    expect(Date.now() - woke).toBeLessThan(400)
+    expect(poller.pending()).toBe(0)
+  })
 })

@@ -2,6 +2,7 @@ import { BaseError, keccak256, RpcRequestError, type Address, type Hex } from 'v
 import type { BroadcastRecord } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
+import type { NonceTicket } from './nonce-manager.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
 
@@ -51,62 +52,75 @@ export async function signAndSend(
   record: (sent: BroadcastRecord) => Promise<void>,
 ): Promise<Hex> {
   const sent: Hex[] = []
-  for (let attempt = 0; ; attempt++) {
+  let refusals = 0
+  for (;;) {
     for (const earlier of sent) if (await knownToChain(runtime, earlier, signal)) return earlier
     const fees = await withDeadline(runtime.fees(), signal).catch((error: unknown) => {
       throw toRpcFault(error, 'preparing the settlement transaction')
     })
-    const nonce = await takeNonce(slot, signal)
-    let raw: Hex
-    try {
-      raw = await slot.signer.signTransaction({
-        chainId: runtime.chainId,
-        nonce,
-        to: call.to,
-        data: call.data,
-        gas: call.gas,
-        ...('gasPrice' in fees ? { type: 'legacy' as const, gasPrice: fees.gasPrice } : { type: 'eip1559' as const, ...fees }),
-      })
-    } catch (error) {
-      // The nonce was taken but never used: re-read it before anyone else signs past the gap.
-      slot.nonces.reset()
-      throw error
-    }
-    const transaction = keccak256(raw)
-    try {
-      await record({ transaction, raw })
-    } catch (error) {
-      // Nothing was sent with this nonce: re-read it, or every later call of this key waits behind a gap.
-      slot.nonces.reset()
-      throw error
-    }
-    sent.push(transaction)
+    const ticket = await takeNonce(slot, signal)
     let refusal: unknown
     try {
-      refusal = await deliver(runtime, raw, signal)
-    } catch (error) {
-      // The node may never have had it: the next call re-reads the count and fills the nonce if it is a gap.
+      let raw: Hex
+      try {
+        raw = await slot.signer.signTransaction({
+          chainId: runtime.chainId,
+          nonce: ticket.nonce,
+          to: call.to,
+          data: call.data,
+          gas: call.gas,
+          ...('gasPrice' in fees ? { type: 'legacy' as const, gasPrice: fees.gasPrice } : { type: 'eip1559' as const, ...fees }),
+        })
+        // The key's transactions reach the node in nonce order (see createNonceManager).
+        if (!(await withDeadline(slot.nonces.turn(ticket), signal))) continue // a lower nonce was given up: take a fresh one
+      } catch (error) {
+        // The nonce was taken but never used: re-read it before anyone else signs past the gap.
+        slot.nonces.reset()
+        throw error
+      }
+      const transaction = keccak256(raw)
+      try {
+        await record({ transaction, raw })
+      } catch (error) {
+        // Nothing was sent with this nonce: re-read it, or every later call of this key waits behind a gap.
+        slot.nonces.reset()
+        throw error
+      }
+      sent.push(transaction)
+      try {
+        refusal = await deliver(runtime, raw, signal)
+      } catch (error) {
+        // The node may never have had it: the count is re-read, and a gap is filled by the next nonce taken.
+        slot.nonces.reset()
+        throw error
+      }
+      if (refusal === undefined) return transaction
       slot.nonces.reset()
-      throw error
+    } finally {
+      slot.nonces.release(ticket)
     }
-    if (refusal === undefined) return transaction
-    slot.nonces.reset()
-    if (NONCE_TAKEN.test(rpcErrorText(refusal)) && attempt < MAX_NONCE_RETRIES) continue
+    if (NONCE_TAKEN.test(rpcErrorText(refusal)) && refusals++ < MAX_NONCE_RETRIES) continue
     throw toRpcFault(refusal, 'sending the settlement transaction')
   }
 }
 
 /**
  * The slot's next nonce within the budget. A nonce handed out after the
- * budget ran out is never used: the count is re-read so that no later
- * transaction of this key waits behind it.
+ * budget ran out is never used: it is released and the count re-read, so
+ * that no later transaction of this key waits behind it.
  */
-async function takeNonce(slot: SignerSlot, signal: AbortSignal): Promise<number> {
+async function takeNonce(slot: SignerSlot, signal: AbortSignal): Promise<NonceTicket> {
   const taking = slot.nonces.next()
   try {
     return await withDeadline(taking, signal)
   } catch (error) {
-    void taking.then(() => slot.nonces.reset(), () => undefined)
+    void taking.then(
+      (late) => {
+        slot.nonces.release(late)
+        slot.nonces.reset()
+      },
+      () => undefined,
+    )
     throw toRpcFault(error, 'preparing the settlement transaction')
   }
 }

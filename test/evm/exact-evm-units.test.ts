@@ -12,7 +12,7 @@ describe('createNonceManager', () => {
       await new Promise((resolve) => setTimeout(resolve, 5))
       return 7
     })
-    const handed = await Promise.all(Array.from({ length: 50 }, () => nonces.next()))
+    const handed = (await Promise.all(Array.from({ length: 50 }, () => nonces.next()))).map((ticket) => ticket.nonce)
     expect(reads).toBe(1)
     expect([...handed].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => 7 + i))
   })
@@ -20,11 +20,11 @@ describe('createNonceManager', () => {
   it('re-reads the chain after a reset', async () => {
     let count = 3
     const nonces = createNonceManager(async () => count)
-    expect(await nonces.next()).toBe(3)
-    expect(await nonces.next()).toBe(4)
+    expect((await nonces.next()).nonce).toBe(3)
+    expect((await nonces.next()).nonce).toBe(4)
     count = 10
     nonces.reset()
-    expect(await nonces.next()).toBe(10)
+    expect((await nonces.next()).nonce).toBe(10)
   })
 
   it('passes a failed read to the callers and tries again on the next call', async () => {
@@ -35,7 +35,40 @@ describe('createNonceManager', () => {
     })
     await expect(nonces.next()).rejects.toThrow('node down')
     fail = false
-    expect(await nonces.next()).toBe(1)
+    expect((await nonces.next()).nonce).toBe(1)
+  })
+
+  it('gives each nonce its turn only after every lower held nonce is released, whatever order they ask in', async () => {
+    const nonces = createNonceManager(async () => 0)
+    const tickets = await Promise.all(Array.from({ length: 6 }, () => nonces.next()))
+    const order: number[] = []
+    // Ask in reverse, release each as soon as its turn comes (as a send that was answered).
+    const turns = [...tickets].reverse().map(async (ticket) => {
+      expect(await nonces.turn(ticket)).toBe(true)
+      order.push(ticket.nonce)
+      nonces.release(ticket)
+    })
+    await Promise.all(turns)
+    expect(order).toEqual([0, 1, 2, 3, 4, 5])
+  })
+
+  it('after a reset, holders waiting behind a given-up nonce are told to take a fresh one', async () => {
+    let count = 0
+    const nonces = createNonceManager(async () => count)
+    const [first, second, third] = await Promise.all([nonces.next(), nonces.next(), nonces.next()])
+    const waiting = [nonces.turn(second!), nonces.turn(third!)]
+    expect(await nonces.turn(first!)).toBe(true)
+    // The first send failed before the node had it: its nonce is a gap.
+    nonces.reset()
+    nonces.release(first!)
+    expect(await Promise.all(waiting)).toEqual([false, false])
+    nonces.release(second!)
+    nonces.release(third!)
+    // The re-read count fills the gap, and the fresh ticket goes at once.
+    count = 0
+    const fresh = await nonces.next()
+    expect(fresh.nonce).toBe(0)
+    expect(await nonces.turn(fresh)).toBe(true)
   })
 })
 

@@ -120,7 +120,8 @@ describe('EVM behind the fault proxy (anvil)', () => {
     expect(await nonceSum(world, signers)).toBe(noncesBefore + 1)
   })
 
-  it('sends that never reach the node are sent again: 10 concurrent settles on one key all land, no nonce left as a gap', async () => {
+  /** Ten payments settled at once on the one key, with the first `cuts` send requests cut before reaching anvil. */
+  async function settleTenWithCutSends(cuts: number) {
     const f = createFacilitator({
       schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
       timeouts: { settleMs: 20_000 },
@@ -129,22 +130,46 @@ describe('EVM behind the fault proxy (anvil)', () => {
     const payments: Awaited<ReturnType<typeof payment>>[] = []
     for (let i = 0; i < 10; i++) payments.push(await payment()) // one funding transaction at a time from the deployer
     const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
-    // Each settle's first request and viem's own retry are cut before reaching anvil: only a
-    // re-send of the same bytes gets through. A nonce given up on would hold back every later one.
-    const before = proxy.methods.filter((m) => m === 'eth_sendRawTransaction').length
-    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut' }, { times: 20 })
+    const sendsBefore = proxy.methods.filter((m) => m === 'eth_sendRawTransaction').length
+    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut' }, { times: cuts })
     const started = performance.now()
     const answers = await Promise.all(payments.map(({ request }) => f.settle(request)))
     const ms = performance.now() - started
     proxy.setMode({ kind: 'pass' })
-    const sends = proxy.methods.filter((m) => m === 'eth_sendRawTransaction').length - before
-    figures.push(`  evm settle, 10 at once, 20 sends cut ${ms.toFixed(0).padStart(5)} ms  ${answers.filter((a) => a.success).length}/10 success, ${sends} send requests`)
+    const sends = proxy.methods.filter((m) => m === 'eth_sendRawTransaction').length - sendsBefore
+    figures.push(`  evm settle, 10 at once, ${cuts} sends cut ${ms.toFixed(0).padStart(6)} ms  ${answers.filter((a) => a.success).length}/10 success, ${sends} send requests`)
+    const count = (blockTag: 'latest' | 'pending') => world.node.publicClient.getTransactionCount({ address: signer!.address, blockTag })
+    return { f, payments, answers, nonceBefore, count }
+  }
+
+  it('a send the node never got is sent again (same bytes): 10 concurrent settles on one key all land', async () => {
+    // The key's sends go one at a time in nonce order: the first payment's send and viem's own
+    // retry, then its second send and that retry, are cut; its third send gets through.
+    const { payments, answers, nonceBefore, count } = await settleTenWithCutSends(4)
     expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(10).fill('success'))
-    expect(sends).toBeGreaterThan(20)
     expect(new Set(answers.map((a) => a.transaction)).size).toBe(10)
-    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 10)
-    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address, blockTag: 'pending' })).toBe(nonceBefore + 10)
+    expect(await count('latest')).toBe(nonceBefore + 10)
+    expect(await count('pending')).toBe(nonceBefore + 10)
     for (const { payer } of payments) expect(await authorizationsUsed(world, payer.address, 0n)).toHaveLength(1)
+  })
+
+  it('a send given up on leaves no gap: the settles behind it take fresh nonces and land, nothing stays parked', async () => {
+    // Every send of the first payment is cut (3 sends, each retried once by viem): it answers pending with its hash.
+    const { f, payments, answers, nonceBefore, count } = await settleTenWithCutSends(6)
+    const given = answers.filter((a) => !a.success)
+    expect(given).toHaveLength(1)
+    expect(given[0]).toMatchObject({ errorReason: REJECTION.settlementPending, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
+    expect(answers.filter((a) => a.success)).toHaveLength(9)
+    // The nine others took the nonces from the given-up one on: none waits behind a gap.
+    expect(await count('latest')).toBe(nonceBefore + 9)
+    expect(await count('pending')).toBe(nonceBefore + 9)
+    // Settling the given-up payment again: its transaction can no longer land (its nonce was used), so
+    // it is a failure that keeps the hash, and its authorization was never used: the payer paid nothing.
+    const index = answers.indexOf(given[0]!)
+    const again = await f.settle(payments[index]!.request)
+    expect(again).toMatchObject({ success: false, errorReason: REJECTION.transactionFailed, transaction: given[0]!.transaction })
+    expect(await authorizationsUsed(world, payments[index]!.payer.address, 0n)).toHaveLength(0)
+    expect(await evmTokenBalance(world.node, world.token, payments[index]!.payer.address)).toBe(1_000_000n)
   })
 
   it.each([

@@ -20,7 +20,7 @@ import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { eip3009Abi } from '../src/evm/abi.js'
-import { check, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+import { check, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const EVM_COUNTS = {
   warmup: 40,
@@ -133,6 +133,7 @@ export async function benchEvm(): Promise<Row[]> {
       const perRound = c.latency / c.rounds
       const parallelPerRound = c.concurrent / c.rounds
       const before = side.requests()
+      const cpuBefore = { ours: ownCpuMs(), chain: processCpuMs(world.node.pid) }
       const sequential = await runConcurrent(perRound, 1, async (i) => {
         const answer = await side.verify(payloads[c.warmup + round * perRound + i]!, requirements)
         if (!answer.isValid) throw new Error(answer.invalidReason)
@@ -143,9 +144,11 @@ export async function benchEvm(): Promise<Row[]> {
         if (!answer.isValid) throw new Error(answer.invalidReason)
       })
       check(sequential.errors.length === 0 && parallel.errors.length === 0, `every verify succeeds (${String(sequential.errors[0] ?? parallel.errors[0])})`)
-      return { sequential, parallel, requests }
+      const chainAfter = processCpuMs(world.node.pid)
+      const cpu = { facilitator: ownCpuMs() - cpuBefore.ours, chain: chainAfter === undefined || cpuBefore.chain === undefined ? Number.NaN : chainAfter - cpuBefore.chain }
+      return { sequential, parallel, requests, cpu }
     }
-    const verifyTotals = () => ({ durations: [] as number[], sequentialMs: 0, parallelMs: 0, requests: 0 })
+    const verifyTotals = () => ({ durations: [] as number[], sequentialMs: 0, parallelMs: 0, requests: 0, facilitatorCpuMs: 0, chainCpuMs: 0 })
     const totals = { ours: verifyTotals(), theirs: verifyTotals() }
     for (const side of [ourSide, theirSide]) await runConcurrent(c.warmup, 1, (i) => side.verify(payloads[i]!, requirements))
     for (let round = 0; round < c.rounds; round++) {
@@ -157,12 +160,16 @@ export async function benchEvm(): Promise<Row[]> {
         t.sequentialMs += r.sequential.elapsedMs
         t.parallelMs += r.parallel.elapsedMs
         t.requests += r.requests
+        t.facilitatorCpuMs += r.cpu.facilitator
+        t.chainCpuMs += r.cpu.chain
       }
     }
     const figures = (t: ReturnType<typeof verifyTotals>) => ({
       sequential: { durations: t.durations, perSecond: (c.latency * 1000) / t.sequentialMs },
       parallel: { perSecond: (c.concurrent * 1000) / t.parallelMs },
       requestsPerVerify: t.requests / c.latency,
+      facilitatorCpuMs: t.facilitatorCpuMs / (c.latency + c.concurrent),
+      chainCpuMs: t.chainCpuMs / (c.latency + c.concurrent),
     })
     const ourVerify = figures(totals.ours)
     const theirVerify = figures(totals.theirs)
@@ -172,6 +179,8 @@ export async function benchEvm(): Promise<Row[]> {
       row('EVM verify', 'throughput, concurrency 1', 'verify/s', 'higher', ourVerify.sequential.perSecond, theirVerify.sequential.perSecond),
       row('EVM verify', `throughput, concurrency ${c.concurrency}`, 'verify/s', 'higher', ourVerify.parallel.perSecond, theirVerify.parallel.perSecond),
       row('EVM verify', 'RPC requests per verify', 'requests', 'lower', ourVerify.requestsPerVerify, theirVerify.requestsPerVerify, 'HTTP requests sent to anvil (a JSON-RPC batch counts once)'),
+      row('EVM verify', 'facilitator CPU per verify', 'ms', 'lower', ourVerify.facilitatorCpuMs, theirVerify.facilitatorCpuMs, 'the bench process (every thread); anvil runs in its own'),
+      row('EVM verify', 'chain CPU per verify', 'ms', 'lower', ourVerify.chainCpuMs, theirVerify.chainCpuMs, 'the anvil process, from /proc (10 ms ticks)'),
     )
 
     // --- settle: 100 distinct payments of one payer for each side ---

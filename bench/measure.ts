@@ -3,6 +3,7 @@
  * runner, and the result rows (ours, theirs, ratio) printed as a table and
  * written as JSON.
  */
+import { readFileSync } from 'node:fs'
 
 /** One figure of the suite. `theirs` is the official x402 facilitator (or another named reference). */
 export interface Row {
@@ -83,6 +84,29 @@ export async function microseconds(iterations: number, fn: (index: number) => un
     if (result instanceof Promise) await result
   }
   return ((performance.now() - started) * 1000) / iterations
+}
+
+/** CPU time (user + system, every thread) this process has used so far, in ms. */
+export function ownCpuMs(): number {
+  const usage = process.cpuUsage()
+  return (usage.user + usage.system) / 1000
+}
+
+/**
+ * CPU time another process has used so far, in ms, read from /proc (Linux;
+ * `undefined` elsewhere). Kernel clock ticks are 10 ms here (USER_HZ 100), so
+ * only differences over hundreds of ms mean anything.
+ */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
 }
 
 /** Asserts a benchmark precondition: a figure over failing calls would be meaningless. */

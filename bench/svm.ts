@@ -3,9 +3,13 @@
  * the same LiteSVM loopback RPC. Payloads come from the official x402 client
  * (each carries a random memo nonce, so none repeats), and the same set is
  * verified by both. A Solana fee payer has no nonce, so both sides co-sign
- * with the same fee payer the payloads name.
+ * with the same fee payer the payloads name. The chain runs in a process of
+ * its own (bench/solana-chain.ts), as a real node would.
  */
-import { createSolanaRpc } from '@solana/kit'
+import { fork } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import { createKeyPairSignerFromPrivateKeyBytes, createSolanaRpc } from '@solana/kit'
 import { x402Client } from '@x402/core/client'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
@@ -14,8 +18,7 @@ import { ExactSvmScheme as OfficialClientScheme } from '@x402/svm/exact/client'
 import { ExactSvmScheme as OfficialFacilitatorScheme } from '@x402/svm/exact/facilitator'
 import { createFacilitator, SOLANA_DEVNET } from '../src/index.js'
 import { exactSvm } from '../src/svm/index.js'
-import { createPaymentScenario, startSolanaTestRpc } from '../test/support/svm-fixtures.js'
-import { check, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+import { check, ownCpuMs, percentile, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const SVM_COUNTS = {
   warmup: 20,
@@ -38,10 +41,10 @@ interface Side {
 export async function benchSvm(): Promise<Row[]> {
   const c = SVM_COUNTS
   progress(`Solana: litesvm; verify ${c.latency} sequential, ${c.concurrent} at concurrency ${c.concurrency}; settle ${c.settle} at concurrency ${c.settleConcurrency}`)
-  const chain = await startSolanaTestRpc()
+  const chain = await startSolanaChain()
   const rows: Row[] = []
   try {
-    const s = await createPaymentScenario(chain.svm, { balance: 10n ** 15n })
+    const s = chain.scenario
     const requirements = {
       scheme: 'exact',
       network: SOLANA_DEVNET,
@@ -88,24 +91,30 @@ export async function benchSvm(): Promise<Row[]> {
       for (const [name, side] of [['ours', ourSide], ['theirs', theirSide]] as const) {
         const perRound = c.latency / c.rounds
         const parallelPerRound = c.concurrent / c.rounds
-        chain.resetStats()
+        await chain.resetStats()
+        const cpuBefore = { facilitator: ownCpuMs(), chain: (await chain.stats()).cpuMs }
         const sequential = await runConcurrent(perRound, 1, async (i) => {
           const answer = await side.verify(bodies[c.warmup + round * perRound + i]!)
           if (!answer.isValid) throw new Error(answer.invalidReason)
         })
-        const requests = chain.stats.requests
+        const { requests } = await chain.stats()
         const parallel = await runConcurrent(parallelPerRound, c.concurrency, async (i) => {
           const answer = await side.verify(bodies[c.warmup + round * parallelPerRound + i]!)
           if (!answer.isValid) throw new Error(answer.invalidReason)
         })
         check(sequential.errors.length === 0 && parallel.errors.length === 0, `every ${name} verify succeeds (${String(sequential.errors[0] ?? parallel.errors[0])})`)
+        const facilitatorCpuMs = ownCpuMs() - cpuBefore.facilitator
+        const chainCpuMs = (await chain.stats()).cpuMs - cpuBefore.chain
         const t = totals[name]
+        t.facilitatorCpuMs += facilitatorCpuMs
+        t.chainCpuMs += chainCpuMs
         t.durations.push(...sequential.durations)
         t.sequentialMs += sequential.elapsedMs
         t.parallelMs += parallel.elapsedMs
         t.requests += requests
       }
     }
+    const verifies = c.latency + c.concurrent
     const seqRate = (t: Totals) => (c.latency * 1000) / t.sequentialMs
     const parRate = (t: Totals) => (c.concurrent * 1000) / t.parallelMs
     rows.push(
@@ -114,6 +123,8 @@ export async function benchSvm(): Promise<Row[]> {
       row('Solana verify', 'throughput, concurrency 1', 'verify/s', 'higher', seqRate(totals.ours), seqRate(totals.theirs)),
       row('Solana verify', `throughput, concurrency ${c.concurrency}`, 'verify/s', 'higher', parRate(totals.ours), parRate(totals.theirs)),
       row('Solana verify', 'RPC requests per verify', 'requests', 'lower', totals.ours.requests / c.latency, totals.theirs.requests / c.latency, 'HTTP requests seen by the RPC server (a JSON-RPC batch counts once)'),
+      row('Solana verify', 'facilitator CPU per verify', 'ms', 'lower', totals.ours.facilitatorCpuMs / verifies, totals.theirs.facilitatorCpuMs / verifies, 'the bench process (every thread); the chain runs in its own'),
+      row('Solana verify', 'chain CPU per verify', 'ms', 'lower', totals.ours.chainCpuMs / verifies, totals.theirs.chainCpuMs / verifies, 'the LiteSVM JSON-RPC process'),
     )
 
     progress(`Solana: settle ${c.settle} payments each`)
@@ -148,13 +159,69 @@ export async function benchSvm(): Promise<Row[]> {
   }
 }
 
+interface SolanaChain {
+  readonly url: string
+  readonly scenario: { mint: string; payTo: string; feePayer: Awaited<ReturnType<typeof createKeyPairSignerFromPrivateKeyBytes>>; payer: Awaited<ReturnType<typeof createKeyPairSignerFromPrivateKeyBytes>> }
+  resetStats(): Promise<void>
+  /** HTTP requests the RPC server saw since the last reset, and the CPU time its process used so far. */
+  stats(): Promise<{ requests: number; cpuMs: number }>
+  close(): Promise<void>
+}
+
+/** Starts bench/solana-chain.ts in a child process with keys made here, and waits until it serves. */
+async function startSolanaChain(): Promise<SolanaChain> {
+  const seeds = [randomBytes(32), randomBytes(32)] as const
+  const child = fork(fileURLToPath(new URL('./solana-chain.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, BENCH_SOLANA_SEEDS: seeds.map((seed) => seed.toString('hex')).join(',') },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const next = <T>(pick: (message: Record<string, unknown>) => T | undefined): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const onMessage = (message: unknown) => {
+        const value = pick(message as Record<string, unknown>)
+        if (value === undefined) return
+        child.off('message', onMessage)
+        child.off('exit', onExit)
+        resolve(value)
+      }
+      const onExit = (code: number | null) => reject(new Error(`the Solana chain process exited (${code})`))
+      child.on('message', onMessage)
+      child.once('exit', onExit)
+    })
+  const ready = await next((m) => (m.ready ? (m as { url: string; mint: string; payTo: string }) : undefined))
+  const [feePayer, payer] = await Promise.all(seeds.map((seed) => createKeyPairSignerFromPrivateKeyBytes(seed)))
+  return {
+    url: ready.url,
+    scenario: { mint: ready.mint, payTo: ready.payTo, feePayer: feePayer!, payer: payer! },
+    async resetStats() {
+      const done = next((m) => (m.reset ? true : undefined))
+      child.send('reset-stats')
+      await done
+    },
+    async stats() {
+      const asked = next((m) => m.stats as { requests: number; cpuMs: number } | undefined)
+      child.send('stats')
+      return asked
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve()
+        child.once('exit', () => resolve())
+        child.send('close')
+      }),
+  }
+}
+
 interface Totals {
   durations: number[]
   sequentialMs: number
   parallelMs: number
   requests: number
+  facilitatorCpuMs: number
+  chainCpuMs: number
 }
 
 function newTotals(): Totals {
-  return { durations: [], sequentialMs: 0, parallelMs: 0, requests: 0 }
+  return { durations: [], sequentialMs: 0, parallelMs: 0, requests: 0, facilitatorCpuMs: 0, chainCpuMs: 0 }
 }

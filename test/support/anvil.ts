@@ -7,7 +7,7 @@
  * try { await node.publicClient.getBlockNumber() } finally { await node.stop() }
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   createPublicClient,
@@ -40,6 +40,8 @@ export interface StartAnvilOptions {
 export interface AnvilNode {
   readonly rpcUrl: string
   readonly port: number
+  /** The anvil process (benchmarks read its CPU time). */
+  readonly pid: number | undefined
   readonly chainId: number
   readonly chain: Chain
   /** Funded development accounts (anvil's mnemonic). Index 0 deploys the test contracts. */
@@ -53,8 +55,21 @@ export interface AnvilNode {
   stop(): Promise<void>
 }
 
-/** The anvil binary installed by `@foundry-rs/anvil`. */
+/**
+ * The anvil binary installed by `@foundry-rs/anvil`: the platform package's
+ * executable itself when present, so that the pid is anvil's (not a Node
+ * wrapper's that would outlive nothing but hide anvil's CPU time and miss a
+ * SIGKILL), else the npm bin wrapper.
+ */
 export function anvilBinary(): string {
+  const scope = join(process.cwd(), 'node_modules', '@foundry-rs')
+  const native = existsSync(scope)
+    ? readdirSync(scope)
+        .filter((name) => name.startsWith(`anvil-${process.platform}-`))
+        .map((name) => join(scope, name, 'bin', 'anvil'))
+        .find((path) => existsSync(path))
+    : undefined
+  if (native) return native
   const bin = join(process.cwd(), 'node_modules', '.bin', 'anvil')
   if (!existsSync(bin)) throw new Error(`anvil is not installed at ${bin} (npm install @foundry-rs/anvil)`)
   return bin
@@ -84,6 +99,7 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
   return {
     rpcUrl,
     port,
+    pid: child.pid,
     chainId,
     chain,
     accounts,

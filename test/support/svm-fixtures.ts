@@ -145,13 +145,14 @@ export interface PaymentScenario {
  */
 export async function createPaymentScenario(
   svm: LiteSVM,
-  options: { tokenProgram?: Address; decimals?: number; balance?: bigint; feePayer?: KeyPairSigner } = {},
+  options: { tokenProgram?: Address; decimals?: number; balance?: bigint; feePayer?: KeyPairSigner; payer?: KeyPairSigner } = {},
 ): Promise<PaymentScenario> {
   const tokenProgram = options.tokenProgram ?? TOKEN_PROGRAM_ADDRESS
   const decimals = options.decimals ?? 6
   const balance = options.balance ?? 1_000_000_000n
   const authority = await fundedSigner(svm)
-  const payer = await fundedSigner(svm, 1n)
+  const payer = options.payer ?? (await fundedSigner(svm, 1n))
+  if (options.payer) svm.airdrop(payer.address, lamports(ONE_SOL))
   const payTo = (await generateKeyPairSigner()).address
   const feePayer = options.feePayer ?? (await fundedSigner(svm))
   const mint = await createMint(svm, { payer: authority, authority: authority.address, decimals, tokenProgram })

@@ -43,12 +43,12 @@ interface Side {
 export async function benchEvm(): Promise<Row[]> {
   const c = EVM_COUNTS
   progress(`EVM: anvil + contracts; verify ${c.latency} sequential, ${c.concurrent} at concurrency ${c.concurrency}; settle ${c.settle} at concurrency ${c.settleConcurrency}`)
-  const world = await startEvmFixture({ signerCount: 3 })
+  const world = await startEvmFixture({ signerCount: 4 })
   const rows: Row[] = []
   let stopCounting = () => {}
   try {
-    const [ourKey, theirKey, rawKey] = world.signers
-    check(ourKey !== undefined && theirKey !== undefined && rawKey !== undefined, 'three facilitator keys')
+    const [ourKey, theirKey, rawKey, orderedKey] = world.signers
+    check(ourKey !== undefined && theirKey !== undefined && rawKey !== undefined && orderedKey !== undefined, 'four facilitator keys')
     const requirements = world.requirementsV2({ amount: '1000' })
 
     // Ours runs on its default transport (node:http keep-alive), as users get it: its HTTP requests
@@ -189,10 +189,16 @@ export async function benchEvm(): Promise<Row[]> {
       const mine = await Promise.all(Array.from({ length: c.settle + c.receiptSamples + 3 }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
       // Warm-up: first fee quote, nonce read and JIT, outside the timed burst.
       for (const payment of mine.slice(c.settle + c.receiptSamples)) await side.settle(payment, requirements)
+      const cpuBefore = { facilitator: ownCpuMs(), chain: processCpuMs(world.node.pid) }
       const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
         const answer = await side.settle(mine[i]!, requirements)
         if (!answer.success) throw new Error(answer.errorReason)
       })
+      const chainAfter = processCpuMs(world.node.pid)
+      const cpu = {
+        facilitator: (ownCpuMs() - cpuBefore.facilitator) / c.settle,
+        chain: chainAfter === undefined || cpuBefore.chain === undefined ? Number.NaN : (chainAfter - cpuBefore.chain) / c.settle,
+      }
       const sequential = await runConcurrent(c.receiptSamples, 1, async (i) => {
         const answer = await side.settle(mine[c.settle + i]!, requirements)
         if (!answer.success) throw new Error(answer.errorReason)
@@ -200,18 +206,23 @@ export async function benchEvm(): Promise<Row[]> {
       if (burst.errors.length > 0 || sequential.errors.length > 0) {
         progress(`EVM: ${name} settle failures: ${burst.errors.length} in the burst, ${sequential.errors.length} sequential (${String(burst.errors[0] ?? sequential.errors[0])})`)
       }
-      return { burst, sequential }
+      return { burst, sequential, cpu }
     }
     const ourSettle = await settleFigures(ourSide, 'ours')
     const theirSettle = await settleFigures(theirSide, 'theirs')
 
-    // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited.
-    const chainRate = await rawSettleRate(world, payer, requirements, rawKey, c.settle)
+    // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited,
+    // all at once (as no single key safely can: see createNonceManager) and one key's in nonce order.
+    const chainRate = await rawSettleRate(world, payer, requirements, rawKey, c.settle, 'at once')
+    const orderedRate = await rawSettleRate(world, payer, requirements, orderedKey, c.settle, 'in nonce order')
     const failures = (r: { burst: { errors: unknown[] } }) => (r.burst.errors.length ? `${r.burst.errors.length} failed` : '')
     rows.push(
       row('EVM settle', `throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', ourSettle.burst.perSecond, theirSettle.burst.perSecond,
         [failures(ourSettle) && `ours ${failures(ourSettle)}`, failures(theirSettle) && `theirs ${failures(theirSettle)}`].filter(Boolean).join('; ') || undefined),
-      row('EVM settle', 'chain floor: same calls pre-signed, raw send + receipt', 'tx/s', 'higher', ourSettle.burst.perSecond, chainRate, 'theirs = anvil alone (ours / chain)'),
+      row('EVM settle', 'chain floor: same calls pre-signed, all sent at once, receipts', 'tx/s', 'higher', ourSettle.burst.perSecond, chainRate, 'theirs = anvil alone (ours / chain)'),
+      row('EVM settle', 'chain floor: same calls pre-signed, one key in nonce order, receipts', 'tx/s', 'higher', ourSettle.burst.perSecond, orderedRate, 'theirs = anvil alone, each send after the previous answer (ours / chain)'),
+      row('EVM settle', 'facilitator CPU per settle (burst)', 'ms', 'lower', ourSettle.cpu.facilitator, theirSettle.cpu.facilitator, 'the bench process (every thread)'),
+      row('EVM settle', 'chain CPU per settle (burst)', 'ms', 'lower', ourSettle.cpu.chain, theirSettle.cpu.chain, 'the anvil process: verify simulation, send, mining, receipt lookups'),
       row('EVM settle', 'time to receipt p50 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 50), percentile(theirSettle.sequential.durations, 50)),
       row('EVM settle', 'time to receipt p99 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 99), percentile(theirSettle.sequential.durations, 99)),
     )
@@ -222,13 +233,17 @@ export async function benchEvm(): Promise<Row[]> {
   }
 }
 
-/** Sends `count` pre-signed transferWithAuthorization transactions at once and waits for every receipt. */
+/**
+ * Sends `count` pre-signed transferWithAuthorization transactions, all at once or one
+ * after another in nonce order, and waits for every receipt: transactions per second.
+ */
 async function rawSettleRate(
   world: Awaited<ReturnType<typeof startEvmFixture>>,
   payer: LocalAccount,
   requirements: PaymentRequirementsV2,
   key: LocalAccount,
   count: number,
+  order: 'at once' | 'in nonce order',
 ): Promise<number> {
   const client = world.node.publicClient
   const payments = await Promise.all(Array.from({ length: count }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
@@ -248,19 +263,28 @@ async function rawSettleRate(
       return key.signTransaction({ chainId: world.node.chainId, type: 'eip1559', to: world.token.address, data, gas: 150_000n, nonce: nonce + i, maxFeePerGas, maxPriorityFeePerGas: 1_000_000n })
     }),
   )
-  const started = performance.now()
-  await Promise.all(
-    raws.map(async (raw) => {
-      const hash = await client.request({ method: 'eth_sendRawTransaction', params: [raw] })
-      for (;;) {
-        const receipt = await client.request({ method: 'eth_getTransactionReceipt', params: [hash] })
-        if (receipt) {
-          if (receipt.status !== '0x1') throw new Error('raw settlement reverted')
-          return
-        }
-        await new Promise((resolve) => setTimeout(resolve, 5))
+  const receiptOf = async (hash: Hex) => {
+    const giveUp = Date.now() + 20_000
+    while (Date.now() < giveUp) {
+      const receipt = await client.request({ method: 'eth_getTransactionReceipt', params: [hash] })
+      if (receipt) {
+        if (receipt.status !== '0x1') throw new Error('raw settlement reverted')
+        return
       }
-    }),
-  )
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    throw new Error('a raw settlement was not mined within 20 s (anvil left it parked)')
+  }
+  const send = (raw: Hex) => client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+  const started = performance.now()
+  const confirmations: Promise<void>[] = []
+  try {
+    if (order === 'in nonce order') for (const raw of raws) confirmations.push(receiptOf(await send(raw)))
+    else confirmations.push(...raws.map(async (raw) => receiptOf(await send(raw))))
+    await Promise.all(confirmations)
+  } catch (error) {
+    progress(`EVM: chain floor ${order} failed: ${String(error)}`)
+    return Number.NaN
+  }
   return (count * 1000) / (performance.now() - started)
 }

@@ -9,10 +9,10 @@ import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { createWalletClient, encodeFunctionData, http, nonceManager, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
+import { bytesToHex, createWalletClient, encodeFunctionData, http, nonceManager, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
 import { createFacilitator } from '../src/index.js'
-import { exactEvm, signExactEvmPayment } from '../src/evm/index.js'
+import { exactEvm, privateKeySigner, signExactEvmPayment } from '../src/evm/index.js'
 import { hashAuthorization } from '../src/evm/typed-data.js'
 import { recoverAuthorizationSigner, recoverWithViem, recoveryBackend } from '../src/evm/recover-signer.js'
 import type { PaymentPayload } from '../src/schemas/payload.js'
@@ -40,6 +40,9 @@ interface Side {
   requests(): number
 }
 
+/** The private key of anvil's development account `index`. */
+const ANVIL_KEY = (index: number): Hex => bytesToHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!)
+
 export async function benchEvm(): Promise<Row[]> {
   const c = EVM_COUNTS
   progress(`EVM: anvil + contracts; verify ${c.latency} sequential, ${c.concurrent} at concurrency ${c.concurrency}; settle ${c.settle} at concurrency ${c.settleConcurrency}`)
@@ -61,8 +64,11 @@ export async function benchEvm(): Promise<Row[]> {
     }
     diagnostics.subscribe('http.client.request.start', countOurs)
     stopCounting = () => diagnostics.unsubscribe('http.client.request.start', countOurs)
+    // The key as a raw private key, through privateKeySigner (what the README recommends for one).
+    const ourSigner = privateKeySigner(ANVIL_KEY(world.signers.indexOf(ourKey) + 1))
+    check(ourSigner.address === ourKey.address, 'our facilitator key is anvil account 1')
     const ours = createFacilitator({
-      schemes: [exactEvm(world.adapterConfig({ signers: [ourKey], receiptPollIntervalMs: 200 }))],
+      schemes: [exactEvm(world.adapterConfig({ signers: [ourSigner], receiptPollIntervalMs: 200 }))],
     })
     const ourSide: Side = {
       verify: (paymentPayload, paymentRequirements) => ours.verify({ x402Version: 2, paymentPayload, paymentRequirements }),

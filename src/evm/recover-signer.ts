@@ -1,4 +1,5 @@
 import { checksumAddress, hexToBytes, keccak256, recoverAddress, type Address, type Hex } from 'viem'
+import { loadTinySecp256k1 } from './secp256k1-wasm.js'
 
 /** Recovers the uncompressed (65-byte) public key, or `null` when the signature recovers no point. */
 type RecoverPublicKey = (hash: Uint8Array, compact: Uint8Array, recoveryId: 0 | 1) => Uint8Array | null
@@ -6,18 +7,10 @@ type RecoverPublicKey = (hash: Uint8Array, compact: Uint8Array, recoveryId: 0 | 
 /** Which implementation recovers signers in this process. */
 export type RecoveryBackend = 'tiny-secp256k1' | 'viem'
 
-// The one module-level cache of the library: the WebAssembly build of libsecp256k1 is an optional
-// dependency that takes ~100 ms to compile, so it is loaded once, on the first recovery, and shared.
-// It holds no payment state, so two facilitators in one process cannot affect each other through it.
-let fastPath: Promise<RecoverPublicKey | undefined> | undefined
-
-function loadFastPath(): Promise<RecoverPublicKey | undefined> {
-  fastPath ??= import('tiny-secp256k1').then(
-    (secp): RecoverPublicKey => (hash, compact, recoveryId) => secp.recover(hash, compact, recoveryId, false),
-    // Not installed (or no WebAssembly): viem's pure-JS recovery serves instead.
-    () => undefined,
-  )
-  return fastPath
+async function loadFastPath(): Promise<RecoverPublicKey | undefined> {
+  const secp = await loadTinySecp256k1()
+  // Not installed (or no WebAssembly): viem's pure-JS recovery serves instead.
+  return secp ? (hash, compact, recoveryId) => secp.recover(hash, compact, recoveryId, false) : undefined
 }
 
 /**

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dispatch } from '../../src/core/context.js'
 import { createRegistry } from '../../src/core/registry.js'
 import { createFacilitator, FacilitatorError, REJECTION, type BroadcastRecord, type SchemeAdapter } from '../../src/index.js'
-import { exactEvm, EVM_REJECTION, signExactEvmPayment } from '../../src/evm/index.js'
+import { exactEvm, EVM_REJECTION, privateKeySigner, signExactEvmPayment } from '../../src/evm/index.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
@@ -138,6 +138,22 @@ describe('exactEvm settle', () => {
     expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(nonceBefore + 100)
     expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1000n)
     console.info(`[measure] 100 concurrent settles on one signer: ${elapsed.toFixed(0)} ms, ${(100_000 / elapsed).toFixed(1)} settles/s`)
+  })
+
+  it('settles through privateKeySigner (transactions signed on tiny-secp256k1)', async () => {
+    const key = generatePrivateKey()
+    const signer = privateKeySigner(key)
+    await world.node.testClient.setBalance({ address: signer.address, value: 10n ** 18n })
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers: [signer] }))] })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2({ amount: '10' })
+    const payments = await Promise.all(Array.from({ length: 5 }, () => signExactEvmPayment({ signer: payer, requirements })))
+    const answers = await Promise.all(payments.map((p) => facilitator.settle(body(p, requirements))))
+    expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(5).fill('success'))
+    for (const answer of answers) {
+      expect((await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })).from).toBe(signer.address.toLowerCase())
+    }
+    expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(5)
   })
 
   it('spreads settles over several signers', async () => {

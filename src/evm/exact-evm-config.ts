@@ -55,6 +55,13 @@ export interface ExactEvmConfig {
    * @default 300_000n
    */
   readonly maxSettlementGas?: bigint
+  /**
+   * Most gas the deployment of an undeployed ERC-6492 wallet may use (with `deployErc6492Wallets`).
+   * The facilitator pays for it; a deployment estimated above the cap answers
+   * `invalid_exact_evm_settlement_gas_too_high` before anything is sent, and the limit sent never
+   * exceeds it. @default 500_000n
+   */
+  readonly maxDeploymentGas?: bigint
   /** How long a fee quote is reused between settles. @default 2_000 */
   readonly feeCacheMs?: number
   /**

@@ -17,6 +17,7 @@ import { pickSigner, resend, signAndSend, waitForReceipt, type ReceiptOutcome } 
 
 const DEFAULT_GAS_LIMIT = 150_000n
 const DEFAULT_MAX_SETTLEMENT_GAS = 300_000n
+const DEFAULT_MAX_DEPLOYMENT_GAS = 500_000n
 // What every transaction pays before its first opcode (EIP-2028 calldata aside).
 const TRANSACTION_BASE_GAS = 21_000n
 
@@ -61,6 +62,10 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   const maxSettlementGas = config.maxSettlementGas ?? DEFAULT_MAX_SETTLEMENT_GAS
   if (!(maxSettlementGas >= TRANSACTION_BASE_GAS)) {
     throw new FacilitatorError('misconfigured', `exactEvm: maxSettlementGas must be at least ${TRANSACTION_BASE_GAS}`)
+  }
+  const maxDeploymentGas = config.maxDeploymentGas ?? DEFAULT_MAX_DEPLOYMENT_GAS
+  if (!(maxDeploymentGas >= TRANSACTION_BASE_GAS)) {
+    throw new FacilitatorError('misconfigured', `exactEvm: maxDeploymentGas must be at least ${TRANSACTION_BASE_GAS}`)
   }
   // The signer reserved for a settle by reserveSettlement (the core calls it before claiming).
   const reserved = new WeakMap<PaymentContext, SignerSlot>()
@@ -238,10 +243,18 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
         estimateGas(runtime, from, deployment.factory, deployment.data, signal),
         estimateGas(runtime, from, runtime.multicall3, both, signal),
       ])
+      if (deployGas > maxDeploymentGas) {
+        return {
+          reason: EVM_REJECTION.settlementGasTooHigh,
+          message: `deploying the payer's smart wallet needs about ${deployGas} gas, above this facilitator's limit of ${maxDeploymentGas}; nothing was sent`,
+        }
+      }
       const tooHigh = gasRejection(bothGas - deployGas + TRANSACTION_BASE_GAS)
       if (tooHigh) return tooHigh
       // The deployment is not the payment: nothing to journal, and a repeat is harmless.
-      const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas: withHeadroom(deployGas) }, signal, async () => undefined)
+      const deploymentLimit = withHeadroom(deployGas)
+      const gas = deploymentLimit < maxDeploymentGas ? deploymentLimit : maxDeploymentGas
+      const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async () => undefined)
       const outcome = await waitForReceipt(runtime, hash, receiptOptions(signal))
       if (outcome.status === 'pending') {
         throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')

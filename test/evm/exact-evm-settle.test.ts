@@ -89,6 +89,27 @@ describe('exactEvm settle', () => {
     expect(await tokenBalance(world.node, world.token, wallet)).toBe(4_000n)
   })
 
+  it('refuses to deploy an ERC-6492 wallet whose deployment costs more than maxDeploymentGas; nothing is sent', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ maxDeploymentGas: 60_000n }))] })
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const salt = generatePrivateKey()
+    const wallet = await world.factory.walletAddress(owner.address, salt)
+    await fundPayer(world.node, world.token, wallet, 5_000n)
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({
+      signer: { ...owner, address: wallet },
+      requirements,
+      wrapSignature: (signature) => serializeErc6492Signature({ address: world.factory.address, data: world.factory.deployCalldata(owner.address, salt), signature }),
+    })
+    const nonces = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '' })
+    expect(answer.errorMessage).toMatch(/deploying the payer's smart wallet needs about \d+ gas, above this facilitator's limit of 60000/)
+    expect(await world.node.publicClient.getCode({ address: wallet })).toBeUndefined()
+    expect(await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))).toEqual(nonces)
+    expect(() => exactEvm(world.adapterConfig({ maxDeploymentGas: 20_000n }))).toThrow(/maxDeploymentGas/)
+  })
+
   it('a replayed payment: the same facilitator answers the original hash, another one refuses the used nonce', async () => {
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
     const payer = await world.newPayer()

@@ -31,7 +31,8 @@ export interface ReceiptPoller {
   pending(): number
 }
 
-const FIRST_INTERVAL_MS = 25
+// A local node mines within milliseconds; one lookup per tick serves every waiting hash, so starting fast costs little.
+const FIRST_INTERVAL_MS = 10
 
 interface Waiter {
   readonly hash: Hex
@@ -50,7 +51,7 @@ interface Waiter {
  * One polling loop per network instead of one per settle: every tick looks up
  * the hashes that are due, all issued in the same tick so the default transport
  * sends them as one JSON-RPC batch (one HTTP request however many settles wait).
- * Each hash keeps its own schedule (at once, then 25 ms doubling up to its
+ * Each hash keeps its own schedule (at once, then 10 ms doubling up to its
  * `maxIntervalMs`, never past its deadline); a hash due within a quarter of its interval
  * joins the current tick rather than costing a request of its own. A receipt that
  * appears sends every other waiter back to fast lookups: while the chain includes

@@ -57,8 +57,8 @@ describe('shared receipt poller', () => {
     const poller = createReceiptPoller(async (h) => mined.get(h) ?? null)
     const signal = new AbortController().signal
     const slow = poller.wait(hash(1), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal })
-    // Lookups of hash 1 at 0, 25, 75, 175, 375 and 775 ms: the next one is due at 1,575 ms.
-    await new Promise((resolve) => setTimeout(resolve, 850))
+    // Lookups of hash 1 at 0, 10, 30, 70, 150, 310, 630 and 1,270 ms: the next one is due at 2,550 ms.
+    await new Promise((resolve) => setTimeout(resolve, 1_300))
     mined.set(hash(1), { status: '0x1', blockNumber: '0x9' })
     mined.set(hash(2), { status: '0x1', blockNumber: '0x9' })
     const woke = Date.now()

@@ -57,9 +57,9 @@ export interface AnvilNode {
 
 /**
  * The anvil binary installed by `@foundry-rs/anvil`: the platform package's
- * executable itself when present, so that the pid is anvil's (not a Node
- * wrapper's that would outlive nothing but hide anvil's CPU time and miss a
- * SIGKILL), else the npm bin wrapper.
+ * executable itself when present, so that the pid is anvil's: the npm bin is a
+ * Node wrapper that hides anvil's CPU time and cannot pass a SIGKILL on (anvil
+ * then outlives it). The wrapper serves when the executable is not found.
  */
 export function anvilBinary(): string {
   const scope = join(process.cwd(), 'node_modules', '@foundry-rs')

@@ -1,5 +1,5 @@
 import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
-import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
+import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { redactError, secretsOfUrl } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'

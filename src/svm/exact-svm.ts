@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
-  type Address,
   type Blockhash,
   getBase64EncodedWireTransaction,
   getAddressDecoder,

@@ -73,16 +73,7 @@ describe('exactEvm settle', () => {
 
   it('deploys an undeployed ERC-6492 wallet through the allowed factory, then settles', async () => {
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
-    const owner = privateKeyToAccount(generatePrivateKey())
-    const salt = generatePrivateKey()
-    const wallet = await world.factory.walletAddress(owner.address, salt)
-    await fundPayer(world.node, world.token, wallet, 5_000n)
-    const requirements = world.requirementsV2()
-    const paymentPayload = await signExactEvmPayment({
-      signer: { ...owner, address: wallet },
-      requirements,
-      wrapSignature: (signature) => serializeErc6492Signature({ address: world.factory.address, data: world.factory.deployCalldata(owner.address, salt), signature }),
-    })
+    const { wallet, paymentPayload, requirements } = await world.counterfactualPayment({ balance: 5_000n })
     const answer = await facilitator.settle(body(paymentPayload, requirements))
     expect(answer).toMatchObject({ success: true, payer: wallet })
     expect(await world.node.publicClient.getCode({ address: wallet })).toMatch(/^0x[0-9a-f]+$/)
@@ -91,16 +82,7 @@ describe('exactEvm settle', () => {
 
   it('refuses to deploy an ERC-6492 wallet whose deployment costs more than maxDeploymentGas; nothing is sent', async () => {
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ maxDeploymentGas: 60_000n }))] })
-    const owner = privateKeyToAccount(generatePrivateKey())
-    const salt = generatePrivateKey()
-    const wallet = await world.factory.walletAddress(owner.address, salt)
-    await fundPayer(world.node, world.token, wallet, 5_000n)
-    const requirements = world.requirementsV2()
-    const paymentPayload = await signExactEvmPayment({
-      signer: { ...owner, address: wallet },
-      requirements,
-      wrapSignature: (signature) => serializeErc6492Signature({ address: world.factory.address, data: world.factory.deployCalldata(owner.address, salt), signature }),
-    })
+    const { wallet, paymentPayload, requirements } = await world.counterfactualPayment({ balance: 5_000n })
     const nonces = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
     const answer = await facilitator.settle(body(paymentPayload, requirements))
     expect(answer).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '' })

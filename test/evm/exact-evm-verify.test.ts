@@ -1,4 +1,4 @@
-import { http, serializeErc6492Signature, type Hex, type LocalAccount } from 'viem'
+import { http, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { x402Client } from '@x402/core/client'
@@ -132,7 +132,7 @@ describe('exactEvm verify: valid payments', () => {
   })
 
   it('accepts an undeployed ERC-6492 wallet from an allow-listed factory, in a single request', async () => {
-    const { owner, wallet, paymentPayload, requirements } = await counterfactualPayment(world.factory.address)
+    const { owner, wallet, paymentPayload, requirements } = await world.counterfactualPayment()
     rpcRequests = 0
     expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
     expect(rpcRequests).toBe(1)
@@ -240,7 +240,7 @@ describe('exactEvm verify: every rejection has its own code', () => {
 
   it('ERC-6492: a wrapper naming a factory outside the allow-list is refused before any RPC', async () => {
     const rogueFactory = privateKeyToAccount(generatePrivateKey()).address
-    const { paymentPayload, requirements } = await counterfactualPayment(rogueFactory)
+    const { paymentPayload, requirements } = await world.counterfactualPayment({ factory: rogueFactory })
     rpcRequests = 0
     await reject(paymentPayload, requirements, EVM_REJECTION.factoryNotAllowed)
     expect(rpcRequests).toBe(0)
@@ -248,7 +248,7 @@ describe('exactEvm verify: every rejection has its own code', () => {
 
   it('ERC-6492: an undeployed wallet when the facilitator does not deploy wallets', async () => {
     const noDeploy = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ deployErc6492Wallets: false }))] })
-    const { paymentPayload, requirements } = await counterfactualPayment(world.factory.address)
+    const { paymentPayload, requirements } = await world.counterfactualPayment()
     await reject(paymentPayload, requirements, EVM_REJECTION.undeployedWallet, noDeploy)
   })
 
@@ -291,19 +291,4 @@ function authorizationOf(paymentPayload: PaymentPayload): Record<string, unknown
   const authorization = paymentPayload.payload.authorization
   if (typeof authorization !== 'object' || authorization === null) throw new Error('no authorization')
   return { ...authorization }
-}
-
-async function counterfactualPayment(factoryAddress: `0x${string}`) {
-  const owner = privateKeyToAccount(generatePrivateKey())
-  const salt = generatePrivateKey()
-  const wallet = await world.factory.walletAddress(owner.address, salt)
-  await fundPayer(world.node, world.token, wallet, 1_000_000n)
-  const requirements = world.requirementsV2()
-  const paymentPayload = await signExactEvmPayment({
-    signer: { ...owner, address: wallet },
-    requirements,
-    wrapSignature: (signature: Hex) =>
-      serializeErc6492Signature({ address: factoryAddress, data: world.factory.deployCalldata(owner.address, salt), signature }),
-  })
-  return { owner, wallet, paymentPayload, requirements }
 }

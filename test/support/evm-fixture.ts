@@ -10,9 +10,11 @@
  * const requirements = world.requirementsV2({ amount: '1000' })
  * await world.stop()
  */
-import type { Address, LocalAccount } from 'viem'
+import { serializeErc6492Signature, type Address, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
+import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV1, PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { startAnvil, type AnvilNode, type StartAnvilOptions } from './anvil.js'
 import { deployTestToken, deployWalletFactory, fundPayer, installMulticall3, type TestToken, type TestWalletFactory } from './evm-contracts.js'
@@ -27,6 +29,16 @@ export interface EvmFixture {
   readonly payTo: Address
   /** A fresh payer key holding `amount` of the test token. */
   newPayer(amount?: bigint): Promise<LocalAccount>
+  /**
+   * A v2 payment from an undeployed ERC-6492 smart wallet holding `balance`, its
+   * signature wrapped with the deployment through `factory` (the fixture's by default).
+   */
+  counterfactualPayment(options?: { factory?: Address; balance?: bigint }): Promise<{
+    owner: LocalAccount
+    wallet: Address
+    paymentPayload: PaymentPayload
+    requirements: PaymentRequirementsV2
+  }>
   /** Adapter configuration for this chain, with the factory allow-listed. */
   adapterConfig(overrides?: Partial<ExactEvmConfig>): ExactEvmConfig
   /** v2 requirements (`eip155:84532`, `amount`). */
@@ -51,7 +63,7 @@ export async function startEvmFixture(options: EvmFixtureOptions = {}): Promise<
     const signers = node.accounts.slice(1, 1 + (options.signerCount ?? 1))
     const payTo = privateKeyToAccount(generatePrivateKey()).address
     const extra = { name: token.name, version: token.version }
-    return {
+    const fixture: EvmFixture = {
       node,
       token,
       factory,
@@ -61,6 +73,20 @@ export async function startEvmFixture(options: EvmFixtureOptions = {}): Promise<
         const payer = privateKeyToAccount(generatePrivateKey())
         if (amount > 0n) await fundPayer(node, token, payer.address, amount)
         return payer
+      },
+      async counterfactualPayment(options = {}) {
+        const owner = privateKeyToAccount(generatePrivateKey())
+        const salt = generatePrivateKey()
+        const wallet = await factory.walletAddress(owner.address, salt)
+        await fundPayer(node, token, wallet, options.balance ?? 1_000_000n)
+        const requirements = fixture.requirementsV2()
+        const paymentPayload = await signExactEvmPayment({
+          signer: { ...owner, address: wallet },
+          requirements,
+          wrapSignature: (signature: Hex) =>
+            serializeErc6492Signature({ address: options.factory ?? factory.address, data: factory.deployCalldata(owner.address, salt), signature }),
+        })
+        return { owner, wallet, paymentPayload, requirements }
       },
       adapterConfig: (overrides = {}) => ({
         networks: [{ network: 'eip155:84532', rpcUrls: [node.rpcUrl] }],
@@ -94,6 +120,7 @@ export async function startEvmFixture(options: EvmFixtureOptions = {}): Promise<
       }),
       stop: () => node.stop(),
     }
+    return fixture
   } catch (error) {
     await node.stop()
     throw error

@@ -9,7 +9,7 @@
 import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { createKeyPairSignerFromPrivateKeyBytes, createSolanaRpc } from '@solana/kit'
+import { createKeyPairSignerFromPrivateKeyBytes, createSolanaRpc, type KeyPairSigner } from '@solana/kit'
 import { x402Client } from '@x402/core/client'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
@@ -161,7 +161,7 @@ export async function benchSvm(): Promise<Row[]> {
 
 interface SolanaChain {
   readonly url: string
-  readonly scenario: { mint: string; payTo: string; feePayer: Awaited<ReturnType<typeof createKeyPairSignerFromPrivateKeyBytes>>; payer: Awaited<ReturnType<typeof createKeyPairSignerFromPrivateKeyBytes>> }
+  readonly scenario: { mint: string; payTo: string; feePayer: KeyPairSigner; payer: KeyPairSigner }
   resetStats(): Promise<void>
   /** HTTP requests the RPC server saw since the last reset, and the CPU time its process used so far. */
   stats(): Promise<{ requests: number; cpuMs: number }>

@@ -14,7 +14,8 @@
  * (`release`), and `turn` waits until no lower nonce is held: signing still
  * overlaps, only the journaling and sending of one key go one after another.
  * When a lower nonce is given up (a reset), the holders of higher ones take
- * fresh nonces rather than send behind a gap.
+ * fresh nonces rather than send behind a gap, and the re-read count never
+ * hands out again a nonce whose send is still on the wire.
  */
 export interface NonceManager {
   /** The next unused nonce, held until {@link NonceManager.release}. */
@@ -49,23 +50,32 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
   let nextNonce: number | undefined
   let loading: Promise<void> | undefined
   let generation = 0
-  // Held nonces with how many holders each (a re-read after a reset may hand a nonce out twice).
-  const held = new Map<number, number>()
+  // Tickets handed out and not released; `sending` once their turn came (they may be on the wire).
+  const held = new Map<NonceTicket, { sending: boolean }>()
   const waiting = new Set<{ ticket: NonceTicket; go(fresh: boolean): void }>()
 
   const lowestHeld = (): number => {
     let lowest = Number.POSITIVE_INFINITY
-    for (const nonce of held.keys()) if (nonce < lowest) lowest = nonce
+    for (const ticket of held.keys()) if (ticket.nonce < lowest) lowest = ticket.nonce
     return lowest
+  }
+  const highestSending = (): number => {
+    let highest = Number.NEGATIVE_INFINITY
+    for (const [ticket, hold] of held) if (hold.sending && ticket.nonce > highest) highest = ticket.nonce
+    return highest
   }
   const wake = () => {
     if (waiting.size === 0) return
     const lowest = lowestHeld()
     for (const waiter of waiting) {
-      const stale = waiter.ticket.generation !== generation
-      if (stale || waiter.ticket.nonce <= lowest) {
+      const hold = waiter.ticket.generation === generation ? held.get(waiter.ticket) : undefined
+      if (!hold) {
         waiting.delete(waiter)
-        waiter.go(!stale)
+        waiter.go(false)
+      } else if (waiter.ticket.nonce <= lowest) {
+        waiting.delete(waiter)
+        hold.sending = true
+        waiter.go(true)
       }
     }
   }
@@ -77,8 +87,9 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
           const started = generation
           loading = readPendingCount()
             .then((count) => {
-              // A reset during the read makes this count stale: read again.
-              if (started === generation) nextNonce = count
+              // A reset during the read makes this count stale: read again. A send still on the wire
+              // may not be counted yet: never hand its nonce out a second time.
+              if (started === generation) nextNonce = Math.max(count, highestSending() + 1)
             })
             .finally(() => {
               loading = undefined
@@ -86,25 +97,27 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
         }
         await loading
       }
-      const nonce = nextNonce++
-      held.set(nonce, (held.get(nonce) ?? 0) + 1)
-      return { nonce, generation }
+      const ticket: NonceTicket = { nonce: nextNonce++, generation }
+      held.set(ticket, { sending: false })
+      return ticket
     },
     turn(ticket) {
-      if (ticket.generation !== generation) return Promise.resolve(false)
-      if (ticket.nonce <= lowestHeld()) return Promise.resolve(true)
+      const hold = held.get(ticket)
+      if (!hold || ticket.generation !== generation) return Promise.resolve(false)
+      if (ticket.nonce <= lowestHeld()) {
+        hold.sending = true
+        return Promise.resolve(true)
+      }
       return new Promise<boolean>((go) => waiting.add({ ticket, go }))
     },
     release(ticket) {
-      const holders = held.get(ticket.nonce)
-      if (holders === undefined) return
-      if (holders > 1) held.set(ticket.nonce, holders - 1)
-      else held.delete(ticket.nonce)
-      wake()
+      if (held.delete(ticket)) wake()
     },
     reset() {
       generation++
       nextNonce = undefined
+      // Tickets that never got their turn will not send (their turn answers false): they hold nothing back.
+      for (const [ticket, hold] of held) if (!hold.sending) held.delete(ticket)
       wake()
     },
   }

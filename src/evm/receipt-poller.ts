@@ -53,9 +53,9 @@ interface Waiter {
  * sends them as one JSON-RPC batch (one HTTP request however many settles wait).
  * Each hash keeps its own schedule (at once, then 10 ms doubling up to its
  * `maxIntervalMs`, never past its deadline); a hash due within a quarter of its interval
- * joins the current tick rather than costing a request of its own. A receipt that
- * appears sends every other waiter back to fast lookups: while the chain includes
- * our transactions, backing off only delays the answers. When nothing
+ * joins the current tick rather than costing a request of its own. A receipt from
+ * a new block gives every other waiter one lookup at once: the chain is including
+ * our transactions, and backing off would only delay their answers. When nothing
  * is pending, no timer is left behind; while something is, the timer keeps the
  * process alive, as a settle awaiting its receipt always did.
  *
@@ -67,6 +67,8 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
   const waiters = new Set<Waiter>()
   let timer: ReturnType<typeof setTimeout> | undefined
   let timerAt = Number.POSITIVE_INFINITY
+  // The newest block a receipt came from: only a new block hurries the other waiters.
+  let newestBlock = -1n
 
   const schedule = () => {
     let next = Number.POSITIVE_INFINITY
@@ -104,7 +106,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
       // Transient: keep polling until the bound.
     }
     const now = Date.now()
-    if (receipt) hurryOthers(hash, now)
+    if (receipt) hurryOthers(hash, BigInt(receipt.blockNumber), now)
     for (const waiter of group) {
       waiter.checking = false
       if (!waiters.has(waiter)) continue
@@ -121,15 +123,16 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
   }
 
   /**
-   * A receipt just appeared: the chain is including our transactions, and the
-   * others sent around the same time are likely in this block or the next. They
-   * go back to fast lookups instead of sleeping out a backed-off interval.
+   * A receipt from a block not seen before: the others sent around the same
+   * time may be in it too. Each gets one lookup now instead of sleeping out its
+   * backed-off interval (which stays as it is, so a chain with 2 s blocks costs
+   * one extra round per block, not a return to fast polling).
    */
-  function hurryOthers(found: Hex, now: number) {
+  function hurryOthers(found: Hex, block: bigint, now: number) {
+    if (block <= newestBlock) return
+    newestBlock = block
     for (const waiter of waiters) {
-      if (waiter.hash === found || waiter.interval <= FIRST_INTERVAL_MS) continue
-      waiter.interval = FIRST_INTERVAL_MS
-      if (!waiter.checking) waiter.due = Math.min(waiter.due, now + FIRST_INTERVAL_MS)
+      if (waiter.hash !== found && !waiter.checking && waiter.due > now) waiter.due = now
     }
   }
 

@@ -63,14 +63,18 @@ export async function signAndSend(
     try {
       let raw: Hex
       try {
-        raw = await slot.signer.signTransaction({
-          chainId: runtime.chainId,
-          nonce: ticket.nonce,
-          to: call.to,
-          data: call.data,
-          gas: call.gas,
-          ...('gasPrice' in fees ? { type: 'legacy' as const, gasPrice: fees.gasPrice } : { type: 'eip1559' as const, ...fees }),
-        })
+        // Bounded: a hung remote signer must not hold the key's lane.
+        raw = await withDeadline(
+          slot.signer.signTransaction({
+            chainId: runtime.chainId,
+            nonce: ticket.nonce,
+            to: call.to,
+            data: call.data,
+            gas: call.gas,
+            ...('gasPrice' in fees ? { type: 'legacy' as const, gasPrice: fees.gasPrice } : { type: 'eip1559' as const, ...fees }),
+          }),
+          signal,
+        )
         // The key's transactions reach the node in nonce order (see createNonceManager).
         if (!(await withDeadline(slot.nonces.turn(ticket), signal))) continue // a lower nonce was given up: take a fresh one
       } catch (error) {
@@ -80,6 +84,8 @@ export async function signAndSend(
       }
       const transaction = keccak256(raw)
       try {
+        // Not cut short here: the journal bounds its own store calls, and a write that lands after a
+        // deadline would record a transaction this call never sent.
         await record({ transaction, raw })
       } catch (error) {
         // Nothing was sent with this nonce: re-read it, or every later call of this key waits behind a gap.
@@ -116,8 +122,9 @@ async function takeNonce(slot: SignerSlot, signal: AbortSignal): Promise<NonceTi
   } catch (error) {
     void taking.then(
       (late) => {
-        slot.nonces.release(late)
+        // Reset first: released first, the nonce above it could get its turn and send behind the gap.
         slot.nonces.reset()
+        slot.nonces.release(late)
       },
       () => undefined,
     )
@@ -143,11 +150,22 @@ async function deliver(runtime: NetworkRuntime, raw: Hex, signal: AbortSignal): 
       if (answeredByNode(error)) return error
       if (attempt >= SEND_ATTEMPTS || signal.aborted) throw toRpcFault(error, 'sending the settlement transaction')
       await pause(SEND_PAUSE_MS * attempt, signal)
+      // The budget ran out while pausing: the caller has answered; the key's next sends must not wait on this one.
+      if (signal.aborted) throw toRpcFault(error, 'sending the settlement transaction')
     }
   }
 }
 
-const answeredByNode = (error: unknown) => error instanceof BaseError && error.walk((e) => e instanceof RpcRequestError) !== null
+/** JSON-RPC codes of a gateway's own failure (upstream error, rate limit), not of a node that looked at the transaction. */
+const GATEWAY_CODES = new Set([-32603, -32005])
+
+/** Whether the node answered and refused: a JSON-RPC error answer, other than a gateway's, on a successful HTTP exchange. */
+function answeredByNode(error: unknown): boolean {
+  const found = error instanceof BaseError ? error.walk((e) => e instanceof RpcRequestError) : null
+  if (!(found instanceof RpcRequestError)) return false
+  if (GATEWAY_CODES.has(found.code)) return false
+  return found.status === undefined || found.status < 300
+}
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {

@@ -70,6 +70,44 @@ describe('createNonceManager', () => {
     expect(fresh.nonce).toBe(0)
     expect(await nonces.turn(fresh)).toBe(true)
   })
+
+  it('never hands out again a nonce whose send is on the wire, even when the re-read count does not include it yet', async () => {
+    const nonces = createNonceManager(async () => 5)
+    const onTheWire = await nonces.next()
+    expect(await nonces.turn(onTheWire)).toBe(true)
+    const waiting = await nonces.next()
+    // Another settle gives up (its budget ran out) and resets; the node still counts 5.
+    nonces.reset()
+    expect(await nonces.turn(waiting)).toBe(false)
+    nonces.release(waiting)
+    const fresh = await nonces.next()
+    expect(fresh.nonce).toBe(6)
+    let went = false
+    const turn = nonces.turn(fresh).then((ok) => (went = ok))
+    await Promise.resolve()
+    expect(went).toBe(false) // it waits for the send below it
+    nonces.release(onTheWire)
+    await turn
+    expect(went).toBe(true)
+  })
+
+  it('a ticket that never got its turn holds nothing back after a reset, and its late release frees nobody else', async () => {
+    const nonces = createNonceManager(async () => 0)
+    const abandoned = await nonces.next()
+    nonces.reset()
+    const fresh = await nonces.next()
+    expect(fresh.nonce).toBe(0)
+    expect(await nonces.turn(fresh)).toBe(true)
+    const next = await nonces.next()
+    let went = false
+    const turn = nonces.turn(next).then((ok) => (went = ok))
+    nonces.release(abandoned)
+    await Promise.resolve()
+    expect(went).toBe(false)
+    nonces.release(fresh)
+    await turn
+    expect(went).toBe(true)
+  })
 })
 
 describe('parseExactEvmPayload', () => {

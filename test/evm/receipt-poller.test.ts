@@ -52,19 +52,31 @@ describe('shared receipt poller', () => {
     expect(once).toEqual({ status: 'pending' })
   })
 
-  it('a receipt that appears sends the other waiters back to fast lookups instead of their backed-off interval', async () => {
+  it('a receipt from a new block gives the other waiters one lookup at once, without undoing their backoff', async () => {
     const mined = new Map<Hex, ReceiptSummary>()
-    const poller = createReceiptPoller(async (h) => mined.get(h) ?? null)
+    const lookups = new Map<Hex, number>()
+    const poller = createReceiptPoller(async (h) => {
+      lookups.set(h, (lookups.get(h) ?? 0) + 1)
+      return mined.get(h) ?? null
+    })
     const signal = new AbortController().signal
+    const stillPending = new AbortController()
     const slow = poller.wait(hash(1), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal })
-    // Lookups of hash 1 at 0, 10, 30, 70, 150, 310, 630 and 1,270 ms: the next one is due at 2,550 ms.
+    const never = poller.wait(hash(3), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal: stillPending.signal })
+    // Lookups of hashes 1 and 3 at 0, 10, 30, 70, 150, 310, 630 and 1,270 ms: the next ones are due at 2,550 ms.
     await new Promise((resolve) => setTimeout(resolve, 1_300))
     mined.set(hash(1), { status: '0x1', blockNumber: '0x9' })
     mined.set(hash(2), { status: '0x1', blockNumber: '0x9' })
+    const before = lookups.get(hash(3)) ?? 0
     const woke = Date.now()
     expect(await poller.wait(hash(2), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal })).toEqual({ status: 'success', blockNumber: 9n })
     expect(await slow).toEqual({ status: 'success', blockNumber: 9n })
     expect(Date.now() - woke).toBeLessThan(400)
+    // Hash 3 was looked up once more at once, then keeps its backed-off schedule.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((lookups.get(hash(3)) ?? 0) - before).toBe(1)
+    stillPending.abort()
+    expect(await never).toEqual({ status: 'pending' })
     expect(poller.pending()).toBe(0)
   })
 })

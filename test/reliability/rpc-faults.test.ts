@@ -153,6 +153,21 @@ describe('EVM behind the fault proxy (anvil)', () => {
     for (const { payer } of payments) expect(await authorizationsUsed(world, payer.address, 0n)).toHaveLength(1)
   })
 
+  it('a gateway error on the send (rate limit as JSON-RPC -32005, upstream failure -32603) is no answer: the same bytes go again and land', async () => {
+    for (const fault of [{ status: 429, code: -32005 }, { status: 200, code: -32603 }]) {
+      const f = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))] })
+      const { payer, request } = await payment()
+      const fromBlock = (await world.node.publicClient.getBlockNumber()) + 1n
+      // The send and viem's own retry get the gateway's error; the re-send reaches anvil.
+      proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'gateway-error', ...fault }, { times: 2 })
+      const answer = await f.settle(request)
+      proxy.setMode({ kind: 'pass' })
+      figures.push(`  evm settle, send gets gateway error ${fault.code} (HTTP ${fault.status}) twice: ${answer.success ? 'success' : answer.errorReason}`)
+      expect(answer).toMatchObject({ success: true, payer: payer.address })
+      expect((await authorizationsUsed(world, payer.address, fromBlock)).map((log) => log.transactionHash)).toEqual([answer.transaction])
+    }
+  })
+
   it('a send given up on leaves no gap: the settles behind it take fresh nonces and land, nothing stays parked', async () => {
     // Every send of the first payment is cut (3 sends, each retried once by viem): it answers pending with its hash.
     const { f, payments, answers, nonceBefore, count } = await settleTenWithCutSends(6)

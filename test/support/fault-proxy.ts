@@ -10,6 +10,8 @@ export type FaultMode =
   | { kind: 'hang' }
   /** Answer an HTTP error without forwarding. */
   | { kind: 'error'; status: number }
+  /** Answer a JSON-RPC error without forwarding, as a hosted RPC's gateway does (rate limit, upstream failure). */
+  | { kind: 'gateway-error'; status: number; code: number }
   /** Destroy the connection without an answer. */
   | { kind: 'cut' }
   /** Forward, then destroy the connection instead of relaying the answer (the request did reach the chain). */
@@ -84,6 +86,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         case 'error':
           res.writeHead(active.status, { 'content-type': 'text/plain' })
           return void res.end('injected fault')
+        case 'gateway-error':
+          res.writeHead(active.status, { 'content-type': 'application/json' })
+          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: active.code, message: 'injected gateway fault' } }))
         case 'cut':
           return void res.socket?.destroy()
         case 'cut-after-forward':

@@ -17,6 +17,7 @@ export const FAULT_STATUS = {
   rpc_error: 502,
   rpc_unavailable: 503,
   signer_busy: 503,
+  signer_unfunded: 503,
   store_unavailable: 503,
   rpc_timeout: 504,
   timeout: 504,

@@ -62,6 +62,13 @@ export interface ExactEvmConfig {
    * exceeds it. @default 500_000n
    */
   readonly maxDeploymentGas?: bigint
+  /**
+   * How long a signer whose transaction the node refused for insufficient funds (no gas money)
+   * is left out. Settles pick the other signers meanwhile; when every signer of the network is
+   * left out, settle throws `FacilitatorError('signer_unfunded')` (HTTP 503) before anything is
+   * claimed, instead of leaving each new payment pending. @default 30_000
+   */
+  readonly unfundedSignerCooldownMs?: number
   /** How long a fee quote is reused between settles. @default 2_000 */
   readonly feeCacheMs?: number
   /**

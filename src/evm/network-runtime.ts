@@ -22,6 +22,8 @@ export interface SignerSlot {
   readonly nonces: NonceManager
   /** Settlements currently using this signer. */
   inFlight: number
+  /** Until when (epoch ms) the signer is left out: the node refused its transaction for insufficient funds. */
+  unfundedUntil: number
 }
 
 /** Everything the adapter keeps per network, built once at configuration time. */
@@ -37,6 +39,8 @@ export interface NetworkRuntime {
   readonly receipts: ReceiptPoller
   /** A recent fee quote, shared by concurrent settles. */
   fees(): Promise<FeeQuote>
+  /** How long a signer refused for insufficient funds is left out. */
+  readonly unfundedCooldownMs: number
 }
 
 /**
@@ -87,6 +91,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
       Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] })),
     ),
     inFlight: 0,
+    unfundedUntil: 0,
   }))
 
   const feeCacheMs = config.feeCacheMs ?? 2_000
@@ -114,6 +119,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     signers: slots,
     receipts: createReceiptPoller((hash) => client.request({ method: 'eth_getTransactionReceipt', params: [hash] })),
     fees,
+    unfundedCooldownMs: config.unfundedSignerCooldownMs ?? 30_000,
   }
 }
 

@@ -1,6 +1,7 @@
 import { BaseError, keccak256, RpcRequestError, type Address, type Hex } from 'viem'
 import type { BroadcastRecord } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
 import type { NonceTicket } from './nonce-manager.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
@@ -15,18 +16,31 @@ export interface OutgoingCall {
 
 /**
  * Picks the signer with the fewest settlements in flight, so several keys
- * share the load and one slow key does not hold the others back.
+ * share the load and one slow key does not hold the others back. A signer the
+ * node lately refused for insufficient funds is left out; when all are, this
+ * throws `signer_unfunded` (503) so that no new payment is claimed only to wait
+ * behind a key that cannot pay for gas.
  */
 export function pickSigner(runtime: NetworkRuntime): SignerSlot {
-  let best = runtime.signers[0]
-  for (const slot of runtime.signers) if (best === undefined || slot.inFlight < best.inFlight) best = slot
-  if (!best) throw new Error('a network runtime always has a signer')
+  const now = Date.now()
+  let best: SignerSlot | undefined
+  for (const slot of runtime.signers) {
+    if (slot.unfundedUntil > now) continue
+    if (best === undefined || slot.inFlight < best.inFlight) best = slot
+  }
+  if (!best) {
+    throw new FacilitatorError(
+      'signer_unfunded',
+      `every signer of ${runtime.network.caip2} was refused by the node for insufficient funds for gas; fund them (their addresses are in supported().signers) and retry`,
+    )
+  }
   return best
 }
 
 /** The key's nonce is used already, or taken by another of its transactions waiting in the pool. */
 const NONCE_TAKEN = /nonce too low|nonce has already been used|nonce is too low|invalid nonce|lower than the current nonce|oldnonce|replacement transaction underpriced|replacement fee too low|could not replace existing/i
 const ALREADY_KNOWN = /already known|known transaction|already imported|already exists|alreadyknown/i
+const INSUFFICIENT_FUNDS = /insufficient funds/i
 const MAX_NONCE_RETRIES = 3
 /** Sends of the same signed bytes while the node gives no answer (each is one viem request, itself retried). */
 const SEND_ATTEMPTS = 3
@@ -100,8 +114,13 @@ export async function signAndSend(
         slot.nonces.reset()
         throw error
       }
-      if (refusal === undefined) return transaction
+      if (refusal === undefined) {
+        slot.unfundedUntil = 0
+        return transaction
+      }
       slot.nonces.reset()
+      // No gas money: leave the key out for a while rather than let every new payment wait on it.
+      if (INSUFFICIENT_FUNDS.test(rpcErrorText(refusal))) slot.unfundedUntil = Date.now() + runtime.unfundedCooldownMs
     } finally {
       slot.nonces.release(ticket)
     }

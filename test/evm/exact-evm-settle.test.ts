@@ -159,6 +159,28 @@ describe('exactEvm settle', () => {
     expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(5)
   })
 
+  it('a signer the node refuses for insufficient funds is left out: new settles answer 503 signer_unfunded, claim nothing, and settle once it is funded', async () => {
+    const signer = privateKeySigner(generatePrivateKey()) // holds no ETH
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers: [signer], unfundedSignerCooldownMs: 300 }))] })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2({ amount: '10' })
+    const [first, second] = await Promise.all([0, 1].map(() => signExactEvmPayment({ signer: payer, requirements })))
+    // The first meets the refusal after its transaction was journaled: pending, with the hash.
+    const pending = await facilitator.settle(body(first!, requirements))
+    expect(pending).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
+    // The next is refused before anything is claimed.
+    const refused = await facilitator.settle(body(second!, requirements)).then(() => undefined, (error: unknown) => error)
+    expect(refused).toBeInstanceOf(FacilitatorError)
+    expect(refused).toMatchObject({ code: 'signer_unfunded', status: 503 })
+    expect((refused as Error).message).toContain('insufficient funds for gas')
+    // Funded, and past the cooldown: the same payment settles (it was never claimed).
+    await world.node.testClient.setBalance({ address: signer.address, value: 10n ** 18n })
+    await new Promise((resolve) => setTimeout(resolve, 350))
+    expect(await facilitator.settle(body(second!, requirements))).toMatchObject({ success: true, payer: payer.address })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 10n)
+    expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(1)
+  })
+
   it('spreads settles over several signers', async () => {
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
     const [a, b] = world.signers

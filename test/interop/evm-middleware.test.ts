@@ -9,6 +9,7 @@ import { createWalletClient, getAddress, http, publicActions, type LocalAccount 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HTTPFacilitatorClient, x402ResourceServer } from '@x402/core/server'
 import { x402Client } from '@x402/core/client'
+import { decodePaymentRequiredHeader } from '@x402/core/http'
 import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch'
 import { paymentMiddleware } from '@x402/express'
 import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client'
@@ -85,7 +86,7 @@ describe('official v2 stack: @x402/express + @x402/fetch through our facilitator
   it('answers 402 with a PAYMENT-REQUIRED challenge for our token', async () => {
     const response = await fetch(`${shop.url}/weather`)
     expect(response.status).toBe(402)
-    const challenge = JSON.parse(Buffer.from(response.headers.get('PAYMENT-REQUIRED') ?? '', 'base64').toString('utf8'))
+    const challenge = decodePaymentRequiredHeader(response.headers.get('PAYMENT-REQUIRED') ?? '')
     expect(challenge).toMatchObject({
       x402Version: 2,
       accepts: [{ scheme: 'exact', network: 'eip155:84532', amount: PRICE.toString(), asset: world.token.address, payTo: world.payTo }],

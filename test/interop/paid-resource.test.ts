@@ -4,6 +4,7 @@
  * @x402/fetch (v2) and x402-fetch (v1), on EVM (anvil) and Solana (LiteSVM).
  */
 import { x402Client } from '@x402/core/client'
+import { decodePaymentRequiredHeader } from '@x402/core/http'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch'
 import { ExactSvmScheme } from '@x402/svm/exact/client'
@@ -58,7 +59,7 @@ describe('examples/paid-resource: withPayment in-process', () => {
   it('answers 402 with both offers, v2 in PAYMENT-REQUIRED and v1 in the body', async () => {
     const response = await fetch(`${shop.url}/weather`)
     expect(response.status).toBe(402)
-    const v2 = JSON.parse(Buffer.from(response.headers.get('PAYMENT-REQUIRED') ?? '', 'base64').toString('utf8'))
+    const v2 = decodePaymentRequiredHeader(response.headers.get('PAYMENT-REQUIRED') ?? '')
     expect(v2.accepts.map((a: { network: string }) => a.network)).toEqual(['eip155:84532', SOLANA_DEVNET])
     const v1 = await response.json()
     expect(v1.accepts.map((a: { network: string }) => a.network)).toEqual(['base-sepolia', 'solana-devnet'])
@@ -117,7 +118,7 @@ describe('examples/paid-resource: withPayment in-process', () => {
     const settlesBefore = settleCalls
     const response = await wrapFetchWithPayment(fetch, client)(`${shop.url}/weather`)
     expect(response.status).toBe(402)
-    const challenge = JSON.parse(Buffer.from(response.headers.get('PAYMENT-REQUIRED') ?? '', 'base64').toString('utf8'))
+    const challenge = decodePaymentRequiredHeader(response.headers.get('PAYMENT-REQUIRED') ?? '')
     expect(challenge.error).toBe('insufficient_funds')
     expect(settleCalls).toBe(settlesBefore)
   })

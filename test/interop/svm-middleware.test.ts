@@ -6,6 +6,7 @@
  */
 import { getRequestListener } from '@hono/node-server'
 import { x402Client } from '@x402/core/client'
+import { decodePaymentRequiredHeader } from '@x402/core/http'
 import { HTTPFacilitatorClient, x402ResourceServer } from '@x402/core/server'
 import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch'
 import { paymentMiddleware } from '@x402/hono'
@@ -81,12 +82,12 @@ describe.each([
   it('answers 402 with a challenge naming our fee payer', async () => {
     const response = await fetch(`${shop.url}/weather`)
     expect(response.status).toBe(402)
-    const challenge = JSON.parse(Buffer.from(response.headers.get('PAYMENT-REQUIRED') ?? '', 'base64').toString('utf8'))
+    const challenge = decodePaymentRequiredHeader(response.headers.get('PAYMENT-REQUIRED') ?? '')
     expect(challenge).toMatchObject({
       x402Version: 2,
       accepts: [{ network: SOLANA_DEVNET, amount: PRICE.toString(), asset: s.mint, payTo: s.payTo, extra: { feePayer: s.feePayer.address } }],
     })
-    expect(typeof challenge.accepts[0].extra.recentBlockhash).toBe(embedBlockhash ? 'string' : 'undefined')
+    expect(typeof challenge.accepts[0]!.extra.recentBlockhash).toBe(embedBlockhash ? 'string' : 'undefined')
   })
 
   it('pays: 402, then payment, then 200 with PAYMENT-RESPONSE, and the tokens moved', async () => {

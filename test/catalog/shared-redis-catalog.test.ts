@@ -1,31 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createCatalog } from '../../src/catalog/catalog.js'
 import { catalogListingSchema } from '../../src/catalog/catalog-schema.js'
 import { createFacilitator } from '../../src/core/facilitator.js'
-import { createRedisStore } from '../../src/stores/redis-store.js'
-import type { Store } from '../../src/stores/store.js'
-import { startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { useRedisStores } from '../support/redis-server.js'
 import { createChainAdapter, createTestChain, paymentBody } from '../support/stats-test-adapter.js'
 
 const EVM = 'eip155:84532'
 const USDC = '0x036CbD53842c5426634e7929541eC2318f3dCF7e'
 
-let server: RedisServer
-const stores: Store[] = []
-beforeAll(async () => {
-  server = await startRedisServer()
-})
-afterAll(async () => {
-  for (const store of stores) await store.close?.()
-  await server?.stop()
-})
+const redis = useRedisStores()
 
 describe('catalog shared through Redis', () => {
   it('adds up the calls two facilitators record, and keeps the cap across them', async () => {
     const chain = createTestChain()
     const instances = [0, 1].map(() => {
-      const store = createRedisStore({ url: server.url, keyPrefix: 'catalog-shared:' })
-      stores.push(store)
+      const store = redis.store('catalog-shared:')
       const catalog = createCatalog({ store, ttlSeconds: 0, maxResources: 4 })
       const facilitator = createFacilitator({ schemes: [createChainAdapter(chain, { network: EVM })], store, hooks: [catalog.hooks] })
       return { catalog, facilitator }

@@ -1,33 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/core/facilitator.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
 import { createPublicStats } from '../../src/stats/public-stats.js'
 import { publicStatsSchema } from '../../src/stats/stats-schema.js'
-import { createRedisStore } from '../../src/stores/redis-store.js'
-import type { Store } from '../../src/stores/store.js'
-import { startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { useRedisStores } from '../support/redis-server.js'
 import { createChainAdapter, createTestChain, paymentBody } from '../support/stats-test-adapter.js'
 
 const EVM = 'eip155:84532'
 const USDC = '0x036CbD53842c5426634e7929541eC2318f3dCF7e'
 const SOL_USDC = '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU'
 
-let server: RedisServer
-const stores: Store[] = []
-beforeAll(async () => {
-  server = await startRedisServer()
-})
-afterAll(async () => {
-  for (const store of stores) await store.close?.()
-  await server?.stop()
-})
+const redis = useRedisStores()
 
 /** Two facilitator "processes": each its own Redis connection and stats service, one chain, one Redis. */
 function twoInstances(prefix: string) {
   const chain = createTestChain()
   const make = () => {
-    const store = createRedisStore({ url: server.url, keyPrefix: prefix })
-    stores.push(store)
+    const store = redis.store(prefix)
     const stats = createPublicStats({ store, cacheSeconds: 0 })
     const facilitator = createFacilitator({
       schemes: [createChainAdapter(chain, { network: EVM, confirmDelayMs: 5 }), createChainAdapter(chain, { network: SOLANA_DEVNET, confirmDelayMs: 5 })],

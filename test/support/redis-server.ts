@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer, connect } from 'node:net'
+import { afterAll, beforeAll } from 'vitest'
+import { createRedisStore } from '../../src/stores/redis-store.js'
+import type { Store } from '../../src/stores/store.js'
 
 /** A real redis-server on a loopback port, started for a test file. */
 export interface RedisServer {
@@ -69,4 +72,32 @@ export async function startRedisServer(): Promise<RedisServer> {
     // The port was taken between the probe and the spawn: try another one.
   }
   throw new Error('redis-server did not start (is it installed? apt-get install -y redis-server)')
+}
+
+/**
+ * A redis-server for the calling test file, started in `beforeAll`, and Redis
+ * stores on it that are closed in `afterAll` before the server stops.
+ *
+ * @example
+ * const redis = useRedisStores()
+ * it('...', () => { const store = redis.store('prefix:') })
+ */
+export function useRedisStores(): { store(keyPrefix: string): Store } {
+  let server: RedisServer | undefined
+  const stores: Store[] = []
+  beforeAll(async () => {
+    server = await startRedisServer()
+  })
+  afterAll(async () => {
+    for (const store of stores) await store.close?.()
+    await server?.stop()
+  })
+  return {
+    store(keyPrefix) {
+      if (!server) throw new Error('useRedisStores: the server starts in beforeAll')
+      const store = createRedisStore({ url: server.url, keyPrefix })
+      stores.push(store)
+      return store
+    },
+  }
 }

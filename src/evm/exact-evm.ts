@@ -6,7 +6,7 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { multicall3Abi } from './abi.js'
-import { parseExactEvmPayload } from './authorization.js'
+import { parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
 import { checkChainState } from './check-chain-state.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
 import { createNetworkRuntime, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
@@ -72,6 +72,16 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   // The payment a successful verify prepared, by context: the core verifies right before it claims
   // and then settles the same context, so settle skips a second signature recovery and digest.
   const prepared = new WeakMap<PaymentContext, PreparedPayment>()
+  // The payload parsed once per context: settle asks for it in its key, its checks and its answer.
+  const parsedPayloads = new WeakMap<PaymentContext, ExactEvmPayload | Rejection>()
+  const payloadOf = (ctx: PaymentContext): ExactEvmPayload | Rejection => {
+    let parsed = parsedPayloads.get(ctx)
+    if (parsed === undefined) {
+      parsed = parseExactEvmPayload(ctx.payload.payload)
+      parsedPayloads.set(ctx, parsed)
+    }
+    return parsed
+  }
   const receiptOptions = (signal: AbortSignal) => ({
     timeoutMs: config.receiptTimeoutMs ?? 30_000,
     maxIntervalMs: config.receiptPollIntervalMs ?? 1_000,
@@ -87,9 +97,9 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
   /** Offline checks then the one chain round trip; shared by verify and settle. */
   async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
-    const malformed = addressRejection(ctx)
+    const malformed = addressRejection(ctx, payloadOf(ctx))
     if (malformed) return malformed
-    const payment = await preparePayment(ctx, runtime, prepareOptions)
+    const payment = await preparePayment(ctx, runtime, prepareOptions, payloadOf(ctx))
     if ('reason' in payment) return payment
     const verdict = await withDeadline(checkChainState(runtime, payment), ctx.signal)
     if (verdict.rejection) return verdict.rejection
@@ -107,10 +117,10 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       const expired = checkValidityWindow(earlier.payload, prepareOptions)
       return expired ? { ...expired, payer: earlier.payer } : earlier
     }
-    const malformed = addressRejection(ctx)
+    const malformed = addressRejection(ctx, payloadOf(ctx))
     if (malformed) return malformed
-    const payment = await preparePayment(ctx, runtime, prepareOptions)
-    if ('reason' in payment) return { ...payment, payer: payerOf(ctx) }
+    const payment = await preparePayment(ctx, runtime, prepareOptions, payloadOf(ctx))
+    if ('reason' in payment) return { ...payment, payer: payerOf(payloadOf(ctx)) }
     return payment
   }
 
@@ -128,12 +138,12 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
         return { isValid: true, payer: result.payment.payer }
       }
       prepared.delete(ctx)
-      const payer = payerOf(ctx)
+      const payer = payerOf(payloadOf(ctx))
       return { isValid: false, invalidReason: result.reason, invalidMessage: result.message, ...(payer ? { payer } : {}) }
     },
 
     settlementKey(ctx) {
-      const payload = parseExactEvmPayload(ctx.payload.payload)
+      const payload = payloadOf(ctx)
       if ('reason' in payload) return undefined
       const runtime = runtimes.get(ctx.network)
       if (!runtime) return undefined
@@ -187,7 +197,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
     async resume(ctx, record: BroadcastRecord): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
-      const payer = payerOf(ctx)
+      const payer = payerOf(payloadOf(ctx))
       const hash = asHash(record.transaction)
       const quick = { ...receiptOptions(ctx.signal), timeoutMs: 0 }
       const known = await waitForReceipt(runtime, hash, quick)
@@ -282,13 +292,12 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
  * Addresses that EIP-712 hashing would refuse (a mixed-case address with a wrong
  * checksum): a rejection of the payment, not a crash of the facilitator.
  */
-function addressRejection(ctx: PaymentContext): Rejection | undefined {
+function addressRejection(ctx: PaymentContext, payload: ExactEvmPayload | Rejection): Rejection | undefined {
   for (const [field, value] of [['asset', ctx.asset], ['payTo', ctx.payTo]] as const) {
     if (!isAddress(value, { strict: true })) {
       return { reason: EVM_REJECTION.invalidRequirements, message: `paymentRequirements.${field} is not a valid address (wrong length or checksum)` }
     }
   }
-  const payload = parseExactEvmPayload(ctx.payload.payload)
   if ('reason' in payload) return undefined // preparePayment names what is wrong with it
   for (const field of ['from', 'to'] as const) {
     if (!isAddress(payload.authorization[field], { strict: true })) {
@@ -340,8 +349,7 @@ function failure(ctx: PaymentContext, rejection: Rejection, payer: string | unde
 }
 
 /** The payer named by a payload, even one that fails later checks. */
-function payerOf(ctx: PaymentContext): string | undefined {
-  const payload = parseExactEvmPayload(ctx.payload.payload)
+function payerOf(payload: ExactEvmPayload | Rejection): string | undefined {
   return 'reason' in payload ? undefined : payload.authorization.from
 }
 

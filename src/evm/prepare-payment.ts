@@ -47,8 +47,9 @@ export async function preparePayment(
   ctx: PaymentContext,
   runtime: NetworkRuntime,
   options: PrepareOptions,
+  /** The payload as `parseExactEvmPayload` reads it, when the caller already has it. */
+  payload: ExactEvmPayload | Rejection = parseExactEvmPayload(ctx.payload.payload),
 ): Promise<PreparedPayment | Rejection> {
-  const payload = parseExactEvmPayload(ctx.payload.payload)
   if ('reason' in payload) return payload
   const { authorization } = payload
 

@@ -204,28 +204,26 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   // The core hands settlementKey, reserveSettlement, verify and settle one context object per payment:
   // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
-  const decodedByContext = new WeakMap<PaymentContext, { wire: string; transaction: Transaction | undefined }>()
-  const preparedByContext = new WeakMap<PaymentContext, { wire: string; prepared: Promise<Prepared> }>()
+  const decodedByContext = new WeakMap<PaymentContext, { wire: string; transaction: Transaction | undefined } | null>()
+  const preparedByContext = new WeakMap<PaymentContext, Promise<Prepared>>()
 
-  /** The payload's base64 transaction and its decoding, done once per context. */
+  /** The payload's base64 transaction and its decoding, done once per context (`undefined`: not a base64 string). */
   const decodedOf = (ctx: PaymentContext): { wire: string; transaction: Transaction | undefined } | undefined => {
-    const payload = payloadSchema.safeParse(ctx.payload.payload)
-    if (!payload.success) return undefined
-    const wire = payload.data.transaction
-    const known = decodedByContext.get(ctx)
-    if (known?.wire === wire) return known
-    const decoded = { wire, transaction: decodeWireTransaction(wire) }
-    decodedByContext.set(ctx, decoded)
-    return decoded
+    let decoded = decodedByContext.get(ctx)
+    if (decoded === undefined) {
+      const payload = payloadSchema.safeParse(ctx.payload.payload)
+      decoded = payload.success ? { wire: payload.data.transaction, transaction: decodeWireTransaction(payload.data.transaction) } : null
+      decodedByContext.set(ctx, decoded)
+    }
+    return decoded ?? undefined
   }
 
   /** `prepare`, run once per context: settle reuses what verify derived and signed for the same payment. */
   const preparedOf = (ctx: PaymentContext, runtime: NetworkRuntime): Promise<Prepared> => {
-    const wire = decodedOf(ctx)?.wire ?? ''
     const known = preparedByContext.get(ctx)
-    if (known?.wire === wire) return known.prepared
+    if (known) return known
     const prepared = prepare(ctx, runtime)
-    preparedByContext.set(ctx, { wire, prepared })
+    preparedByContext.set(ctx, prepared)
     // A fault (not a verdict) must not stick: a later call prepares afresh.
     prepared.catch(() => preparedByContext.delete(ctx))
     return prepared
@@ -370,9 +368,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   async function resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse> {
     const runtime = runtimeOf(ctx)
-    const rawTransaction = record.raw ? decodeWireTransaction(record.raw) : undefined
-    const original = payloadSchema.safeParse(ctx.payload.payload)
-    const transaction = rawTransaction ?? (original.success ? decodeWireTransaction(original.data.transaction) : undefined)
+    const transaction = (record.raw ? decodeWireTransaction(record.raw) : undefined) ?? decodedOf(ctx)?.transaction
     const facts = transaction ? readLifetimeAndPayer(transaction) : undefined
     if (!facts) throw new FacilitatorError('internal_error', 'the recorded Solana transaction cannot be decoded')
     return confirm(ctx, runtime, {

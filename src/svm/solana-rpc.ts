@@ -43,17 +43,7 @@ interface HttpAnswer {
   readonly text: string
 }
 
-/** Why an exchange produced no answer: the transport's own time budget, or anything else on the way. */
-class ExchangeFault extends Error {
-  constructor(
-    readonly timedOut: boolean,
-    cause: unknown,
-  ) {
-    super('the HTTP exchange failed', { cause })
-  }
-}
-
-/** Posts a JSON body and reads the whole answer; throws {@link ExchangeFault}. */
+/** Posts a JSON body and reads the whole answer; throws {@link PostFailure}. */
 type Exchange = (url: string, body: string, signal: AbortSignal | undefined) => Promise<HttpAnswer>
 
 /**
@@ -82,7 +72,7 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
         } catch (error) {
           if (signal?.aborted) throw new FacilitatorError('timeout', 'the operation did not finish within its time budget', { cause: error })
           lastFault =
-            error instanceof ExchangeFault && error.timedOut
+            error instanceof PostFailure && error.timedOut
               ? new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`, { cause: error })
               : new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable', { cause: error })
           continue
@@ -108,19 +98,26 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
 /** Node's own HTTP client over keep-alive agents owned by the transport (see keep-alive-post.ts). */
 function nodeExchange(headers: Record<string, string>, timeoutMs: number): Exchange {
   const agents = createKeepAliveAgents()
+  // Each URL is parsed once, not per request; a malformed one fails every request as unreachable.
+  const targets = new Map<string, URL | PostFailure>()
+  const targetOf = (url: string): URL | PostFailure => {
+    let target = targets.get(url)
+    if (target === undefined) {
+      try {
+        target = new URL(url)
+      } catch (error) {
+        target = new PostFailure(false, error)
+      }
+      targets.set(url, target)
+    }
+    return target
+  }
   return async (url, body, signal) => {
-    let target: URL
-    try {
-      target = new URL(url)
-    } catch (error) {
-      throw new ExchangeFault(false, error)
-    }
-    try {
-      const answer = await postKeepAlive(target, body, { agents, headers, timeoutMs, ...(signal ? { signal } : {}) })
-      return { status: answer.status, text: answer.text }
-    } catch (error) {
-      throw error instanceof PostFailure ? new ExchangeFault(error.timedOut, error.cause) : new ExchangeFault(false, error)
-    }
+    const target = targetOf(url)
+    if (target instanceof PostFailure) throw target
+    // postKeepAlive rejects with PostFailure only.
+    const answer = await postKeepAlive(target, body, { agents, headers, timeoutMs, ...(signal ? { signal } : {}) })
+    return { status: answer.status, text: answer.text }
   }
 }
 
@@ -133,7 +130,7 @@ function fetchExchange(doFetch: typeof globalThis.fetch, headers: Record<string,
       const response = await doFetch(url, { method: 'POST', headers, body, signal: combined })
       return { status: response.status, text: await response.text() }
     } catch (error) {
-      throw new ExchangeFault(timeout.aborted, error)
+      throw new PostFailure(timeout.aborted, error)
     }
   }
 }

@@ -1,4 +1,5 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
+import type { SchemeAdapter } from './adapter.js'
 
 /**
  * The parts of an RPC URL that may be credentials: the URL itself (also as
@@ -75,4 +76,22 @@ function describeChain(error: unknown): string {
     }
   }
   return parts.join(' | ')
+}
+
+/**
+ * `adapter` with every error of its chain-facing calls (verify, settle,
+ * resume) passed through {@link redactError}, so no cause chain leaves with an
+ * RPC credential.
+ *
+ * @example
+ * return withRedactedErrors(adapter, rpcUrls.flatMap(secretsOfUrl))
+ */
+export function withRedactedErrors(adapter: SchemeAdapter, secrets: readonly string[]): SchemeAdapter {
+  const redacting = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(redactError(error, secrets)))
+  return {
+    ...adapter,
+    verify: (ctx) => redacting(adapter.verify(ctx)),
+    settle: (ctx, journal) => redacting(adapter.settle(ctx, journal)),
+    resume: (ctx, record) => redacting(adapter.resume(ctx, record)),
+  }
 }

@@ -1,7 +1,7 @@
 import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
-import { redactError, secretsOfUrl } from '../core/redact.js'
+import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
@@ -218,14 +218,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   }
 
   // RPC URLs often carry API keys and viem quotes them in its errors: no cause chain leaves with one.
-  const secrets = config.networks.flatMap((entry) => entry.rpcUrls.flatMap(secretsOfUrl))
-  const redacting = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(redactError(error, secrets)))
-  return {
-    ...adapter,
-    verify: (ctx) => redacting(adapter.verify(ctx)),
-    settle: (ctx, journal) => redacting(adapter.settle(ctx, journal)),
-    resume: (ctx, record) => redacting(adapter.resume(ctx, record)),
-  }
+  return withRedactedErrors(adapter, config.networks.flatMap((entry) => entry.rpcUrls.flatMap(secretsOfUrl)))
 
   /**
    * The gas limit of a smart wallet's transfer, or a rejection when it would cost more than

@@ -12,7 +12,7 @@ import {
 } from '@solana/kit'
 import { z } from 'zod'
 import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
-import { redactError, secretsOfUrl } from '../core/redact.js'
+import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import { createAssetTable } from '../networks/assets.js'
@@ -455,15 +455,14 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     ...(entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])).flatMap(secretsOfUrl),
     ...Object.values(entry.rpcHeaders ?? {}).filter((value) => value.length >= 4),
   ])
-  const redacting = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(redactError(error, secrets)))
 
-  return {
+  return withRedactedErrors({
     scheme: 'exact',
     family: 'solana',
     networks: [...runtimes.values()].map((runtime) => runtime.info),
     versions: config.versions ?? [1, 2],
     signers: () => [...feePayerSet],
-    verify: (ctx) => redacting(verify(ctx)),
+    verify,
     reserveSettlement(ctx): SettleReservation {
       const transaction = decodedOf(ctx)?.transaction
       // kit keys the signatures by the signer accounts in message order: the first is the fee payer.
@@ -492,9 +491,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // The message is what every signature signs: one message, one payment, whatever signatures ride along.
       return `${ctx.network}:${createHash('sha256').update(new Uint8Array(transaction.messageBytes)).digest('base64url')}`
     },
-    settle: (ctx, journal) => redacting(settle(ctx, journal)),
-    resume: (ctx, record) => redacting(resume(ctx, record)),
-  }
+    settle,
+    resume,
+  }, secrets)
 }
 
 async function signAsFeePayer(sign: FeePayerSigning, payment: CheckedPayment): Promise<SignedPayment> {

@@ -2,17 +2,18 @@ import { z } from 'zod'
 import type { Address, Hex } from 'viem'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
-import type { AuthorizationMessage } from './typed-data.js'
+import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js'
 
-const UINT256_MAX = (1n << 256n) - 1n
+/** 20 bytes as 0x-prefixed hex, in any casing (no checksum). */
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
-const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
+const address = z.string().regex(HEX_ADDRESS, 'must be a 20-byte hex address')
 // Clients send these as decimal strings; a JSON number is accepted when it is a safe integer.
 const uint256 = z
   .union([z.string().regex(/^\d{1,78}$/, 'must be a decimal integer string'), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)])
   .transform((value) => BigInt(value))
   .refine((value) => value <= UINT256_MAX, 'does not fit in uint256')
-const bytes32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 32 bytes of hex')
+const bytes32 = z.string().regex(BYTES32, 'must be 32 bytes of hex')
 // 6492 wrappers carry factory calldata, so the bound is generous but finite.
 const signature = z
   .string()
@@ -93,7 +94,7 @@ export function parseExactEvmPayload(raw: unknown): ExactEvmPayload | Rejection 
  * (viem's `isAddress(value, { strict: true })` does that, in exactEvm's address checks).
  */
 export function isHexAddress(value: string): value is Address {
-  return /^0x[0-9a-fA-F]{40}$/.test(value)
+  return HEX_ADDRESS.test(value)
 }
 
 // The regexes above already proved the `0x` prefix; these narrow the template type without a cast.

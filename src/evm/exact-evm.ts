@@ -13,11 +13,13 @@ import { createNetworkRuntime, type NetworkRuntime, type SignerSlot } from './ne
 import { checkValidityWindow, preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
-import { pickSigner, resend, signAndSend, waitForReceipt, type ReceiptOutcome } from './send-transaction.js'
+import type { ReceiptOutcome } from './receipt-poller.js'
+import { pickSigner, resend, signAndSend } from './send-transaction.js'
 
 const DEFAULT_GAS_LIMIT = 150_000n
 const DEFAULT_MAX_SETTLEMENT_GAS = 300_000n
 const DEFAULT_MAX_DEPLOYMENT_GAS = 500_000n
+const NOT_DEPLOYING: Rejection = { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
 // What every transaction pays before its first opcode (EIP-2028 calldata aside).
 const TRANSACTION_BASE_GAS = 21_000n
 
@@ -104,7 +106,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     const verdict = await withDeadline(checkChainState(runtime, payment), ctx.signal)
     if (verdict.rejection) return verdict.rejection
     if (payment.deployment && !verdict.walletDeployed && !deployWallets) {
-      return { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
+      return NOT_DEPLOYING
     }
     return { payment, walletDeployed: verdict.walletDeployed }
   }
@@ -187,7 +189,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
         }
         const sentAt = performance.now()
         const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
-        const outcome = await waitForReceipt(runtime, hash, receiptOptions(ctx.signal))
+        const outcome = await runtime.receipts.wait(hash, receiptOptions(ctx.signal))
         if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
         return answer(ctx, hash, outcome, payment.payer)
       } finally {
@@ -200,7 +202,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       const payer = payerOf(payloadOf(ctx))
       const hash = asHash(record.transaction)
       const quick = { ...receiptOptions(ctx.signal), timeoutMs: 0 }
-      const known = await waitForReceipt(runtime, hash, quick)
+      const known = await runtime.receipts.wait(hash, quick)
       if (known.status !== 'pending') return answer(ctx, hash, known, payer)
       const seen = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch((error: unknown) => {
         throw toRpcFault(error, 'looking up the settlement transaction')
@@ -208,12 +210,12 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       if (!seen && record.raw) {
         if ((await resend(runtime, asHash(record.raw))) === 'nonce_used') {
           // The key's nonce moved on without this transaction: re-check once, it may just have been mined.
-          const late = await waitForReceipt(runtime, hash, quick)
+          const late = await runtime.receipts.wait(hash, quick)
           if (late.status !== 'pending') return answer(ctx, hash, late, payer)
           return failure(ctx, { reason: REJECTION.transactionFailed, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
         }
       }
-      return answer(ctx, hash, await waitForReceipt(runtime, hash, receiptOptions(ctx.signal)), payer)
+      return answer(ctx, hash, await runtime.receipts.wait(hash, receiptOptions(ctx.signal)), payer)
     },
   }
 
@@ -230,7 +232,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     const deployment = payment.deployment
     if (deployment && !(await hasCode(runtime, payment.payer, signal))) {
       if (!deployWallets) {
-        return { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
+        return NOT_DEPLOYING
       }
       // The transfer cannot be estimated before the wallet exists, but the deployment followed by the
       // transfer can (one Multicall3 call): the difference is the transfer's share.
@@ -258,7 +260,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       const deploymentLimit = withHeadroom(deployGas)
       const gas = deploymentLimit < maxDeploymentGas ? deploymentLimit : maxDeploymentGas
       const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async () => undefined)
-      const outcome = await waitForReceipt(runtime, hash, receiptOptions(signal))
+      const outcome = await runtime.receipts.wait(hash, receiptOptions(signal))
       if (outcome.status === 'pending') {
         throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
       }

@@ -4,7 +4,6 @@ import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
 import type { NonceTicket } from './nonce-manager.js'
-import type { ReceiptOutcome } from './receipt-poller.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
 
 /** A call the facilitator pays for. */
@@ -221,20 +220,4 @@ export async function resend(runtime: NetworkRuntime, raw: Hex): Promise<'sent' 
     if (NONCE_TAKEN.test(text)) return 'nonce_used'
     throw toRpcFault(error, 're-sending the settlement transaction')
   }
-}
-
-export type { ReceiptOutcome } from './receipt-poller.js'
-
-/**
- * Waits for the receipt of `hash` through the network's shared poller until it
- * appears, `timeoutMs` passes or `signal` aborts. Lookups start at once and back
- * off to `maxIntervalMs`. RPC errors while polling are retried: the transaction
- * is already out, so only a pending answer (which keeps the hash) may end the wait early.
- */
-export function waitForReceipt(
-  runtime: NetworkRuntime,
-  hash: Hex,
-  options: { timeoutMs: number; maxIntervalMs: number; signal: AbortSignal },
-): Promise<ReceiptOutcome> {
-  return runtime.receipts.wait(hash, options)
 }

@@ -2,6 +2,7 @@ import { bytesToHex, type Address, type Hex, type LocalAccount } from 'viem'
 import { describeNetwork, evmChainId } from '../networks/networks.js'
 import type { PaymentPayload } from '../schemas/payload.js'
 import { paymentRequirementsV1Schema, paymentRequirementsV2Schema, type PaymentRequirements, type ResourceInfo } from '../schemas/requirements.js'
+import { isHexAddress } from './authorization.js'
 import { authorizationTypedData, type AuthorizationMessage } from './typed-data.js'
 
 /** Who signs a payment: a viem LocalAccount, or any object with an address and EIP-712 signing (a smart wallet's owner). */
@@ -94,6 +95,6 @@ function stringField(value: unknown, field: string): string {
 }
 
 function address(value: string): Address {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) throw new TypeError(`${value} is not an EVM address`)
-  return `0x${value.slice(2)}`
+  if (!isHexAddress(value)) throw new TypeError(`${value} is not an EVM address`)
+  return value
 }

@@ -41,8 +41,10 @@ const AUTHORIZATION_TYPE_HASH = keccak256(
   stringToBytes('TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)'),
   'bytes',
 )
-const UINT256_MAX = (1n << 256n) - 1n
-const BYTES32 = /^0x[0-9a-fA-F]{64}$/
+/** The largest uint256. */
+export const UINT256_MAX = (1n << 256n) - 1n
+/** 32 bytes as 0x-prefixed hex. */
+export const BYTES32 = /^0x[0-9a-fA-F]{64}$/
 
 /**
  * The EIP-712 digest the token checks the signature against.

@@ -2,6 +2,7 @@ import type { Facilitator } from '../core/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'
 import { readJsonBody, readStreamBytes } from './read-body.js'
+import { routePath } from './route-path.js'
 
 /** The three payment routes, as named to `authenticate`. */
 export type PaymentRoute = 'supported' | 'verify' | 'settle'
@@ -108,7 +109,7 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     let result: HttpAnswer | Response
     let path = ''
     try {
-      path = pathOf(call.pathname, basePath)
+      path = routePath(call.pathname, basePath)
       if (cors && call.method === 'OPTIONS') result = { status: 204, headers: {}, body: null }
       else result = await route(call, path)
     } catch (error) {
@@ -168,15 +169,6 @@ export function toResponse(answer: HttpAnswer | Response): Response {
   return new Response(answer.body, { status: answer.status, headers: answer.headers })
 }
 
-function pathOf(pathname: string | undefined, basePath: string): string {
-  if (pathname === undefined) throw new FacilitatorError('invalid_request', 'the request URL is invalid')
-  let path = pathname
-  if (basePath) {
-    if (path !== basePath && !path.startsWith(`${basePath}/`)) throw new FacilitatorError('not_found', `no route ${path}`)
-    path = path.slice(basePath.length) || '/'
-  }
-  return path.length > 1 ? path.replace(/\/+$/, '') : path
-}
 
 /**
  * `{error, code}` for every fault. On /verify and /settle a 4xx also carries

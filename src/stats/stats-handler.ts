@@ -1,5 +1,6 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExtraRoute, FetchHandler } from '../http/handler.js'
+import { routePath } from '../http/route-path.js'
 import { publicError, publicJson } from './public-response.js'
 import type { PublicStats } from './stats-schema.js'
 
@@ -60,12 +61,7 @@ export function createPublicHandler(routes: readonly ExtraRoute[], basePath = ''
   const table = new Map(routes.map((route) => [route.path, route]))
   return async (request) => {
     try {
-      let path = new URL(request.url).pathname
-      if (base) {
-        if (path !== base && !path.startsWith(`${base}/`)) throw new FacilitatorError('not_found', `no route ${path}`)
-        path = path.slice(base.length) || '/'
-      }
-      if (path.length > 1) path = path.replace(/\/+$/, '')
+      const path = routePath(new URL(request.url).pathname, base)
       const route = table.get(path)
       if (!route) throw new FacilitatorError('not_found', `no route ${path}`)
       if (request.method === 'OPTIONS') {

@@ -1,3 +1,4 @@
+import { cachedFor } from '../core/cached-for.js'
 import type { FacilitatorHooks } from '../core/hooks.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExtraRoute } from '../http/handler.js'
@@ -114,7 +115,6 @@ export function createCatalog(options: CatalogOptions): CatalogService {
     const id = resourceId(config.url)
     if (id) configured.set(id, config)
   }
-  let cached: { snapshot: Promise<CatalogSnapshot>; until: number } | undefined
 
   async function build(): Promise<CatalogSnapshot> {
     const builtAt = now()
@@ -178,48 +178,25 @@ export function createCatalog(options: CatalogOptions): CatalogService {
   const service: CatalogService = {
     hooks,
     ttlSeconds,
-    snapshot() {
-      const time = now()
-      if (cached && cached.until > time) return cached.snapshot
-      const snapshot = build()
-      const entry = { snapshot, until: time + ttlSeconds * 1000 }
-      cached = entry
-      snapshot.catch(() => {
-        if (cached === entry) cached = undefined
-      })
-      return snapshot
-    },
+    snapshot: cachedFor(ttlSeconds * 1000, now, build),
     async list() {
-      const { builtAt, entries } = await service.snapshot()
-      return {
-        success: true,
-        resources: entries.map((e) => toListingResource(e, builtAt, minCalls)),
-        cachedAt: new Date(builtAt).toISOString(),
-        ttlSeconds,
-      }
+      return listingOf(await service.snapshot())
     },
     async discover(query = {}) {
-      const parsed = discoveryQuerySchema.safeParse(query)
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]
-        const field = String(issue?.path[0] ?? 'query')
-        throw new FacilitatorError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, { details: { field } })
-      }
-      const snapshot = await service.snapshot()
-      return toDiscoveryResponse(snapshot, parsed.data, minCalls)
+      const parsed = parseDiscoveryQuery(query)
+      return toDiscoveryResponse(await service.snapshot(), parsed, minCalls)
     },
     routes(paths = {}) {
-      const remaining = async () => {
-        const { builtAt } = await service.snapshot()
-        return Math.max(0, Math.ceil((builtAt + ttlSeconds * 1000 - now()) / 1000))
-      }
+      // The seconds a snapshot stays fresh: the max-age of an answer built from it.
+      const remaining = ({ builtAt }: CatalogSnapshot) => Math.max(0, Math.ceil((builtAt + ttlSeconds * 1000 - now()) / 1000))
       return [
         {
           path: paths.listing ?? CATALOG_LISTING_PATH,
           public: true,
           async handle(request) {
             try {
-              return publicJson(request, await service.list(), await remaining())
+              const snapshot = await service.snapshot()
+              return publicJson(request, listingOf(snapshot), remaining(snapshot))
             } catch (error) {
               return publicError(new FacilitatorError('store_unavailable', 'the catalog is unavailable right now', { cause: error }))
             }
@@ -230,8 +207,9 @@ export function createCatalog(options: CatalogOptions): CatalogService {
           public: true,
           async handle(request) {
             try {
-              const query = Object.fromEntries(new URL(request.url).searchParams)
-              return publicJson(request, await service.discover(query), await remaining())
+              const query = parseDiscoveryQuery(Object.fromEntries(new URL(request.url).searchParams))
+              const snapshot = await service.snapshot()
+              return publicJson(request, toDiscoveryResponse(snapshot, query, minCalls), remaining(snapshot))
             } catch (error) {
               if (error instanceof FacilitatorError && error.status < 500) return publicError(error)
               return publicError(new FacilitatorError('store_unavailable', 'the catalog is unavailable right now', { cause: error }))
@@ -242,6 +220,26 @@ export function createCatalog(options: CatalogOptions): CatalogService {
     },
   }
   return service
+
+  function listingOf({ builtAt, entries }: CatalogSnapshot): CatalogListing {
+    return {
+      success: true,
+      resources: entries.map((e) => toListingResource(e, builtAt, minCalls)),
+      cachedAt: new Date(builtAt).toISOString(),
+      ttlSeconds,
+    }
+  }
+}
+
+/** The discovery query, or `invalid_request` naming the bad field. */
+function parseDiscoveryQuery(query: Record<string, unknown>) {
+  const parsed = discoveryQuerySchema.safeParse(query)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const field = String(issue?.path[0] ?? 'query')
+    throw new FacilitatorError('invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, { details: { field } })
+  }
+  return parsed.data
 }
 
 function toListingResource(e: CatalogEntry, at: number, minCalls: number): CatalogResource {

@@ -1,3 +1,4 @@
+import { cachedFor } from '../core/cached-for.js'
 import type { FacilitatorHooks } from '../core/hooks.js'
 import type { ExtraRoute, FetchHandler } from '../http/handler.js'
 import type { Store } from '../stores/store.js'
@@ -42,23 +43,10 @@ export function createPublicStats(options: PublicStatsOptions): PublicStatsServi
   const now = options.now ?? Date.now
   const cacheSeconds = options.cacheSeconds ?? 15
   const hooks = createStatsRecorder({ store: options.store, now, dedupeTtlMs: options.dedupeTtlMs })
-  let cached: { body: Promise<PublicStats>; until: number } | undefined
-
   const service: PublicStatsService = {
     hooks,
     cacheSeconds,
-    read() {
-      const time = now()
-      if (cached && cached.until > time) return cached.body
-      // Concurrent readers share one computation; a failed one is not kept.
-      const body = readPublicStats(options.store, { assets: options.assets, now })
-      const entry = { body, until: time + cacheSeconds * 1000 }
-      cached = entry
-      body.catch(() => {
-        if (cached === entry) cached = undefined
-      })
-      return body
-    },
+    read: cachedFor(cacheSeconds * 1000, now, () => readPublicStats(options.store, { assets: options.assets, now })),
     route: (path) => statsRoute(service, path),
     handler: (handlerOptions) => createStatsHandler(service, handlerOptions),
   }

@@ -235,4 +235,20 @@ describe('discovery form and HTTP routes', () => {
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ code: 'invalid_request', error: expect.stringContaining('limit') })
   })
+
+  it('builds one listing per answer even when nothing is cached (ttlSeconds 0): one ranking read per GET', async () => {
+    const { store, catalog, facilitator, pay } = setup({ ttlSeconds: 0 })
+    await pay('https://api.example.com/weather')
+    let rankingReads = 0
+    const readRanked = store.readRanked.bind(store)
+    store.readRanked = (...args) => (rankingReads++, readRanked(...args))
+    const handler = createHandler(facilitator, { routes: catalog.routes(), authenticate: () => false })
+    for (const path of ['/public/resources', '/discovery/resources']) {
+      const before = rankingReads
+      const answer = await handler(new Request(`http://f.test${path}`))
+      expect(answer.status).toBe(200)
+      expect(answer.headers.get('cache-control')).toMatch(/^public, max-age=0, /)
+      expect(rankingReads - before).toBe(1)
+    }
+  })
 })

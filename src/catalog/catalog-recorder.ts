@@ -4,6 +4,7 @@ import { isPendingSettlement } from '../errors/reasons.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import type { Store } from '../stores/store.js'
 import { usdValue } from '../stats/token-units.js'
+import { isRecord } from '../schemas/parse-request.js'
 import { resourceId } from './resource-name.js'
 
 /**
@@ -109,7 +110,7 @@ function describeResource(context: PaymentContext): DescribedResource | undefine
   if (!resource?.url) return undefined
   const payload = context.payload
   const extensions = payload.x402Version === 2 ? payload.extensions : undefined
-  const bazaar = isObject(extensions?.bazaar) ? extensions.bazaar : undefined
+  const bazaar = isRecord(extensions?.bazaar) ? extensions.bazaar : undefined
   const routeTemplate = typeof bazaar?.routeTemplate === 'string' ? bazaar.routeTemplate : undefined
   const id = resourceId(resource.url, routeTemplate)
   if (!id) return undefined
@@ -128,7 +129,6 @@ function describeResource(context: PaymentContext): DescribedResource | undefine
   return { id, text }
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** An icon must be a public https URL: no credentials, no IP literal, no loopback name. */
 function isPublicHttpsUrl(value: string): boolean {

@@ -5,6 +5,7 @@ import type { ExtraRoute } from '../http/handler.js'
 import { describeNetwork, toCaip2 } from '../networks/networks.js'
 import type { Store } from '../stores/store.js'
 import { publicError, publicJson } from '../stats/public-response.js'
+import { isRecord } from '../schemas/parse-request.js'
 import { formatLastCalled, formatUsdCompact } from './catalog-format.js'
 import { CATALOG_INDEX_KEY, catalogCountsKey, catalogTextKey, createCatalogRecorder, paidOnKey, type CatalogRecorderOptions } from './catalog-recorder.js'
 import { discoveryQuerySchema, type CatalogListing, type CatalogResource, type DiscoveryQuery, type DiscoveryResponse } from './catalog-schema.js'
@@ -269,7 +270,7 @@ function toListingResource(e: CatalogEntry, at: number, minCalls: number): Catal
 function parseObject(json: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(json)
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+    return isRecord(value) ? value : undefined
   } catch {
     return undefined
   }

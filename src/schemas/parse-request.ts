@@ -9,7 +9,8 @@ export type ParsedPaymentRequest =
   /** A well-formed envelope whose protocol version this library does not serve. */
   | { ok: false; reason: 'unsupported_version'; version: number }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
+/** A JSON object (not null, not an array). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** Renders a zod issue path the way a user would write it: `paymentPayload.payload.nonce`. */

@@ -1,4 +1,5 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
+import { isRecord } from '../schemas/parse-request.js'
 import { createKeepAliveAgents, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
@@ -134,9 +135,6 @@ function fetchExchange(doFetch: typeof globalThis.fetch, headers: Record<string,
     }
   }
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** Orders a batch answer by id; a node may answer a batch in any order. */
 function matchBatch(json: unknown, count: number): RpcOutcome[] {

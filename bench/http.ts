@@ -6,8 +6,6 @@
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,6 +14,7 @@ import { createFacilitator, type Facilitator } from '../src/index.js'
 import { parsePaymentRequest } from '../src/schemas/parse-request.js'
 import { exactEvm, signExactEvmPayment } from '../src/evm/index.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
+import { listen } from '../test/support/listen.js'
 import { check, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const HTTP_COUNTS = { bodies: 200, rounds: 4, perRound: 1_000, concurrency: 32 }
@@ -148,8 +147,8 @@ export async function benchHttp(): Promise<Row[]> {
 }
 
 /** JSON.parse + verify() + JSON.stringify on plain node:http: what any HTTP server costs. */
-async function startBareServer(facilitator: Pick<Facilitator, 'verify'>) {
-  const plain = createServer((req, res) => {
+function startBareServer(facilitator: Pick<Facilitator, 'verify'>) {
+  return listen((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => {
@@ -165,9 +164,4 @@ async function startBareServer(facilitator: Pick<Facilitator, 'verify'>) {
       )
     })
   })
-  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(plain.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => plain.close(() => resolve())),
-  }
 }

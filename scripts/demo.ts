@@ -55,7 +55,6 @@ const EVM_NETWORK = 'eip155:84532'
 
 const WIDTH = 72
 let stepNumber = 0
-const stepTimes: { title: string; ms: number }[] = []
 
 /** `0.01 USDC (10000)`: token units for people, raw units for checking. */
 const amount = (raw: bigint, symbol = 'USDC') => {
@@ -76,7 +75,6 @@ async function step<T>(title: string, run: () => Promise<T>): Promise<T> {
   try {
     const result = await running
     const elapsed = performance.now() - started
-    stepTimes.push({ title, ms: elapsed })
     console.log(`  ${number}. ${title.padEnd(WIDTH - 14)}${ms(elapsed).padStart(10)}`)
     return result
   } catch (error) {

@@ -52,13 +52,20 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
   const now = options.now ?? Date.now
   const dedupeTtlMs = options.dedupeTtlMs ?? 7 * 86_400_000
 
-  // The day key changes once a day: remember it per hour instead of formatting a date per event.
-  let dayOf = { hour: -1, key: '' }
+  // The day changes once a day: remember it per hour instead of formatting a date per event.
+  let buckets = { hour: -1, day: '', dayKey: '' }
+  const bucketsOf = (time: number) => {
+    const hour = Math.floor(time / HOUR_MS)
+    if (buckets.hour !== hour) {
+      const day = utcDay(time)
+      buckets = { hour, day, dayKey: dayKey(day) }
+    }
+    return buckets
+  }
 
   /** Writes one event's usage and latency fields into every time bucket, all at once. */
   function write(time: number, usage: Record<string, number>, latency: Record<string, number>): Promise<unknown> {
-    const hour = Math.floor(time / HOUR_MS)
-    if (dayOf.hour !== hour) dayOf = { hour, key: dayKey(utcDay(time)) }
+    const { hour, dayKey: dayBucket } = bucketsOf(time)
     const both = Object.assign({}, usage, latency)
     const writes = [
       store.incrementFields(STATS_ALL_KEY, both),
@@ -66,7 +73,7 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
       store.incrementFields(minuteKey(Math.floor(time / MINUTE_MS)), latency, { ttlMs: MINUTE_TTL_MS }),
     ]
     for (const _ in usage) {
-      writes.push(store.incrementFields(dayOf.key, usage, { ttlMs: DAY_TTL_MS }))
+      writes.push(store.incrementFields(dayBucket, usage, { ttlMs: DAY_TTL_MS }))
       break
     }
     return Promise.all(writes)
@@ -114,11 +121,11 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
       if (payer && context) {
         // EVM addresses are case-insensitive; the sketch keeps no address, only register maxima.
         const member = network.startsWith('eip155:') ? payer.toLowerCase() : payer
-        const hour = Math.floor(time / HOUR_MS)
+        const { hour, day } = bucketsOf(time)
         writes.push(
           store.addDistinct(payersKey('all', network), [member]),
           store.addDistinct(payersKey(`h:${hour}`, network), [member], { ttlMs: HOUR_TTL_MS }),
-          store.addDistinct(payersKey(`d:${utcDay(time)}`, network), [member], { ttlMs: DAY_TTL_MS }),
+          store.addDistinct(payersKey(`d:${day}`, network), [member], { ttlMs: DAY_TTL_MS }),
         )
       }
       await Promise.all(writes)

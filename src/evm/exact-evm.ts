@@ -5,6 +5,7 @@ import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
 import { multicall3Abi } from './abi.js'
 import { parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
 import { checkChainState } from './check-chain-state.js'
@@ -323,24 +324,18 @@ async function hasCode(runtime: NetworkRuntime, address: Address, signal: AbortS
 }
 
 function answer(ctx: PaymentContext, transaction: Hex, outcome: ReceiptOutcome, payer: string | undefined): SettleResponse {
-  const base = { transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
   switch (outcome.status) {
     case 'success':
-      return { success: true, ...base }
+      return { success: true, transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
     case 'reverted':
-      return { success: false, errorReason: REJECTION.transactionFailed, errorMessage: `the settlement transaction reverted in block ${outcome.blockNumber}`, ...base }
+      return settleFailure(ctx, REJECTION.transactionFailed, `the settlement transaction reverted in block ${outcome.blockNumber}`, payer, transaction)
     case 'pending':
-      return {
-        success: false,
-        errorReason: REJECTION.settlementPending,
-        errorMessage: 'the transaction was sent but is not confirmed yet; settle again later to learn its outcome',
-        ...base,
-      }
+      return settlementPending(ctx, transaction, payer)
   }
 }
 
 function failure(ctx: PaymentContext, rejection: Rejection, payer: string | undefined, transaction = ''): SettleResponse {
-  return { success: false, errorReason: rejection.reason, errorMessage: rejection.message, transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+  return settleFailure(ctx, rejection.reason, rejection.message, payer, transaction)
 }
 
 /** The payer named by a payload, even one that fails later checks. */

@@ -7,6 +7,7 @@ import type { Store } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
+import { settleFailure, settlementPending } from './settle-answers.js'
 
 /** Tuning of at-most-once settlement. */
 export interface SettlementOptions {
@@ -79,7 +80,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   if (key === undefined) {
     // No identity means the payload is malformed: verify says why.
     const verdict = await input.verify()
-    return failure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer)
+    return settleFailure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer)
   }
   const storeKey = `settlement:${adapter.scheme}:${key}`
   const fingerprint = await paymentFingerprint(context)
@@ -128,7 +129,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         if (answer) return answer
         if (Date.now() >= deadline) {
           const transaction = record.state === 'broadcast' ? record.transaction : ''
-          return failure(context, REJECTION.settlementInProgress, 'another call is settling this payment', undefined, transaction)
+          return settleFailure(context, REJECTION.settlementInProgress, 'another call is settling this payment', undefined, transaction)
         }
         await sleep(pollMs)
         continue
@@ -141,7 +142,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         if (!verified.isValid) {
           // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
           if (await read()) continue
-          return failure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
+          return settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
         }
       }
       // A claim that fails or times out counts as not taken: nothing is sent, the caller gets store_unavailable.
@@ -152,12 +153,12 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /** Answers from a record, or `undefined` to wait for its owner. */
   async function answerFromRecord(record: SettlementRecord): Promise<SettleResponse | undefined> {
     if (record.fingerprint !== undefined && record.fingerprint !== fingerprint) {
-      return failure(context, REJECTION.duplicateSettlement, 'this authorization was already used for a different payment', undefined)
+      return settleFailure(context, REJECTION.duplicateSettlement, 'this authorization was already used for a different payment', undefined)
     }
     switch (record.state) {
       case 'settled':
         // Already confirmed for an earlier call: the payment buys one answer, not one per replay.
-        return failure(
+        return settleFailure(
           context,
           REJECTION.duplicateSettlement,
           'this payment was already settled by an earlier call; transaction is its settlement',
@@ -165,7 +166,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
           record.transaction,
         )
       case 'failed':
-        return failure(context, record.errorReason, record.errorMessage, record.payer, record.transaction)
+        return settleFailure(context, record.errorReason, record.errorMessage, record.payer, record.transaction)
       case 'claimed':
         return undefined
       case 'broadcast': {
@@ -270,31 +271,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   }
 
   function pending(transaction: string, payerHint: string | undefined): SettleResponse {
-    return failure(
-      context,
-      REJECTION.settlementPending,
-      'the transaction was sent but is not confirmed yet; settle again later to learn its outcome',
-      payerHint ?? verified?.payer,
-      transaction,
-    )
+    return settlementPending(context, transaction, payerHint ?? verified?.payer)
   }
 }
 
-function failure(
-  context: PaymentContext,
-  errorReason: string,
-  errorMessage: string | undefined,
-  payer: string | undefined,
-  transaction = '',
-): SettleResponse {
-  return {
-    success: false,
-    errorReason,
-    ...(errorMessage ? { errorMessage } : {}),
-    transaction,
-    network: context.wireNetwork,
-    ...(payer ? { payer } : {}),
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -18,6 +18,7 @@ import { REJECTION } from '../errors/reasons.js'
 import { createAssetTable } from '../networks/assets.js'
 import { describeNetwork } from '../networks/networks.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
 import { createAssociatedTokenCache } from './associated-token-cache.js'
 import { createEd25519Verifier, type FeePayerSigning, feePayerSigning } from './ed25519.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
@@ -345,7 +346,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     // The core ran verify (with the simulation) just before claiming, on this same context: its
     // checked and signed payment is reused; another context redoes the local steps.
     const prepared = await preparedOf(ctx, runtime)
-    if (!prepared.ok) return failed(ctx, prepared.reason, prepared.message, '', prepared.payer)
+    if (!prepared.ok) return settleFailure(ctx, prepared.reason, prepared.message, prepared.payer)
     const { payment, wire, signature } = prepared.signed
     await journal.broadcasting({ transaction: signature, raw: wire })
     const sentAt = performance.now()
@@ -398,7 +399,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     // The first look is immediate: a fast chain may already have the transaction.
     let delayMs = 0
     for (;;) {
-      if (signal.aborted) return pendingAnswer(ctx, c)
+      if (signal.aborted) return settlementPending(ctx, c.signature, c.payer)
       let round: SignatureRound | undefined
       try {
         round = await runtime.poller.check(c.signature, c.blockhash, delayMs, signal)
@@ -408,14 +409,14 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         delayMs = pollIntervalMs
         continue
       }
-      if (!round) return pendingAnswer(ctx, c)
+      if (!round) return settlementPending(ctx, c.signature, c.payer)
       delayMs = pollIntervalMs
       const status = round.status
       if (status) {
         if (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized') {
           ctx.timings.confirmationMs = performance.now() - c.sentAt
           if (status.err !== null && status.err !== undefined) {
-            return failed(ctx, REJECTION.transactionFailed, `the transaction failed on chain: ${describeTransactionError(status.err)}`, c.signature, c.payer)
+            return settleFailure(ctx, REJECTION.transactionFailed, `the transaction failed on chain: ${describeTransactionError(status.err)}`, c.payer, c.signature)
           }
           return { success: true, transaction: c.signature, network: ctx.wireNetwork, ...(c.payer ? { payer: c.payer } : {}) }
         }
@@ -425,7 +426,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       if (!round.blockhashValid) {
         // Look once more: the transaction may have landed between the two reads of the batch.
         if (expiredOnce) {
-          return failed(ctx, SVM_REASON.transactionExpired, 'the transaction blockhash expired before it landed; it can never land', c.signature, c.payer)
+          return settleFailure(ctx, SVM_REASON.transactionExpired, 'the transaction blockhash expired before it landed; it can never land', c.payer, c.signature)
         }
         // The failure is final and recorded, so give a lagging node one full interval to report a transaction
         // that landed before the expiry (the poller may run a round early; this wait is exact). The budget bounds it.
@@ -433,7 +434,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         try {
           await sleep(pollIntervalMs, undefined, { signal })
         } catch {
-          return pendingAnswer(ctx, c)
+          return settlementPending(ctx, c.signature, c.payer)
         }
         delayMs = 0
         continue
@@ -563,16 +564,3 @@ function invalid(reason: string, message: string, payer?: string): VerifyRespons
   return { isValid: false, invalidReason: reason, invalidMessage: message, ...(payer ? { payer } : {}) }
 }
 
-function failed(ctx: PaymentContext, reason: string, message: string, transaction: string, payer?: string): SettleResponse {
-  return { success: false, errorReason: reason, errorMessage: message, transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
-}
-
-function pendingAnswer(ctx: PaymentContext, c: { signature: string; payer: string | undefined }): SettleResponse {
-  return failed(
-    ctx,
-    REJECTION.settlementPending,
-    'the transaction was sent but is not confirmed yet; settle again later to learn its outcome',
-    c.signature,
-    c.payer,
-  )
-}

@@ -51,10 +51,7 @@ export function dispatch(
     const v1 = request.paymentRequirements as { resource?: string; description?: string; mimeType?: string }
     resource = v1.resource ? { url: v1.resource, description: v1.description, mimeType: v1.mimeType } : undefined
   } else {
-    const accepted = payload.accepted
-    const differing = (['scheme', 'network', 'asset', 'payTo', 'amount'] as const).find(
-      (field) => !sameValue(field, accepted[field], (requirements as Record<string, unknown>)[field]),
-    )
+    const differing = differingAcceptedField(payload.accepted, requirements as Record<string, unknown>)
     if (differing) {
       return {
         rejection: {
@@ -87,6 +84,18 @@ export function dispatch(
       timings: {},
     },
   }
+}
+
+/**
+ * The first field on which a v2 payload's `accepted` differs from the
+ * requirements (scheme, network, asset, payTo, amount), or `undefined` when it
+ * names exactly these requirements. EVM addresses compare case-insensitively.
+ */
+export function differingAcceptedField(
+  accepted: Record<'scheme' | 'network' | 'asset' | 'payTo' | 'amount', unknown>,
+  requirements: Record<string, unknown>,
+): 'scheme' | 'network' | 'asset' | 'payTo' | 'amount' | undefined {
+  return (['scheme', 'network', 'asset', 'payTo', 'amount'] as const).find((field) => !sameValue(field, accepted[field], requirements[field]))
 }
 
 // EVM addresses are case-insensitive (checksum casing varies between clients).

@@ -1,3 +1,4 @@
+import { differingAcceptedField } from '../core/context.js'
 import type { Facilitator } from '../core/facilitator.js'
 import { toFacilitatorError } from '../errors/facilitator-error.js'
 import type { SettleResponse } from '../schemas/messages.js'
@@ -45,21 +46,18 @@ export async function withPayment(
   options: PaywallOptions,
   work: (payment: VerifiedPayment) => Promise<Response>,
 ): Promise<Response> {
-  const challenge = (error?: string): Response => {
-    const input: PaymentChallengeInput = {
-      resource: { ...options.resource, url: options.resource?.url ?? request.url },
-      offers: options.offers,
-      ...(error ? { error } : {}),
-      ...(options.extensions ? { extensions: options.extensions } : {}),
-      ...(options.outputSchema === undefined ? {} : { outputSchema: options.outputSchema }),
-    }
-    return paymentRequiredResponse(input)
+  const input: PaymentChallengeInput = {
+    resource: { ...options.resource, url: options.resource?.url ?? request.url },
+    offers: options.offers,
+    ...(options.extensions ? { extensions: options.extensions } : {}),
+    ...(options.outputSchema === undefined ? {} : { outputSchema: options.outputSchema }),
   }
+  const challenge = (error?: string): Response => paymentRequiredResponse(error ? { ...input, error } : input)
 
   const decoded = decodePaymentHeader(request.headers)
   if (!decoded.ok) return challenge(decoded.reason === 'missing_payment' ? undefined : decoded.message)
   const payload = decoded.payload
-  const requirements = matchOffer(payload, options, request.url)
+  const requirements = matchOffer(payload, input)
   if (!requirements) return challenge('the payment matches none of the offered payment requirements')
 
   const body = { x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements: requirements }
@@ -88,26 +86,11 @@ export async function withPayment(
 }
 
 /** The offer the client paid for, in the requirements form of its version. */
-function matchOffer(payload: PaymentPayload, options: PaywallOptions, url: string): PaymentRequirements | undefined {
-  const input: PaymentChallengeInput = {
-    resource: { ...options.resource, url: options.resource?.url ?? url },
-    offers: options.offers,
-    ...(options.outputSchema === undefined ? {} : { outputSchema: options.outputSchema }),
-  }
-  for (const offer of options.offers) {
+function matchOffer(payload: PaymentPayload, input: PaymentChallengeInput): PaymentRequirements | undefined {
+  for (const offer of input.offers) {
     if (payload.x402Version === 2) {
       const wanted = toRequirementsV2(offer)
-      const accepted = payload.accepted
-      const same = (a: string, b: string) => (a.startsWith('0x') ? a.toLowerCase() === b.toLowerCase() : a === b)
-      if (
-        accepted.scheme === wanted.scheme &&
-        accepted.network === wanted.network &&
-        accepted.amount === wanted.amount &&
-        same(accepted.asset, wanted.asset) &&
-        same(accepted.payTo, wanted.payTo)
-      ) {
-        return wanted
-      }
+      if (differingAcceptedField(payload.accepted, wanted) === undefined) return wanted
     } else {
       const wanted = toRequirementsV1(offer, input)
       if (wanted && wanted.scheme === payload.scheme && wanted.network === payload.network) return wanted

@@ -183,7 +183,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const info = describeNetwork(entry.network)
     if (!info || info.family !== 'solana') throw new FacilitatorError('misconfigured', `${entry.network} is not a Solana network`)
     if (runtimes.has(info.caip2)) throw new FacilitatorError('misconfigured', `network ${entry.network} is configured twice`)
-    const urls = entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])
+    const urls = rpcUrlsOf(entry)
     const feePayer = entry.feePayer ?? firstFeePayer
     if (!signers.has(feePayer)) throw new FacilitatorError('misconfigured', `fee payer ${feePayer} of ${entry.network} is not among feePayers`)
     for (const mint of entry.assets ?? []) {
@@ -453,7 +453,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   // RPC URLs and headers may carry API keys: no cause chain leaves with one.
   const secrets = config.networks.flatMap((entry) => [
-    ...(entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])).flatMap(secretsOfUrl),
+    ...rpcUrlsOf(entry).flatMap(secretsOfUrl),
     ...Object.values(entry.rpcHeaders ?? {}).filter((value) => value.length >= 4),
   ])
 
@@ -495,6 +495,11 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     settle,
     resume,
   }, secrets)
+}
+
+/** The RPC URLs of a network entry, from `rpcUrls` or the `rpcUrl` shorthand. */
+function rpcUrlsOf(entry: ExactSvmNetworkConfig): readonly string[] {
+  return entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])
 }
 
 async function signAsFeePayer(sign: FeePayerSigning, payment: CheckedPayment): Promise<SignedPayment> {

@@ -1,15 +1,6 @@
 import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  type Blockhash,
-  getBase64EncodedWireTransaction,
-  getAddressDecoder,
-  getCompiledTransactionMessageDecoder,
-  getSignatureFromTransaction,
-  isAddress,
-  type Transaction,
-  type TransactionPartialSigner,
-} from '@solana/kit'
+import { type Blockhash, isAddress, type TransactionPartialSigner } from '@solana/kit'
 import { z } from 'zod'
 import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
@@ -20,6 +11,7 @@ import { describeNetwork } from '../networks/networks.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
 import { createAssociatedTokenCache } from './associated-token-cache.js'
+import { encodeBase58 } from './base58.js'
 import { createEd25519Verifier, type FeePayerSigning, feePayerSigning } from './ed25519.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 import { type SignaturePoller, type SignatureRound, createSignaturePoller, signatureStatusesSchema } from './signature-poller.js'
@@ -32,6 +24,7 @@ import {
   decodeWireTransaction,
   type ExactSvmLimits,
 } from './transaction-rules.js'
+import type { WireTransaction } from './wire-transaction.js'
 
 /** One Solana network served by {@link exactSvm}. */
 export interface ExactSvmNetworkConfig {
@@ -129,7 +122,11 @@ interface NetworkRuntime {
 /** A payment that passed the static rules, signed by its fee payer. */
 interface SignedPayment {
   readonly payment: CheckedPayment
+  /** Base64 of the fully signed transaction: what settle sends. */
   readonly wire: string
+  /** Base64 of the transaction with the fee payer's slot empty: what verify simulates. */
+  readonly payerSignedWire: string
+  /** The fee payer's signature in base58: the transaction id. */
   readonly signature: string
 }
 
@@ -140,7 +137,7 @@ type Prepared = { ok: true; signed: SignedPayment } | { ok: false; reason: SvmRe
  * `TransferChecked` transaction, co-signs it as fee payer and settles it. Every
  * rule that protects the fee payer is checked before anything is simulated or
  * sent (see `transaction-rules.ts`); a valid verify costs one RPC round trip
- * (accounts, signature status and simulation in one JSON-RPC batch).
+ * (signature status and simulation in one JSON-RPC batch).
  *
  * @example
  * import { createFacilitator } from 'x402-facilitator'
@@ -205,11 +202,11 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   // The core hands settlementKey, reserveSettlement, verify and settle one context object per payment:
   // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
-  const decodedByContext = new WeakMap<PaymentContext, { wire: string; transaction: Transaction | undefined } | null>()
+  const decodedByContext = new WeakMap<PaymentContext, { wire: string; transaction: WireTransaction | undefined } | null>()
   const preparedByContext = new WeakMap<PaymentContext, Promise<Prepared>>()
 
   /** The payload's base64 transaction and its decoding, done once per context (`undefined`: not a base64 string). */
-  const decodedOf = (ctx: PaymentContext): { wire: string; transaction: Transaction | undefined } | undefined => {
+  const decodedOf = (ctx: PaymentContext): { wire: string; transaction: WireTransaction | undefined } | undefined => {
     let decoded = decodedByContext.get(ctx)
     if (decoded === undefined) {
       const payload = payloadSchema.safeParse(ctx.payload.payload)
@@ -274,7 +271,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     }
     const signer = signers.get(payment.feePayer)
     if (!signer) return { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
-    return { ok: true, signed: await signAsFeePayer(signer, payment) }
+    return { ok: true, signed: await signAsFeePayer(signer, payment, decoded.transaction) }
   }
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
@@ -284,10 +281,10 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const { payment, signature } = prepared.signed
     const payer = payment.payer
 
-    // One round trip: the account reads, the replay check and the simulation travel in one batch.
-    const [accountsOutcome, statusOutcome, simulationOutcome] = await runtime.rpc.request(
+    // One round trip: the replay check and the simulation travel in one batch. A simulation that passes
+    // proves the accounts (mint, funded source, destination of the mint); a failing one reads them below.
+    const [statusOutcome, simulationOutcome] = await runtime.rpc.request(
       [
-        { method: 'getMultipleAccounts', params: [[payment.mint, payment.source, payment.destination], { encoding: 'base64', commitment: 'confirmed' }] },
         { method: 'getSignatureStatuses', params: [[signature], { searchTransactionHistory: true }] },
         {
           method: 'simulateTransaction',
@@ -295,26 +292,11 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
           // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
           // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
           // was checked in prepare; the signature (transaction id) above comes from signing locally.
-          params: [payerSignedWire(payment), { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }],
+          params: [prepared.signed.payerSignedWire, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }],
         },
       ],
       ctx.signal,
     )
-
-    const accounts = parseResult(multipleAccountsSchema, accountsOutcome, 'getMultipleAccounts').value
-    const [mintAccount, sourceAccount, destinationAccount] = accounts
-    if (!mintAccount || mintAccount.owner !== payment.tokenProgram) {
-      return invalid(SVM_REASON.mintAccountInvalid, `mint ${payment.mint} does not exist under the transfer's token program`, payer)
-    }
-    const source = decodeTokenAccount(sourceAccount, payment)
-    if (!source) return invalid(SVM_REASON.sourceAccountMissing, `source token account ${payment.source} does not exist or does not hold this mint`, payer)
-    const destination = decodeTokenAccount(destinationAccount, payment)
-    if (!destination) {
-      return invalid(SVM_REASON.destinationAccountMissing, `destination token account ${payment.destination} does not exist; the facilitator does not create accounts`, payer)
-    }
-    if (source.amount < payment.amount) {
-      return invalid(SVM_REASON.insufficientFunds, `the source token account holds ${source.amount}, the payment needs ${payment.amount}`, payer)
-    }
 
     const status = parseResult(signatureStatusesSchema, statusOutcome, 'getSignatureStatuses').value[0]
     if (status) return invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer)
@@ -336,9 +318,33 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       if (text === 'BlockhashNotFound') return invalid(SVM_REASON.blockhashExpired, 'the transaction blockhash is expired or unknown', payer)
       if (text === 'AlreadyProcessed') return invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer)
       if (text === 'SignatureFailure') return invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
-      return invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer)
+      // Name the account at fault when one is; the chain's error text otherwise.
+      return (await accountProblem(ctx, runtime, payment)) ?? invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer)
     }
     return { isValid: true, payer }
+  }
+
+  /** Reads the transfer's accounts after a failed simulation: a missing or unfunded one is the likely cause. */
+  async function accountProblem(ctx: PaymentContext, runtime: NetworkRuntime, payment: CheckedPayment): Promise<VerifyResponse | undefined> {
+    const payer = payment.payer
+    const [accountsOutcome] = await runtime.rpc.request(
+      [{ method: 'getMultipleAccounts', params: [[payment.mint, payment.source, payment.destination], { encoding: 'base64', commitment: 'confirmed' }] }],
+      ctx.signal,
+    )
+    const [mintAccount, sourceAccount, destinationAccount] = parseResult(multipleAccountsSchema, accountsOutcome, 'getMultipleAccounts').value
+    if (!mintAccount || mintAccount.owner !== payment.tokenProgram) {
+      return invalid(SVM_REASON.mintAccountInvalid, `mint ${payment.mint} does not exist under the transfer's token program`, payer)
+    }
+    const source = decodeTokenAccount(sourceAccount, payment)
+    if (!source) return invalid(SVM_REASON.sourceAccountMissing, `source token account ${payment.source} does not exist or does not hold this mint`, payer)
+    const destination = decodeTokenAccount(destinationAccount, payment)
+    if (!destination) {
+      return invalid(SVM_REASON.destinationAccountMissing, `destination token account ${payment.destination} does not exist; the facilitator does not create accounts`, payer)
+    }
+    if (source.amount < payment.amount) {
+      return invalid(SVM_REASON.insufficientFunds, `the source token account holds ${source.amount}, the payment needs ${payment.amount}`, payer)
+    }
+    return undefined
   }
 
   async function settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse> {
@@ -370,12 +376,12 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   async function resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse> {
     const runtime = runtimeOf(ctx)
     const transaction = (record.raw ? decodeWireTransaction(record.raw) : undefined) ?? decodedOf(ctx)?.transaction
-    const facts = transaction ? readLifetimeAndPayer(transaction) : undefined
-    if (!facts) throw new FacilitatorError('internal_error', 'the recorded Solana transaction cannot be decoded')
+    if (!transaction) throw new FacilitatorError('internal_error', 'the recorded Solana transaction cannot be decoded')
     return confirm(ctx, runtime, {
       signature: record.transaction,
-      blockhash: facts.blockhash,
-      payer: facts.payer,
+      blockhash: transaction.blockhash,
+      // The payer is the second signer (the first is the fee payer).
+      payer: transaction.accounts[1],
       sentAt: performance.now(),
       resend: record.raw,
     })
@@ -466,8 +472,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     verify,
     reserveSettlement(ctx): SettleReservation {
       const transaction = decodedOf(ctx)?.transaction
-      // kit keys the signatures by the signer accounts in message order: the first is the fee payer.
-      const feePayer = transaction ? Object.keys(transaction.signatures)[0] : undefined
+      // The first account of a message is its fee payer.
+      const feePayer = transaction?.accounts[0]
       // A payload without one of our fee payers never reaches a send: verify rejects it.
       if (feePayer === undefined || !feePayerSet.has(feePayer)) return { release() {} }
       const count = inFlight.get(feePayer) ?? 0
@@ -490,7 +496,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       const transaction = decodedOf(ctx)?.transaction
       if (!transaction) return undefined
       // The message is what every signature signs: one message, one payment, whatever signatures ride along.
-      return `${ctx.network}:${createHash('sha256').update(new Uint8Array(transaction.messageBytes)).digest('base64url')}`
+      return `${ctx.network}:${createHash('sha256').update(transaction.messageBytes).digest('base64url')}`
     },
     settle,
     resume,
@@ -502,35 +508,20 @@ function rpcUrlsOf(entry: ExactSvmNetworkConfig): readonly string[] {
   return entry.rpcUrls ?? (entry.rpcUrl ? [entry.rpcUrl] : [])
 }
 
-async function signAsFeePayer(sign: FeePayerSigning, payment: CheckedPayment): Promise<SignedPayment> {
+/** Signs as fee payer and writes the signature into the fee payer's slot (the first) of a copy of the wire bytes. */
+async function signAsFeePayer(sign: FeePayerSigning, payment: CheckedPayment, wire: WireTransaction): Promise<SignedPayment> {
   const unsigned = {
     ...payment.transaction,
     lifetimeConstraint: { blockhash: payment.blockhash, lastValidBlockHeight: 0n },
   }
-  const signatures = await sign(unsigned)
-  const signed: Transaction = Object.freeze({
-    messageBytes: payment.transaction.messageBytes,
-    signatures: Object.freeze({ ...payment.transaction.signatures, ...signatures }),
-  })
-  return { payment, wire: getBase64EncodedWireTransaction(signed), signature: getSignatureFromTransaction(signed) }
-}
-
-/** The payment as the payer signed it, the fee payer's signature slot empty: what verify simulates. */
-function payerSignedWire(payment: CheckedPayment): string {
-  const transaction = payment.transaction
-  return getBase64EncodedWireTransaction({ ...transaction, signatures: { ...transaction.signatures, [payment.feePayer]: null } })
-}
-
-function readLifetimeAndPayer(transaction: Transaction): { blockhash: Blockhash; payer: string | undefined } | undefined {
-  try {
-    const compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
-    if (compiled.lifetimeToken === undefined) return undefined
-    // The payer is the second signer (the first is the fee payer).
-    const payer = compiled.staticAccounts[1]
-    return { blockhash: compiled.lifetimeToken as Blockhash, payer }
-  } catch {
-    return undefined
-  }
+  const signature = (await sign(unsigned))[payment.feePayer]
+  if (!signature || signature.length !== 64) throw new FacilitatorError('internal_error', 'the fee payer signer returned no signature of the fee payer')
+  const slot = wire.signatureOffsets[0]!
+  const bytes = Buffer.from(wire.bytes)
+  bytes.set(signature, slot)
+  const signed = bytes.toString('base64')
+  bytes.fill(0, slot, slot + signature.length)
+  return { payment, wire: signed, payerSignedWire: bytes.toString('base64'), signature: encodeBase58(signature) }
 }
 
 /** Byte layout of an SPL token account (Token-2022 shares it and appends extensions). */
@@ -545,7 +536,7 @@ function decodeTokenAccount(
   // Only the mint and the amount matter: read them in place rather than decoding (and base58-encoding) every field.
   const data = Buffer.from(account.data[0], 'base64')
   if (data.length < TOKEN_ACCOUNT_SIZE) return undefined
-  const mint = getAddressDecoder().decode(data.subarray(0, 32))
+  const mint = encodeBase58(data.subarray(0, 32))
   return mint === payment.mint ? { amount: data.readBigUInt64LE(TOKEN_ACCOUNT_AMOUNT_OFFSET) } : undefined
 }
 

@@ -1,33 +1,9 @@
-import {
-  AccountRole,
-  type Address,
-  type Blockhash,
-  decompileTransactionMessage,
-  getBase64Encoder,
-  getCompiledTransactionMessageDecoder,
-  getTransactionDecoder,
-  type Instruction,
-  isAddress,
-  isTransactionWithinSizeLimit,
-  type Transaction,
-  type TransactionWithinSizeLimit,
-} from '@solana/kit'
-import {
-  COMPUTE_BUDGET_PROGRAM_ADDRESS,
-  ComputeBudgetInstruction,
-  identifyComputeBudgetInstruction,
-  parseSetComputeUnitLimitInstruction,
-  parseSetComputeUnitPriceInstruction,
-} from '@solana-program/compute-budget'
-import {
-  findAssociatedTokenPda,
-  identifyTokenInstruction,
-  parseTransferCheckedInstruction,
-  TOKEN_PROGRAM_ADDRESS,
-  TokenInstruction,
-} from '@solana-program/token'
+import { type Address, type Blockhash, isAddress, type Transaction, type TransactionWithinSizeLimit } from '@solana/kit'
+import { COMPUTE_BUDGET_PROGRAM_ADDRESS } from '@solana-program/compute-budget'
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token'
 import type { AssociatedTokenAccountOf } from './associated-token-cache.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
+import { readWireTransaction, TRANSACTION_SIZE_LIMIT, type WireInstruction, type WireTransaction } from './wire-transaction.js'
 
 /** The Token-2022 program; its TransferChecked layout equals spl-token's. */
 export const TOKEN_2022_PROGRAM_ADDRESS = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb' as Address
@@ -114,16 +90,16 @@ const violation = (reason: SvmReason, message: string, payer?: string): RuleOutc
   ...(payer ? { payer } : {}),
 })
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
 /**
- * Decodes a base64 wire transaction with @solana/kit. Returns `undefined` when
- * the bytes are not a transaction.
+ * Reads a base64 wire transaction (see {@link readWireTransaction}). Returns
+ * `undefined` when the text is not base64 or the bytes are not a transaction.
  */
-export function decodeWireTransaction(base64: string): Transaction | undefined {
-  try {
-    return getTransactionDecoder().decode(getBase64Encoder().encode(base64))
-  } catch {
-    return undefined
-  }
+export function decodeWireTransaction(base64: string): WireTransaction | undefined {
+  // Node's decoder skips characters outside the alphabet: refuse them first.
+  if (!BASE64.test(base64)) return undefined
+  return readWireTransaction(Buffer.from(base64, 'base64'))
 }
 
 /**
@@ -158,25 +134,27 @@ export async function checkDecodedPaymentTransaction(input: DecodedRuleInput): P
 }
 
 /** The rule input with the transaction already decoded from its base64 wire form. */
-export type DecodedRuleInput = Omit<TransactionRuleInput, 'transaction'> & { readonly transaction: Transaction }
+export type DecodedRuleInput = Omit<TransactionRuleInput, 'transaction'> & { readonly transaction: WireTransaction }
 
 const MALFORMED_MESSAGE = 'the transaction message is malformed (an account index or a field is out of range)'
 
-async function applyRules(transaction: Transaction, input: Omit<TransactionRuleInput, 'transaction'>): Promise<RuleOutcome> {
-  let compiled: ReturnType<ReturnType<typeof getCompiledTransactionMessageDecoder>['decode']>
-  try {
-    compiled = getCompiledTransactionMessageDecoder().decode(transaction.messageBytes)
-  } catch {
-    return violation(SVM_REASON.undecodable, 'the transaction message cannot be decoded')
+/** Instruction discriminators (the first data byte) and exact data sizes the rules accept. */
+const SET_COMPUTE_UNIT_LIMIT = { tag: 2, size: 5 } // u8 tag, u32 units
+const SET_COMPUTE_UNIT_PRICE = { tag: 3, size: 9 } // u8 tag, u64 micro-lamports
+const TRANSFER_CHECKED = { tag: 12, size: 10 } // u8 tag, u64 amount, u8 decimals
+/** TransferChecked's accounts: source, mint, destination, authority (no multisig signers). */
+const TRANSFER_CHECKED_ACCOUNTS = 4
+
+async function applyRules(transaction: WireTransaction, input: Omit<TransactionRuleInput, 'transaction'>): Promise<RuleOutcome> {
+  if (transaction.version !== 'legacy' && transaction.version !== 0) {
+    return violation(SVM_REASON.unsupportedVersion, `transaction version ${String(transaction.version)} is not accepted; use a legacy or v0 transaction`)
   }
-  if (compiled.version !== 'legacy' && compiled.version !== 0) {
-    return violation(SVM_REASON.unsupportedVersion, `transaction version ${String(compiled.version)} is not accepted; use a legacy or v0 transaction`)
-  }
-  if (compiled.version === 0 && (compiled.addressTableLookups?.length ?? 0) > 0) {
+  if (transaction.addressTableLookups > 0) {
     return violation(SVM_REASON.addressLookupTable, 'address lookup tables are not accepted: every account must be listed in the transaction')
   }
 
-  const feePayer = compiled.staticAccounts[0]
+  const { accounts, instructions, header } = transaction
+  const feePayer = accounts[0]
   if (!feePayer) return violation(SVM_REASON.undecodable, 'the transaction has no accounts')
   if (!input.feePayers.has(feePayer)) {
     return violation(SVM_REASON.feePayerNotManaged, `fee payer ${feePayer} is not a fee payer of this facilitator`)
@@ -184,72 +162,50 @@ async function applyRules(transaction: Transaction, input: Omit<TransactionRuleI
   if (input.expectedFeePayer !== undefined && input.expectedFeePayer !== feePayer) {
     return violation(SVM_REASON.feePayerMismatch, `fee payer ${feePayer} differs from paymentRequirements.extra.feePayer ${input.expectedFeePayer}`)
   }
-  // kit decompiles an index past the account list into an instruction without an address: refuse it first.
-  const accountCount = compiled.staticAccounts.length
-  for (const ix of compiled.instructions) {
-    if (ix.programAddressIndex >= accountCount || ix.accountIndices?.some((accountIndex) => accountIndex >= accountCount)) {
+  // An index past the account list names no account at all: a malformed message.
+  for (const ix of instructions) {
+    if (ix.programIndex >= accounts.length || ix.accountIndices.some((accountIndex) => accountIndex >= accounts.length)) {
       return violation(SVM_REASON.undecodable, MALFORMED_MESSAGE)
     }
   }
-  let instructions: readonly Instruction[]
-  try {
-    instructions = decompileTransactionMessage(compiled).instructions
-  } catch {
-    return violation(SVM_REASON.undecodable, 'the transaction instructions cannot be decoded')
-  }
 
-  // The fee payer must not reach any program, in any role.
+  // The fee payer must not reach any program, in any role (compared by address: a key listed twice is still the fee payer).
   for (const [index, ix] of instructions.entries()) {
-    if (ix.programAddress === feePayer || ix.accounts?.some((meta) => meta.address === feePayer)) {
+    if (accounts[ix.programIndex] === feePayer || ix.accountIndices.some((accountIndex) => accounts[accountIndex] === feePayer)) {
       return violation(SVM_REASON.feePayerInInstruction, `instruction ${index} names the fee payer in its accounts`)
     }
   }
 
   // The fee payer and the transfer authority: any further signer is not needed by the transfer.
-  if (compiled.header.numSignerAccounts !== 2) {
-    return violation(SVM_REASON.excessiveSigners, `the transaction needs ${compiled.header.numSignerAccounts} signatures; a payment has exactly 2 (fee payer and payer)`)
+  if (header.numSignerAccounts !== 2) {
+    return violation(SVM_REASON.excessiveSigners, `the transaction needs ${header.numSignerAccounts} signatures; a payment has exactly 2 (fee payer and payer)`)
   }
 
   let limit: number | undefined
   let price: bigint | undefined
   let nonBudgetInstructions = 0
-  const transfers: Instruction[] = []
-  const memos: Instruction[] = []
+  const transfers: WireInstruction[] = []
+  const memos: WireInstruction[] = []
   for (const [index, ix] of instructions.entries()) {
-    const program = ix.programAddress
+    const program = accounts[ix.programIndex]!
+    const data = dataView(ix.data)
     if (program === COMPUTE_BUDGET_PROGRAM_ADDRESS) {
-      const data = ix.data
-      let kind: ComputeBudgetInstruction | undefined
-      try {
-        kind = data ? identifyComputeBudgetInstruction(data) : undefined
-      } catch {
-        kind = undefined
+      // Exact sizes: the runtime refuses trailing bytes in a compute-budget instruction.
+      if (ix.data[0] === SET_COMPUTE_UNIT_LIMIT.tag && ix.data.length === SET_COMPUTE_UNIT_LIMIT.size) {
+        if (limit !== undefined) return violation(SVM_REASON.duplicateComputeLimit, `instruction ${index} sets the compute-unit limit a second time`)
+        limit = data.getUint32(1, true)
+        continue
       }
-      try {
-        if (kind === ComputeBudgetInstruction.SetComputeUnitLimit && data) {
-          if (limit !== undefined) return violation(SVM_REASON.duplicateComputeLimit, `instruction ${index} sets the compute-unit limit a second time`)
-          limit = parseSetComputeUnitLimitInstruction({ ...ix, data }).data.units
-          continue
-        }
-        if (kind === ComputeBudgetInstruction.SetComputeUnitPrice && data) {
-          if (price !== undefined) return violation(SVM_REASON.duplicateComputePrice, `instruction ${index} sets the compute-unit price a second time`)
-          price = parseSetComputeUnitPriceInstruction({ ...ix, data }).data.microLamports
-          continue
-        }
-      } catch {
-        // Malformed data: falls through to the rejection below.
+      if (ix.data[0] === SET_COMPUTE_UNIT_PRICE.tag && ix.data.length === SET_COMPUTE_UNIT_PRICE.size) {
+        if (price !== undefined) return violation(SVM_REASON.duplicateComputePrice, `instruction ${index} sets the compute-unit price a second time`)
+        price = data.getBigUint64(1, true)
+        continue
       }
       return violation(SVM_REASON.computeBudgetNotAllowed, `instruction ${index} is a compute-budget instruction other than one unit limit and one unit price`)
     }
     nonBudgetInstructions += 1
     if (program === TOKEN_PROGRAM_ADDRESS || program === TOKEN_2022_PROGRAM_ADDRESS) {
-      let kind: TokenInstruction | undefined
-      try {
-        kind = ix.data ? identifyTokenInstruction(ix.data) : undefined
-      } catch {
-        kind = undefined
-      }
-      if (kind !== TokenInstruction.TransferChecked) {
+      if (ix.data[0] !== TRANSFER_CHECKED.tag) {
         return violation(SVM_REASON.tokenInstructionNotAllowed, `instruction ${index} is a token instruction other than TransferChecked`)
       }
       transfers.push(ix)
@@ -279,65 +235,67 @@ async function applyRules(transaction: Transaction, input: Omit<TransactionRuleI
     return violation(SVM_REASON.priorityFeeTooHigh, `priority fee ${priorityFee} lamports (limit x price) is above the cap of ${maxPriorityFeeLamports}`)
   }
 
-  const transferIx = transfers[0]
-  let parsed: ReturnType<typeof parseTransferCheckedInstruction>
-  try {
-    if (!transferIx?.data || !transferIx.accounts) throw new Error('incomplete')
-    parsed = parseTransferCheckedInstruction({ ...transferIx, data: transferIx.data, accounts: transferIx.accounts })
-  } catch {
+  const transfer = transfers[0]!
+  if (transfer.data.length !== TRANSFER_CHECKED.size || transfer.accountIndices.length < TRANSFER_CHECKED_ACCOUNTS) {
     return violation(SVM_REASON.noTransfer, 'the TransferChecked instruction is malformed')
   }
-  const tokenProgram = transferIx.programAddress
-  const { source, mint, destination, authority } = parsed.accounts
-  const payer = authority.address
-  if (authority.role !== AccountRole.READONLY_SIGNER && authority.role !== AccountRole.WRITABLE_SIGNER) {
+  const tokenProgram = accounts[transfer.programIndex]!
+  const [sourceIndex, mintIndex, destinationIndex, authorityIndex] = transfer.accountIndices as unknown as [number, number, number, number]
+  const payer = accounts[authorityIndex]!
+  if (authorityIndex >= header.numSignerAccounts) {
     return violation(SVM_REASON.excessiveSigners, 'the transfer authority does not sign the transaction', payer)
   }
   // Extra accounts would be multisig signers or transfer-hook accounts: neither is a plain payment.
-  if ((transferIx.accounts?.length ?? 0) !== 4) {
+  if (transfer.accountIndices.length !== TRANSFER_CHECKED_ACCOUNTS) {
     return violation(SVM_REASON.excessiveSigners, 'the TransferChecked instruction has accounts beyond source, mint, destination and authority', payer)
   }
-  if (mint.address !== input.asset) {
-    return violation(SVM_REASON.mintMismatch, `the transfer moves mint ${mint.address}, the requirements ask for ${input.asset}`, payer)
+  const mint = accounts[mintIndex]!
+  if (mint !== input.asset) {
+    return violation(SVM_REASON.mintMismatch, `the transfer moves mint ${mint}, the requirements ask for ${input.asset}`, payer)
   }
   const payTo = input.payTo
   if (!isAddress(payTo)) return violation(SVM_REASON.recipientMismatch, `payTo ${payTo} is not a Solana address`, payer)
+  const destination = accounts[destinationIndex]!
   const expectedDestination = input.associatedTokenAccount
-    ? await input.associatedTokenAccount(payTo, mint.address, tokenProgram)
-    : (await findAssociatedTokenPda({ mint: mint.address, owner: payTo, tokenProgram }))[0]
-  if (destination.address !== expectedDestination) {
-    return violation(SVM_REASON.recipientMismatch, `the transfer pays ${destination.address}, not the associated token account ${expectedDestination} of payTo`, payer)
+    ? await input.associatedTokenAccount(payTo, mint, tokenProgram)
+    : (await findAssociatedTokenPda({ mint, owner: payTo, tokenProgram }))[0]
+  if (destination !== expectedDestination) {
+    return violation(SVM_REASON.recipientMismatch, `the transfer pays ${destination}, not the associated token account ${expectedDestination} of payTo`, payer)
   }
-  if (parsed.data.amount !== input.amount) {
-    return violation(SVM_REASON.amountMismatch, `the transfer moves ${parsed.data.amount}, the requirements ask for exactly ${input.amount}`, payer)
+  const amount = dataView(transfer.data).getBigUint64(1, true)
+  if (amount !== input.amount) {
+    return violation(SVM_REASON.amountMismatch, `the transfer moves ${amount}, the requirements ask for exactly ${input.amount}`, payer)
   }
   if (input.memo !== undefined) {
     const expected = new TextEncoder().encode(input.memo)
-    const matching = memos.filter((ix) => ix.data && equalBytes(ix.data, expected))
+    const matching = memos.filter((ix) => equalBytes(ix.data, expected))
     if (memos.length !== 1 || matching.length !== 1) {
       return violation(SVM_REASON.memoMismatch, 'the transaction must carry exactly one memo equal to paymentRequirements.extra.memo', payer)
     }
   }
 
-  if (compiled.lifetimeToken === undefined) return violation(SVM_REASON.undecodable, 'the transaction has no blockhash', payer)
   // The fee payer's signature does not change the size: a transaction over the limit could never be sent.
-  if (!isTransactionWithinSizeLimit(transaction)) return violation(SVM_REASON.invalidPayload, 'the transaction exceeds the Solana size limit', payer)
+  if (transaction.bytes.length > TRANSACTION_SIZE_LIMIT) return violation(SVM_REASON.invalidPayload, 'the transaction exceeds the Solana size limit', payer)
   return {
     ok: true,
     payment: {
-      transaction,
+      transaction: transaction.kitTransaction as Transaction & TransactionWithinSizeLimit,
       feePayer,
       payer,
-      source: source.address,
-      destination: destination.address,
-      mint: mint.address,
+      source: accounts[sourceIndex]!,
+      destination,
+      mint,
       tokenProgram,
-      amount: parsed.data.amount,
-      blockhash: compiled.lifetimeToken as Blockhash,
+      amount,
+      blockhash: transaction.blockhash,
       computeUnitLimit: effectiveLimit,
       computeUnitPrice: effectivePrice,
     },
   }
+}
+
+function dataView(bytes: Uint8Array): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
 function equalBytes(a: ArrayLike<number>, b: ArrayLike<number>): boolean {

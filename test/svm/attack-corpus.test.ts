@@ -220,6 +220,24 @@ const attacks: Attack[] = [
     build: async () => tx(await withExtra(getRequestHeapFrameInstruction({ bytes: 256 * 1024 }))),
   },
   {
+    name: 'a compute-unit limit instruction with a byte after the units (the runtime refuses it, the fee payer would not)',
+    code: SVM_REASON.computeBudgetNotAllowed,
+    build: async () => {
+      const [limit, ...rest] = await valid()
+      return tx([{ ...limit!, data: Uint8Array.from([...limit!.data!, 0]) }, ...rest])
+    },
+  },
+  {
+    name: 'a TransferChecked with bytes after the decimals',
+    code: SVM_REASON.noTransfer,
+    build: async () => {
+      const ixs = await valid()
+      const transfer = ixs[2]!
+      ixs[2] = { ...transfer, data: Uint8Array.from([...transfer.data!, 1, 2, 3]) }
+      return tx(ixs)
+    },
+  },
+  {
     name: 'a compute-unit limit above the cap',
     code: SVM_REASON.computeLimitTooHigh,
     build: async () => tx(await paymentInstructions(s, { amount: AMOUNT, units: 1_400_000 })),

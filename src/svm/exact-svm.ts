@@ -24,7 +24,7 @@ import {
   decodeWireTransaction,
   type ExactSvmLimits,
 } from './transaction-rules.js'
-import type { WireTransaction } from './wire-transaction.js'
+import { readWireTransaction, type WireTransaction } from './wire-transaction.js'
 
 /** One Solana network served by {@link exactSvm}. */
 export interface ExactSvmNetworkConfig {
@@ -202,15 +202,16 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
 
   // The core hands settlementKey, reserveSettlement, verify and settle one context object per payment:
   // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
-  const decodedByContext = new WeakMap<PaymentContext, { wire: string; transaction: WireTransaction | undefined } | null>()
+  const decodedByContext = new WeakMap<PaymentContext, { transaction: WireTransaction | undefined } | null>()
   const preparedByContext = new WeakMap<PaymentContext, Promise<Prepared>>()
 
-  /** The payload's base64 transaction and its decoding, done once per context (`undefined`: not a base64 string). */
-  const decodedOf = (ctx: PaymentContext): { wire: string; transaction: WireTransaction | undefined } | undefined => {
+  /** The decoding of the payload's base64 transaction, done once per context (`undefined`: not a base64 string). */
+  const decodedOf = (ctx: PaymentContext): { transaction: WireTransaction | undefined } | undefined => {
     let decoded = decodedByContext.get(ctx)
     if (decoded === undefined) {
       const payload = payloadSchema.safeParse(ctx.payload.payload)
-      decoded = payload.success ? { wire: payload.data.transaction, transaction: decodeWireTransaction(payload.data.transaction) } : null
+      // The schema has checked the base64 alphabet already.
+      decoded = payload.success ? { transaction: readWireTransaction(Buffer.from(payload.data.transaction, 'base64')) } : null
       decodedByContext.set(ctx, decoded)
     }
     return decoded ?? undefined

@@ -61,6 +61,8 @@ interface Attack {
   extra?: Record<string, unknown>
   /** The required amount. @default AMOUNT */
   amount?: bigint
+  /** The required asset (mint). @default the scenario's mint */
+  asset?: () => Address
 }
 
 let chain: LiteSvmRpc
@@ -68,6 +70,8 @@ let s: PaymentScenario
 let otherFeePayer: Awaited<ReturnType<typeof fundedSigner>>
 let blockhash: Blockhash
 let otherMint: Address
+/** An address no account lives at, used as a mint. */
+let missingMint: Address
 let attacker: Address
 
 beforeAll(async () => {
@@ -76,6 +80,7 @@ beforeAll(async () => {
   otherFeePayer = await fundedSigner(chain.svm)
   attacker = (await generateKeyPairSigner()).address
   // A second mint the payer holds, for the wrong-mint attack (and an ATA of payTo for it).
+  missingMint = (await generateKeyPairSigner()).address
   otherMint = await createMint(chain.svm, { payer: s.authority, authority: s.authority.address, decimals: s.decimals })
   const otherAta = await createTokenAccount(chain.svm, { payer: s.authority, owner: s.payer.address, mint: otherMint })
   await createTokenAccount(chain.svm, { payer: s.authority, owner: s.payTo, mint: otherMint })
@@ -99,12 +104,12 @@ function facilitatorFor() {
   })
 }
 
-function body(transaction: string, extra: Record<string, unknown> = {}, amount = AMOUNT) {
+function body(transaction: string, extra: Record<string, unknown> = {}, amount = AMOUNT, asset: Address = s.mint) {
   const requirements = {
     scheme: 'exact',
     network: SOLANA_DEVNET,
     amount: amount.toString(),
-    asset: s.mint,
+    asset,
     payTo: s.payTo,
     maxTimeoutSeconds: 60,
     extra: { feePayer: s.feePayer.address, ...extra },
@@ -323,6 +328,12 @@ const attacks: Attack[] = [
     build: async () => tx(await paymentInstructions(s, { amount: AMOUNT, payer: await generateKeyPairSigner() })),
   },
   {
+    name: 'a mint that does not exist (requirements and transfer agree on it)',
+    code: SVM_REASON.mintAccountInvalid,
+    asset: () => missingMint,
+    build: async () => tx(await paymentInstructions(s, { amount: AMOUNT, mint: missingMint })),
+  },
+  {
     name: 'more than the payer holds',
     code: SVM_REASON.insufficientFunds,
     amount: 1_000_000_000n + 1n,
@@ -399,7 +410,7 @@ describe('attack corpus', () => {
   test.each(attacks.map((attack) => [attack.name, attack] as const))('rejects %s', async (_name, attack) => {
     const facilitator = facilitatorFor()
     const transaction = await attack.build()
-    let request = body(transaction, attack.extra, attack.amount)
+    let request = body(transaction, attack.extra, attack.amount, attack.asset?.())
     if (attack.code === SVM_REASON.destinationAccountMissing) {
       // A fresh recipient with no token account: paying it would make someone create the ATA.
       const stranger = (await generateKeyPairSigner()).address

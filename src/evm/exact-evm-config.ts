@@ -41,6 +41,12 @@ export interface ExactEvmConfig {
   readonly receiptTimeoutMs?: number
   /** Longest pause between two receipt polls (polling starts fast and backs off). @default 1_000 */
   readonly receiptPollIntervalMs?: number
+  /**
+   * While settle waits for a receipt, how often it asks the node whether it still knows the
+   * transaction; a node that lost it (restart, evicting pool, another backend behind a load
+   * balancer) gets the same signed bytes again. 0 turns it off. @default 3_000
+   */
+  readonly rebroadcastIntervalMs?: number
   /** ERC-6492 factories whose wrapped signatures are accepted; any other factory is rejected. @default [] */
   readonly erc6492Factories?: readonly Address[]
   /** Deploy an undeployed ERC-6492 wallet (at the facilitator's cost) before settling. @default false */

@@ -7,6 +7,7 @@ import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
 import { multicall3Abi } from './abi.js'
+import { awaitReceipt } from './await-receipt.js'
 import { parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
 import { checkChainState } from './check-chain-state.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
@@ -85,6 +86,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     }
     return parsed
   }
+  const rebroadcastIntervalMs = config.rebroadcastIntervalMs ?? 3_000
   const receiptOptions = (signal: AbortSignal) => ({
     timeoutMs: config.receiptTimeoutMs ?? 30_000,
     maxIntervalMs: config.receiptPollIntervalMs ?? 1_000,
@@ -189,8 +191,12 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
           gas = priced.gas
         }
         const sentAt = performance.now()
-        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
-        const outcome = await runtime.receipts.wait(hash, receiptOptions(ctx.signal))
+        let raw: Hex | undefined
+        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => {
+          raw = rawOf(record)
+          return journal.broadcasting(record)
+        })
+        const outcome = await awaitReceipt(runtime, hash, raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
         if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
         return answer(ctx, hash, outcome, payment.payer)
       } finally {
@@ -216,7 +222,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
           return failure(ctx, { reason: REJECTION.transactionFailed, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
         }
       }
-      return answer(ctx, hash, await runtime.receipts.wait(hash, receiptOptions(ctx.signal)), payer)
+      return answer(ctx, hash, await awaitReceipt(runtime, hash, rawOf(record), receiptOptions(ctx.signal), rebroadcastIntervalMs), payer)
     },
   }
 
@@ -260,8 +266,11 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       // The deployment is not the payment: nothing to journal, and a repeat is harmless.
       const deploymentLimit = withHeadroom(deployGas)
       const gas = deploymentLimit < maxDeploymentGas ? deploymentLimit : maxDeploymentGas
-      const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async () => undefined)
-      const outcome = await runtime.receipts.wait(hash, receiptOptions(signal))
+      let raw: Hex | undefined
+      const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async (record) => {
+        raw = rawOf(record)
+      })
+      const outcome = await awaitReceipt(runtime, hash, raw, receiptOptions(signal), rebroadcastIntervalMs)
       if (outcome.status === 'pending') {
         throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
       }
@@ -341,6 +350,11 @@ function failure(ctx: PaymentContext, rejection: Rejection, payer: string | unde
 /** The payer named by a payload, even one that fails later checks. */
 function payerOf(payload: ExactEvmPayload | Rejection): string | undefined {
   return 'reason' in payload ? undefined : payload.authorization.from
+}
+
+/** The signed bytes of a journaled transaction, to offer again if the node loses them. */
+function rawOf(record: BroadcastRecord): Hex | undefined {
+  return record.raw === undefined ? undefined : asHash(record.raw)
 }
 
 function asHash(value: string): Hex {

@@ -281,6 +281,33 @@ describe('exactEvm settle', () => {
     expect(finished).toMatchObject({ success: true, transaction: pending.transaction })
   })
 
+  it('a sent transaction the node loses is offered again with the same bytes, and lands', async () => {
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ rebroadcastIntervalMs: 200, receiptTimeoutMs: 10_000 }))] })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    await world.node.testClient.setAutomine(false)
+    let settling: ReturnType<typeof facilitator.settle> | undefined
+    let lost: Hex | undefined
+    try {
+      settling = facilitator.settle(body(paymentPayload, requirements))
+      // Once the transaction waits in the pool, the node forgets it (as a restarted or evicting node would).
+      for (let i = 0; i < 200 && !lost; i++) {
+        const pool = await world.node.testClient.getTxpoolContent()
+        lost = Object.values(pool.pending).flatMap((byNonce) => Object.values(byNonce)).map((tx) => tx.hash)[0]
+        if (!lost) await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      expect(lost).toBeDefined()
+      await world.node.testClient.dropTransaction({ hash: lost! })
+      expect(await world.node.publicClient.getTransaction({ hash: lost! }).catch(() => undefined)).toBeUndefined()
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    const answer = await settling!
+    expect(answer).toMatchObject({ success: true, transaction: lost, payer: payer.address })
+    expect((await transfersOf(lost!)).used).toHaveLength(1)
+  })
+
   it('honors the time budget (ctx.signal): a settle cut short after broadcast still keeps the hash', async () => {
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())], timeouts: { settleMs: 400 } })
     const payer = await world.newPayer()

@@ -34,6 +34,8 @@ export interface StartAnvilOptions {
   args?: readonly string[]
   /** How long to wait for the node to listen. @default 15_000 */
   startTimeoutMs?: number
+  /** Re-inserts transactions anvil's automine leaves queued for good (see {@link watchStuckQueue}); 0 turns it off. @default 500 */
+  stuckQueueCheckMs?: number
 }
 
 /** A running anvil node and clients bound to it. */
@@ -51,6 +53,8 @@ export interface AnvilNode {
   readonly testClient: TestClient<'anvil'>
   /** A wallet client for one of the accounts (default: the deployer). */
   walletClient(account?: LocalAccount): ReturnType<typeof createWalletClient>
+  /** Transactions re-inserted so far because anvil left them queued at the account's nonce. */
+  readonly unstuck: () => number
   /** Stops the node (by pid) and waits for it to exit. */
   stop(): Promise<void>
 }
@@ -86,6 +90,7 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
   )
   const port = await listeningPort(child, options.startTimeoutMs ?? 15_000)
   const rpcUrl = `http://127.0.0.1:${port}`
+  const watchdog = watchStuckQueue(rpcUrl, options.stuckQueueCheckMs ?? 500)
   const chain = defineChain({
     id: chainId,
     name: `anvil-${chainId}`,
@@ -106,8 +111,74 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
     publicClient: createPublicClient({ chain, transport, pollingInterval: 50 }),
     testClient: createTestClient({ chain, transport, mode: 'anvil' }),
     walletClient: (account = deployer) => createWalletClient({ chain, transport, account }),
-    stop: () => stopProcess(child),
+    unstuck: () => watchdog.unstuck,
+    stop: () => {
+      watchdog.stop()
+      return stopProcess(child)
+    },
   }
+}
+
+/**
+ * anvil's automine now and then leaves a transaction queued for good although
+ * its nonce is its sender's next one, and every later transaction of that
+ * sender queued behind it (foundry-rs/foundry#10122; seen here with one key's
+ * sends in nonce order, each after the previous answer, under CPU load). A
+ * node such as geth promotes such a transaction at the next block; anvil never
+ * does, and neither resending the bytes ("already imported") nor mining helps.
+ * This looks every `intervalMs` and re-inserts such a sender's queue: taken out
+ * of the pool, then the same signed bytes sent again in nonce order, so hashes
+ * and effects are the ones the facilitator sent. Transactions held on purpose (automine off)
+ * are pending, not queued, and a queued one above a real gap is left alone.
+ */
+function watchStuckQueue(rpcUrl: string, intervalMs: number): { unstuck: number; stop(): void } {
+  const state = { unstuck: 0, stop: () => clearTimeout(timer) }
+  let timer: NodeJS.Timeout | undefined
+  let stopped = false
+  const call = async <T>(method: string, params: unknown[] = []): Promise<T> => {
+    const response = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })
+    const body = (await response.json()) as { result?: T; error?: { message: string } }
+    if (body.error) throw new Error(body.error.message)
+    return body.result as T
+  }
+  type Pool = Record<string, Record<string, { hash: string }>>
+  const check = async () => {
+    const status = await call<{ queued: string }>('txpool_status')
+    if (Number(status.queued) === 0) return
+    const content = await call<{ pending: Pool; queued: Pool }>('txpool_content')
+    for (const [sender, byNonce] of Object.entries(content.queued)) {
+      // A sender with a pending transaction is still moving: its queue may just be behind it.
+      if (Object.keys(content.pending[sender] ?? {}).length > 0) continue
+      const lowest = Math.min(...Object.keys(byNonce).map(Number))
+      const next = Number(await call<string>('eth_getTransactionCount', [sender, 'latest']))
+      const stuck = byNonce[String(lowest)]
+      if (lowest !== next || !stuck) continue
+      // anvil_dropTransaction leaves a queued transaction where it is: the sender's whole queue is taken out
+      // and its same signed bytes sent again in nonce order.
+      const queue = Object.entries(byNonce).sort(([a], [b]) => Number(a) - Number(b))
+      const raws = await Promise.all(queue.map(([, tx]) => call<string>('eth_getRawTransactionByHash', [tx.hash])))
+      await call('anvil_removePoolTransactions', [sender])
+      for (const raw of raws) await call('eth_sendRawTransaction', [raw])
+      state.unstuck += queue.length
+      console.warn(`[anvil] re-inserted ${queue.length} transactions of ${sender} from nonce ${lowest}, left queued at its nonce by anvil's automine`)
+    }
+  }
+  const loop = () => {
+    timer = setTimeout(() => {
+      check()
+        .catch((error: unknown) => console.warn(`[anvil] stuck-queue check failed: ${String(error).slice(0, 300)}`))
+        .finally(() => {
+          if (!stopped) loop()
+        })
+    }, intervalMs)
+    timer.unref()
+  }
+  state.stop = () => {
+    stopped = true
+    clearTimeout(timer)
+  }
+  if (intervalMs > 0) loop()
+  return state
 }
 
 function listeningPort(child: ChildProcess, timeoutMs: number): Promise<number> {

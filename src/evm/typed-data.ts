@@ -50,7 +50,7 @@ export const BYTES32 = /^0x[0-9a-fA-F]{64}$/
  * The EIP-712 digest the token checks the signature against.
  *
  * Verify computes one per payment, so the fixed EIP-3009 layout is encoded
- * directly (two 32-byte-word buffers, four keccaks) instead of through viem's
+ * directly (two 32-byte-word buffers; the domain separator is kept per token) instead of through viem's
  * generic typed-data encoder, which is several times slower. Inputs outside
  * that layout (an address failing its checksum, an out-of-range number) go to viem, which
  * answers or throws exactly as before; test/evm/recover-signer.test.ts checks
@@ -58,13 +58,6 @@ export const BYTES32 = /^0x[0-9a-fA-F]{64}$/
  */
 export function hashAuthorization(domain: TokenDomain, message: AuthorizationMessage): Hex {
   if (!fitsFastPath(domain, message)) return hashTypedData(authorizationTypedData(domain, message))
-  const domainWords = new Uint8Array(5 * 32)
-  domainWords.set(DOMAIN_TYPE_HASH, 0)
-  domainWords.set(keccak256(stringToBytes(domain.name), 'bytes'), 32)
-  domainWords.set(keccak256(stringToBytes(domain.version), 'bytes'), 64)
-  writeUint(domainWords, 96, BigInt(domain.chainId))
-  writeHex(domainWords, 128 + 12, domain.verifyingContract)
-
   const structWords = new Uint8Array(7 * 32)
   structWords.set(AUTHORIZATION_TYPE_HASH, 0)
   writeHex(structWords, 32 + 12, message.from)
@@ -77,9 +70,31 @@ export function hashAuthorization(domain: TokenDomain, message: AuthorizationMes
   const envelope = new Uint8Array(2 + 64)
   envelope[0] = 0x19
   envelope[1] = 0x01
-  envelope.set(keccak256(domainWords, 'bytes'), 2)
+  envelope.set(domainSeparator(domain), 2)
   envelope.set(keccak256(structWords, 'bytes'), 34)
   return keccak256(envelope)
+}
+
+/** Most domain separators kept: a facilitator serves a handful of tokens. */
+const DOMAIN_CACHE_SIZE = 256
+const domainSeparators = new Map<string, Uint8Array>()
+
+/** The EIP-712 domain separator, three of a digest's five keccaks, computed once per token domain. */
+function domainSeparator(domain: TokenDomain): Uint8Array {
+  const key = JSON.stringify([domain.chainId, domain.verifyingContract.toLowerCase(), domain.name, domain.version])
+  let separator = domainSeparators.get(key)
+  if (separator) return separator
+  const words = new Uint8Array(5 * 32)
+  words.set(DOMAIN_TYPE_HASH, 0)
+  words.set(keccak256(stringToBytes(domain.name), 'bytes'), 32)
+  words.set(keccak256(stringToBytes(domain.version), 'bytes'), 64)
+  writeUint(words, 96, BigInt(domain.chainId))
+  writeHex(words, 128 + 12, domain.verifyingContract)
+  separator = keccak256(words, 'bytes')
+  // Bounded whatever the requirements name: a full cache starts over.
+  if (domainSeparators.size >= DOMAIN_CACHE_SIZE) domainSeparators.clear()
+  domainSeparators.set(key, separator)
+  return separator
 }
 
 function fitsFastPath(domain: TokenDomain, message: AuthorizationMessage): boolean {

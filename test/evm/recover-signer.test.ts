@@ -111,6 +111,29 @@ describe('hashAuthorization', () => {
     }
   })
 
+  it('keeps domain separators apart: one contract under other names, versions and chains, asked in turn', () => {
+    const contract = randomAddress()
+    const domains = [
+      { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: contract },
+      { name: 'USDC', version: '2', chainId: 8453, verifyingContract: contract },
+      { name: 'USD Coin', version: '1', chainId: 8453, verifyingContract: contract },
+      { name: 'USD Coin', version: '2', chainId: 84532, verifyingContract: contract },
+      // Two domains whose fields would run together if the cache key were joined with a separator.
+      { name: 'USD\nCoin', version: '2', chainId: 8453, verifyingContract: contract },
+      { name: 'USD', version: 'Coin\n2', chainId: 8453, verifyingContract: contract },
+    ]
+    const message = { from: randomAddress(), to: randomAddress(), value: 1_000n, validAfter: 0n, validBefore: 2n ** 40n, nonce: random32() }
+    const digests = new Set<string>()
+    for (let round = 0; round < 3; round++) {
+      for (const domain of domains) {
+        const digest = hashAuthorization(domain, message)
+        expect(digest).toBe(hashTypedData(authorizationTypedData(domain, message)))
+        digests.add(digest)
+      }
+    }
+    expect(digests.size).toBe(domains.length)
+  })
+
   it('defers to viem, errors included, outside the EIP-3009 layout', () => {
     const domain = { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: randomAddress() }
     const message = { from: randomAddress(), to: randomAddress(), value: 1n, validAfter: 0n, validBefore: 1n, nonce: random32() }

@@ -30,6 +30,8 @@ export const EVM_COUNTS = {
   concurrency: 32,
   settle: 100,
   settleConcurrency: 100,
+  /** Bursts per side (and runs of each chain floor), interleaved; the table gives the median rate. */
+  settleRounds: 3,
   receiptSamples: 15,
   recoverIterations: 300,
 }
@@ -191,10 +193,11 @@ export async function benchEvm(): Promise<Row[]> {
 
     // --- settle: 100 distinct payments of one payer for each side ---
     progress(`EVM: settle ${c.settle} payments each`)
-    const settleFigures = async (side: Side, name: string) => {
-      const mine = await Promise.all(Array.from({ length: c.settle + c.receiptSamples + 3 }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
+    const settleFigures = async (side: Side, name: string, withReceipts: boolean) => {
+      const samples = withReceipts ? c.receiptSamples : 0
+      const mine = await Promise.all(Array.from({ length: c.settle + samples + 3 }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
       // Warm-up: first fee quote, nonce read and JIT, outside the timed burst.
-      for (const payment of mine.slice(c.settle + c.receiptSamples)) await side.settle(payment, requirements)
+      for (const payment of mine.slice(c.settle + samples)) await side.settle(payment, requirements)
       const cpuBefore = { facilitator: ownCpuMs(), chain: processCpuMs(world.node.pid) }
       const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
         const answer = await side.settle(mine[i]!, requirements)
@@ -205,7 +208,7 @@ export async function benchEvm(): Promise<Row[]> {
         facilitator: (ownCpuMs() - cpuBefore.facilitator) / c.settle,
         chain: chainAfter === undefined || cpuBefore.chain === undefined ? Number.NaN : (chainAfter - cpuBefore.chain) / c.settle,
       }
-      const sequential = await runConcurrent(c.receiptSamples, 1, async (i) => {
+      const sequential = await runConcurrent(samples, 1, async (i) => {
         const answer = await side.settle(mine[c.settle + i]!, requirements)
         if (!answer.success) throw new Error(answer.errorReason)
       })
@@ -214,19 +217,35 @@ export async function benchEvm(): Promise<Row[]> {
       }
       return { burst, sequential, cpu }
     }
-    const ourSettle = await settleFigures(ourSide, 'ours')
-    const theirSettle = await settleFigures(theirSide, 'theirs')
-
+    // Rounds interleave the two facilitators and the two chain floors, so background load falls on all alike;
+    // each figure is the median of its rounds (a floor measured once moved by half between runs).
+    const rounds = { ours: [] as Awaited<ReturnType<typeof settleFigures>>[], theirs: [] as Awaited<ReturnType<typeof settleFigures>>[], atOnce: [] as number[], ordered: [] as number[] }
     // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited,
     // all at once (as no single key safely can: see createNonceManager) and one key's in nonce order.
-    const chainRate = await rawSettleRate(world, payer, requirements, rawKey, c.settle, 'at once')
-    const orderedRate = await rawSettleRate(world, payer, requirements, orderedKey, c.settle, 'in nonce order')
-    const failures = (r: { burst: { errors: unknown[] } }) => (r.burst.errors.length ? `${r.burst.errors.length} failed` : '')
+    const steps = [
+      async (last: boolean) => void rounds.ours.push(await settleFigures(ourSide, 'ours', last)),
+      async (last: boolean) => void rounds.theirs.push(await settleFigures(theirSide, 'theirs', last)),
+      async () => void rounds.atOnce.push(await rawSettleRate(world, payer, requirements, rawKey, c.settle, 'at once')),
+      async () => void rounds.ordered.push(await rawSettleRate(world, payer, requirements, orderedKey, c.settle, 'in nonce order')),
+    ]
+    for (let round = 0; round < c.settleRounds; round++) {
+      progress(`EVM: settle round ${round + 1}/${c.settleRounds}`)
+      // anvil slows as its chain grows: each round starts with another step, so no figure always comes last.
+      for (let i = 0; i < steps.length; i++) await steps[(round + i) % steps.length]!(round === c.settleRounds - 1)
+    }
+    const median = (values: number[]) => percentile(values, 50)
+    const rate = (side: typeof rounds.ours) => median(side.map((r) => r.burst.perSecond))
+    const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length
+    const ourSettle = { rate: rate(rounds.ours), cpu: { facilitator: mean(rounds.ours.map((r) => r.cpu.facilitator)), chain: mean(rounds.ours.map((r) => r.cpu.chain)) }, sequential: rounds.ours.at(-1)!.sequential }
+    const theirSettle = { rate: rate(rounds.theirs), cpu: { facilitator: mean(rounds.theirs.map((r) => r.cpu.facilitator)), chain: mean(rounds.theirs.map((r) => r.cpu.chain)) }, sequential: rounds.theirs.at(-1)!.sequential }
+    const failed = (side: typeof rounds.ours) => side.reduce((sum, r) => sum + r.burst.errors.length, 0)
+    const failures = [failed(rounds.ours) && `ours: ${failed(rounds.ours)} failed`, failed(rounds.theirs) && `theirs: ${failed(rounds.theirs)} failed`].filter(Boolean).join('; ')
+    const spread = (values: number[]) => `${Math.round(Math.min(...values))} to ${Math.round(Math.max(...values))}`
     rows.push(
-      row('EVM settle', `throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', ourSettle.burst.perSecond, theirSettle.burst.perSecond,
-        [failures(ourSettle) && `ours ${failures(ourSettle)}`, failures(theirSettle) && `theirs ${failures(theirSettle)}`].filter(Boolean).join('; ') || undefined),
-      row('EVM settle', 'chain floor: same calls pre-signed, all sent at once, receipts', 'tx/s', 'higher', ourSettle.burst.perSecond, chainRate, 'theirs = anvil alone (ours / chain)'),
-      row('EVM settle', 'chain floor: same calls pre-signed, one key in nonce order, receipts', 'tx/s', 'higher', ourSettle.burst.perSecond, orderedRate, 'theirs = anvil alone, each send after the previous answer (ours / chain)'),
+      row('EVM settle', `throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', ourSettle.rate, theirSettle.rate,
+        `median of ${c.settleRounds} bursts each (ours ${spread(rounds.ours.map((r) => r.burst.perSecond))})${failures ? `; ${failures}` : ''}`),
+      row('EVM settle', 'chain floor: same calls pre-signed, all sent at once, receipts', 'tx/s', 'higher', ourSettle.rate, median(rounds.atOnce), `theirs = anvil alone (ours / chain), ${spread(rounds.atOnce)}`),
+      row('EVM settle', 'chain floor: same calls pre-signed, one key in nonce order, receipts', 'tx/s', 'higher', ourSettle.rate, median(rounds.ordered), `theirs = anvil alone, each send after the previous answer (ours / chain), ${spread(rounds.ordered)}`),
       row('EVM settle', 'facilitator CPU per settle (burst)', 'ms', 'lower', ourSettle.cpu.facilitator, theirSettle.cpu.facilitator, 'the bench process (every thread)'),
       row('EVM settle', 'chain CPU per settle (burst)', 'ms', 'lower', ourSettle.cpu.chain, theirSettle.cpu.chain, 'the anvil process: verify simulation, send, mining, receipt lookups'),
       row('EVM settle', 'time to receipt p50 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 50), percentile(theirSettle.sequential.durations, 50)),

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Hex } from 'viem'
 import type { NetworkRuntime } from './network-runtime.js'
 import type { ReceiptOutcome, ReceiptWait } from './receipt-poller.js'
@@ -17,7 +16,7 @@ import { resend } from './send-transaction.js'
  * @example
  * const outcome = await awaitReceipt(runtime, hash, raw, { timeoutMs: 30_000, maxIntervalMs: 1_000, signal }, 3_000)
  */
-export async function awaitReceipt(
+export function awaitReceipt(
   runtime: NetworkRuntime,
   hash: Hex,
   raw: Hex | undefined,
@@ -26,27 +25,18 @@ export async function awaitReceipt(
 ): Promise<ReceiptOutcome> {
   const waiting = runtime.receipts.wait(hash, wait)
   if (!raw || !(rebroadcastIntervalMs > 0)) return waiting
-  const done = new AbortController()
-  const keeping = keep(runtime, hash, raw, AbortSignal.any([wait.signal, done.signal]), rebroadcastIntervalMs)
-  try {
-    return await waiting
-  } finally {
-    // Not awaited: a lookup on the way ends by itself and must not hold the answer.
-    done.abort()
-    void keeping
-  }
-}
-
-async function keep(runtime: NetworkRuntime, hash: Hex, raw: Hex, signal: AbortSignal, intervalMs: number): Promise<void> {
-  for (;;) {
-    try {
-      await sleep(intervalMs, undefined, { signal })
-    } catch {
-      return // the receipt came, or the wait ended
-    }
+  // A plain timer, cleared when the wait ends: aborting a signal per settle would build an AbortError (a stack) each time.
+  let finished = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const look = async () => {
     const known = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch(() => true)
-    if (signal.aborted) return
     // A refusal ("nonce too low": mined meanwhile, or the nonce went to another transaction) is for the receipt wait to settle.
-    if (known === null) await resend(runtime, raw).catch(() => undefined)
+    if (!finished && known === null) await resend(runtime, raw).catch(() => undefined)
+    if (!finished) timer = setTimeout(look, rebroadcastIntervalMs)
   }
+  timer = setTimeout(look, rebroadcastIntervalMs)
+  return waiting.finally(() => {
+    finished = true
+    clearTimeout(timer)
+  })
 }

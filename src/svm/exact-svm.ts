@@ -72,6 +72,12 @@ export interface ExactSvmConfig {
   confirmTimeoutMs?: number
   /** Pause between two signature-status polling rounds; one round asks about every settlement confirming on the network. @default 400 */
   pollIntervalMs?: number
+  /**
+   * While settle waits for confirmation, how often the signed bytes are sent again as long as the
+   * chain shows no status and the blockhash is valid (leaders drop transactions under load). 0
+   * sends them only when the first send got no answer. @default 2_000
+   */
+  rebroadcastIntervalMs?: number
   /** Budget of one RPC round trip. @default 10_000 */
   rpcTimeoutMs?: number
   /** Protocol versions served. @default [1, 2] */
@@ -171,6 +177,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactSvm: maxInFlightSettlesPerSigner must be at least 1')
   const inFlight = new Map<string, number>()
   const pollIntervalMs = config.pollIntervalMs ?? 400
+  const rebroadcastIntervalMs = config.rebroadcastIntervalMs ?? 2_000
   const associatedTokenAccount = createAssociatedTokenCache()
   const knownAssets = createAssetTable().list()
 
@@ -357,21 +364,21 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const { payment, wire, signature } = prepared.signed
     await journal.broadcasting({ transaction: signature, raw: wire })
     const sentAt = performance.now()
-    let resend: string | undefined
+    let offeredAt: number | undefined
     try {
       await runtime.rpc.request(
         // Preflight would simulate a second time; verify has just done it.
         [{ method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] }],
         ctx.signal,
       )
+      offeredAt = sentAt
     } catch (error) {
       // A cut answer or a refused request proves nothing either way: confirm decides, and sends the
       // bytes again the first time the chain says it has never seen them.
       if (ctx.signal.aborted || !(error instanceof FacilitatorError)) throw error
-      resend = wire
     }
     // A refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
-    return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, resend })
+    return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt })
   }
 
   async function resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse> {
@@ -384,7 +391,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // The payer is the second signer (the first is the fee payer).
       payer: transaction.accounts[1],
       sentAt: performance.now(),
-      resend: record.raw,
+      // Offered at once if the chain has not seen it (a crash between the record and the send).
+      ...(record.raw ? { wire: record.raw } : {}),
     })
   }
 
@@ -393,15 +401,19 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     blockhash: Blockhash
     payer: string | undefined
     sentAt: number
-    /** Wire bytes to send again if the chain has never seen the transaction (resume after a crash). */
-    resend?: string
+    /** The signed bytes, offered again while the chain has not seen the transaction and its blockhash is valid. */
+    wire?: string
+    /** When a node last accepted the bytes; never: they are offered at the first look. */
+    offeredAt?: number
   }
 
   /** Polls the signature status until confirmed, expired (blockhash no longer valid) or out of time. */
   async function confirm(ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation): Promise<SettleResponse> {
     // The wait ends at the request's budget or at confirmTimeoutMs, whichever comes first.
     const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(confirmTimeoutMs)])
-    let resend = c.resend
+    // Leaders drop transactions under load; the same bytes are the same transaction, so they go again
+    // every rebroadcastIntervalMs until the status appears or the blockhash expires.
+    let nextOffer = c.offeredAt === undefined ? 0 : rebroadcastIntervalMs > 0 ? c.offeredAt + rebroadcastIntervalMs : Number.POSITIVE_INFINITY
     let expiredOnce = false
     // The first look is immediate: a fast chain may already have the transaction.
     let delayMs = 0
@@ -446,10 +458,10 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         delayMs = 0
         continue
       }
-      if (resend) {
+      if (c.wire && performance.now() >= nextOffer) {
         try {
-          await runtime.rpc.request([{ method: 'sendTransaction', params: [resend, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
-          resend = undefined
+          await runtime.rpc.request([{ method: 'sendTransaction', params: [c.wire, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
+          nextOffer = rebroadcastIntervalMs > 0 ? performance.now() + rebroadcastIntervalMs : Number.POSITIVE_INFINITY
         } catch (error) {
           // Still refused: keep polling (and offering the bytes) until the bound; the answer keeps the signature.
           if (!(error instanceof FacilitatorError)) throw error

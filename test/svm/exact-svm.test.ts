@@ -238,6 +238,21 @@ describe('settlement bounds', () => {
     expect(answer.transaction).not.toBe('')
   })
 
+  test('a transaction the leader dropped is sent again (same bytes) while its blockhash is valid, and lands', async () => {
+    const f = facilitator(spl, { rebroadcastIntervalMs: 200, pollIntervalMs: 50, confirmTimeoutMs: 5_000 })
+    const body = await builderBody(spl, 14n)
+    const tokensBefore = tokenBalance(chain.svm, spl.payerAta)
+    // The first send is accepted and lost; later ones reach the chain.
+    chain.drop = true
+    const heal = setTimeout(() => (chain.drop = false), 100)
+    const answer = await f.settle(body).finally(() => {
+      clearTimeout(heal)
+      chain.drop = false
+    })
+    expect(answer).toMatchObject({ success: true, payer: spl.payer.address })
+    expect(tokenBalance(chain.svm, spl.payerAta)).toBe(tokensBefore - 14n)
+  })
+
   test('a dropped transaction whose blockhash expires is a definitive failure that keeps the signature', async () => {
     const f = facilitator(spl, { confirmTimeoutMs: 5_000 })
     const body = await builderBody(spl, 13n)

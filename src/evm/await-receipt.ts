@@ -1,4 +1,4 @@
-import type { Hex } from 'viem'
+import { keccak256, type Hex } from 'viem'
 import type { NetworkRuntime } from './network-runtime.js'
 import type { ReceiptOutcome, ReceiptWait } from './receipt-poller.js'
 import { resend } from './send-transaction.js'
@@ -31,7 +31,8 @@ export function awaitReceipt(
   const look = async () => {
     const known = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch(() => true)
     // A refusal ("nonce too low": mined meanwhile, or the nonce went to another transaction) is for the receipt wait to settle.
-    if (!finished && known === null) await resend(runtime, raw).catch(() => undefined)
+    // Bytes that are not this hash's are never sent: they would be another transaction.
+    if (!finished && known === null && keccak256(raw) === hash) await resend(runtime, raw).catch(() => undefined)
     if (!finished) timer = setTimeout(look, rebroadcastIntervalMs)
   }
   timer = setTimeout(look, rebroadcastIntervalMs)

@@ -191,12 +191,13 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
           gas = priced.gas
         }
         const sentAt = performance.now()
-        let raw: Hex | undefined
+        // signAndSend may sign more than once and return an earlier hash: the bytes kept are the returned hash's.
+        const raws = new Map<string, Hex | undefined>()
         const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => {
-          raw = rawOf(record)
+          raws.set(record.transaction, rawOf(record))
           return journal.broadcasting(record)
         })
-        const outcome = await awaitReceipt(runtime, hash, raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
+        const outcome = await awaitReceipt(runtime, hash, raws.get(hash), receiptOptions(ctx.signal), rebroadcastIntervalMs)
         if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
         return answer(ctx, hash, outcome, payment.payer)
       } finally {
@@ -266,11 +267,11 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       // The deployment is not the payment: nothing to journal, and a repeat is harmless.
       const deploymentLimit = withHeadroom(deployGas)
       const gas = deploymentLimit < maxDeploymentGas ? deploymentLimit : maxDeploymentGas
-      let raw: Hex | undefined
+      const raws = new Map<string, Hex | undefined>()
       const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async (record) => {
-        raw = rawOf(record)
+        raws.set(record.transaction, rawOf(record))
       })
-      const outcome = await awaitReceipt(runtime, hash, raw, receiptOptions(signal), rebroadcastIntervalMs)
+      const outcome = await awaitReceipt(runtime, hash, raws.get(hash), receiptOptions(signal), rebroadcastIntervalMs)
       if (outcome.status === 'pending') {
         throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
       }

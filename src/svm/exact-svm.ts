@@ -218,7 +218,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     if (decoded === undefined) {
       const payload = payloadSchema.safeParse(ctx.payload.payload)
       // The schema has checked the base64 alphabet already.
-      decoded = payload.success ? { transaction: readWireTransaction(Buffer.from(payload.data.transaction, 'base64')) } : null
+      // Copied out of Node's shared Buffer pool: signers get views of these bytes and must see nothing else.
+      decoded = payload.success ? { transaction: readWireTransaction(new Uint8Array(Buffer.from(payload.data.transaction, 'base64'))) } : null
       decodedByContext.set(ctx, decoded)
     }
     return decoded ?? undefined
@@ -335,11 +336,19 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   /** Reads the transfer's accounts after a failed simulation: a missing or unfunded one is the likely cause. */
   async function accountProblem(ctx: PaymentContext, runtime: NetworkRuntime, payment: CheckedPayment): Promise<VerifyResponse | undefined> {
     const payer = payment.payer
-    const [accountsOutcome] = await runtime.rpc.request(
-      [{ method: 'getMultipleAccounts', params: [[payment.mint, payment.source, payment.destination], { encoding: 'base64', commitment: 'confirmed' }] }],
-      ctx.signal,
-    )
-    const [mintAccount, sourceAccount, destinationAccount] = parseResult(multipleAccountsSchema, accountsOutcome, 'getMultipleAccounts').value
+    let accounts: z.infer<typeof multipleAccountsSchema>['value']
+    try {
+      const [accountsOutcome] = await runtime.rpc.request(
+        [{ method: 'getMultipleAccounts', params: [[payment.mint, payment.source, payment.destination], { encoding: 'base64', commitment: 'confirmed' }] }],
+        ctx.signal,
+      )
+      accounts = parseResult(multipleAccountsSchema, accountsOutcome, 'getMultipleAccounts').value
+    } catch (error) {
+      // The verdict is known already (the simulation failed): a failed read only loses the detail.
+      if (error instanceof FacilitatorError) return undefined
+      throw error
+    }
+    const [mintAccount, sourceAccount, destinationAccount] = accounts
     if (!mintAccount || mintAccount.owner !== payment.tokenProgram) {
       return invalid(SVM_REASON.mintAccountInvalid, `mint ${payment.mint} does not exist under the transfer's token program`, payer)
     }
@@ -460,11 +469,13 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       }
       if (c.wire && performance.now() >= nextOffer) {
         try {
-          await runtime.rpc.request([{ method: 'sendTransaction', params: [c.wire, { encoding: 'base64', skipPreflight: true }] }], ctx.signal)
+          // Bounded by the wait's own signal: a hanging send must not hold the answer past confirmTimeoutMs.
+          await runtime.rpc.request([{ method: 'sendTransaction', params: [c.wire, { encoding: 'base64', skipPreflight: true }] }], signal)
           nextOffer = rebroadcastIntervalMs > 0 ? performance.now() + rebroadcastIntervalMs : Number.POSITIVE_INFINITY
         } catch (error) {
-          // Still refused: keep polling (and offering the bytes) until the bound; the answer keeps the signature.
+          // Still refused: keep polling and offering the bytes (not faster than the rebroadcast pace) until the bound.
           if (!(error instanceof FacilitatorError)) throw error
+          nextOffer = performance.now() + (rebroadcastIntervalMs > 0 ? rebroadcastIntervalMs : pollIntervalMs)
         }
       }
     }

@@ -99,7 +99,8 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 export function decodeWireTransaction(base64: string): WireTransaction | undefined {
   // Node's decoder skips characters outside the alphabet: refuse them first.
   if (!BASE64.test(base64)) return undefined
-  return readWireTransaction(Buffer.from(base64, 'base64'))
+  // Copied out of Node's shared Buffer pool: signers get views of these bytes and must see nothing else.
+  return readWireTransaction(new Uint8Array(Buffer.from(base64, 'base64')))
 }
 
 /**

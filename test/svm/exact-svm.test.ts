@@ -335,6 +335,23 @@ describe('mint allowlist (restrictAssets)', () => {
   })
 })
 
+describe('a failed simulation names the account at fault', () => {
+  test('short funds read after the simulation answer insufficient_funds; a failed read still answers simulation_failed', async () => {
+    const body = await builderBody(spl, spl.balance + 1n)
+    expect(await facilitator(spl).verify(body)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.insufficientFunds })
+    const failingReads = (network: { urls: readonly string[] }): SvmRpcTransport => {
+      const inner = createHttpRpcTransport({ urls: network.urls })
+      return {
+        request: (calls, signal) =>
+          calls.some((c) => c.method === 'getMultipleAccounts') ? Promise.reject(new FacilitatorError('rpc_unavailable', 'injected')) : inner.request(calls, signal),
+      }
+    }
+    const verdict = await facilitator(spl, { rpc: failingReads }).verify(body)
+    expect(verdict).toMatchObject({ isValid: false, invalidReason: SVM_REASON.simulationFailed })
+    expect(verdict.invalidMessage).toMatch(/simulation failed/)
+  })
+})
+
 describe('simulate before signing', () => {
   test('verify shows the RPC only the payer-signed transaction: no fee payer signature, nothing it could send', async () => {
     const simulated: string[] = []

@@ -9,7 +9,8 @@ import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { bytesToHex, createWalletClient, encodeFunctionData, http, nonceManager, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
+import { bytesToHex, createWalletClient, encodeFunctionData, http, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
+import { createNonceManager, jsonRpc } from 'viem/nonce'
 import { mnemonicToAccount } from 'viem/accounts'
 import { createFacilitator } from '../src/index.js'
 import { exactEvm, privateKeySigner, signExactEvmPayment } from '../src/evm/index.js'
@@ -18,7 +19,7 @@ import { recoverAuthorizationSigner, recoverWithViem, recoveryBackend } from '..
 import type { PaymentPayload } from '../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
-import { startEvmFixture } from '../test/support/evm-fixture.js'
+import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { eip3009Abi } from '../src/evm/abi.js'
 import { check, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
 
@@ -48,62 +49,17 @@ const ANVIL_KEY = (index: number): Hex => bytesToHex(mnemonicToAccount(ANVIL_MNE
 export async function benchEvm(): Promise<Row[]> {
   const c = EVM_COUNTS
   progress(`EVM: anvil + contracts; verify ${c.latency} sequential, ${c.concurrent} at concurrency ${c.concurrency}; settle ${c.settle} at concurrency ${c.settleConcurrency}`)
-  const world = await startEvmFixture({ signerCount: 4 })
+  const world = await startEvmFixture({ signerCount: 2 })
   const rows: Row[] = []
   let stopCounting = () => {}
   try {
-    const [ourKey, theirKey, rawKey, orderedKey] = world.signers
-    check(ourKey !== undefined && theirKey !== undefined && rawKey !== undefined && orderedKey !== undefined, 'four facilitator keys')
+    const [ourKey, theirKey] = world.signers
+    check(ourKey !== undefined && theirKey !== undefined, 'two facilitator keys')
     const requirements = world.requirementsV2({ amount: '1000' })
 
-    // Ours runs on its default transport (node:http keep-alive), as users get it: its HTTP requests
-    // to anvil are counted on Node's diagnostics channel (the official side and the fixture use fetch).
-    let ourRequests = 0
-    const anvilHost = new URL(world.node.rpcUrl).host
-    const countOurs = (message: unknown) => {
-      const request = (message as { request?: { getHeader(name: string): unknown } }).request
-      if (request?.getHeader('host') === anvilHost) ourRequests++
-    }
-    diagnostics.subscribe('http.client.request.start', countOurs)
-    stopCounting = () => diagnostics.unsubscribe('http.client.request.start', countOurs)
-    // The key as a raw private key, through privateKeySigner (what the README recommends for one).
-    const ourSigner = privateKeySigner(ANVIL_KEY(world.signers.indexOf(ourKey) + 1))
-    check(ourSigner.address === ourKey.address, 'our facilitator key is anvil account 1')
-    const ours = createFacilitator({
-      schemes: [exactEvm(world.adapterConfig({ signers: [ourSigner], receiptPollIntervalMs: 200 }))],
-    })
-    const ourSide: Side = {
-      verify: (paymentPayload, paymentRequirements) => ours.verify({ x402Version: 2, paymentPayload, paymentRequirements }),
-      settle: (paymentPayload, paymentRequirements) => ours.settle({ x402Version: 2, paymentPayload, paymentRequirements }),
-      requests: () => ourRequests,
-    }
-
-    // The official facilitator with its documented signer helper over viem clients, a nonce
-    // manager so concurrent settles from one key do not collide, and a fast local polling interval.
-    let theirRequests = 0
-    const theirAccount = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: world.signers.indexOf(theirKey) + 1, nonceManager })
-    check(theirAccount.address === theirKey.address, 'the official facilitator key is anvil account 2')
-    const wallet = createWalletClient({
-      account: theirAccount,
-      chain: world.node.chain,
-      pollingInterval: 50,
-      transport: http(world.node.rpcUrl, { retryCount: 0, onFetchRequest: () => void theirRequests++ }),
-    }).extend(publicActions)
-    const theirSigner = toFacilitatorEvmSigner({
-      address: theirAccount.address,
-      readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
-      verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
-      writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
-      sendTransaction: (args) => wallet.sendTransaction(args),
-      waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
-      getCode: (args) => wallet.getCode(args),
-    })
-    const theirs = new x402Facilitator().register('eip155:84532', new ExactEvmScheme(theirSigner))
-    const theirSide: Side = {
-      verify: (payload, req) => theirs.verify(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
-      settle: (payload, req) => theirs.settle(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
-      requests: () => theirRequests,
-    }
+    const sides = sidesOf(world, ourKey, theirKey)
+    stopCounting = sides.stop
+    const { ourSide, theirSide } = sides
 
     // --- signer recovery, the known hot spot (offline, no chain) ---
     const payer = await world.newPayer(10n ** 15n)
@@ -192,46 +148,68 @@ export async function benchEvm(): Promise<Row[]> {
     )
 
     // --- settle: 100 distinct payments of one payer for each side ---
-    progress(`EVM: settle ${c.settle} payments each`)
-    const settleFigures = async (side: Side, name: string, withReceipts: boolean) => {
-      const samples = withReceipts ? c.receiptSamples : 0
-      const mine = await Promise.all(Array.from({ length: c.settle + samples + 3 }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
-      // Warm-up: first fee quote, nonce read and JIT, outside the timed burst.
-      for (const payment of mine.slice(c.settle + samples)) await side.settle(payment, requirements)
-      const cpuBefore = { facilitator: ownCpuMs(), chain: processCpuMs(world.node.pid) }
-      const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
-        const answer = await side.settle(mine[i]!, requirements)
-        if (!answer.success) throw new Error(answer.errorReason)
-      })
-      const chainAfter = processCpuMs(world.node.pid)
-      const cpu = {
-        facilitator: (ownCpuMs() - cpuBefore.facilitator) / c.settle,
-        chain: chainAfter === undefined || cpuBefore.chain === undefined ? Number.NaN : (chainAfter - cpuBefore.chain) / c.settle,
+    // anvil slows as its chain grows (each settle is a block): every burst and every chain floor
+    // runs on a chain of its own, freshly started, and the rounds interleave them.
+    progress(`EVM: settle ${c.settle} payments each, ${c.settleRounds} rounds, each burst on a fresh anvil`)
+    const settleFigures = async (who: 'ours' | 'theirs', withReceipts: boolean) => {
+      const fresh = await startEvmFixture({ signerCount: 2 })
+      const [first, second] = fresh.signers
+      check(first !== undefined && second !== undefined, 'two facilitator keys')
+      const freshSides = sidesOf(fresh, first, second)
+      try {
+        const side = who === 'ours' ? freshSides.ourSide : freshSides.theirSide
+        const freshPayer = await fresh.newPayer(10n ** 15n)
+        const freshRequirements = fresh.requirementsV2({ amount: '1000' })
+        const samples = withReceipts ? c.receiptSamples : 0
+        const mine = await Promise.all(Array.from({ length: c.settle + samples + 3 }, () => signExactEvmPayment({ signer: freshPayer, requirements: freshRequirements, validForSeconds: 3_600 })))
+        // Warm-up: first fee quote, nonce read and JIT, outside the timed burst.
+        for (const payment of mine.slice(c.settle + samples)) await side.settle(payment, freshRequirements)
+        const cpuBefore = { facilitator: ownCpuMs(), chain: processCpuMs(fresh.node.pid) }
+        const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
+          const answer = await side.settle(mine[i]!, freshRequirements)
+          if (!answer.success) throw new Error(answer.errorReason)
+        })
+        const chainAfter = processCpuMs(fresh.node.pid)
+        const cpu = {
+          facilitator: (ownCpuMs() - cpuBefore.facilitator) / c.settle,
+          chain: chainAfter === undefined || cpuBefore.chain === undefined ? Number.NaN : (chainAfter - cpuBefore.chain) / c.settle,
+        }
+        const sequential = await runConcurrent(samples, 1, async (i) => {
+          const answer = await side.settle(mine[c.settle + i]!, freshRequirements)
+          if (!answer.success) throw new Error(answer.errorReason)
+        })
+        if (burst.errors.length > 0 || sequential.errors.length > 0) {
+          progress(`EVM: ${who} settle failures: ${burst.errors.length} in the burst, ${sequential.errors.length} sequential (${String(burst.errors[0] ?? sequential.errors[0])})`)
+        }
+        return { burst, sequential, cpu }
+      } finally {
+        freshSides.stop()
+        await fresh.stop()
       }
-      const sequential = await runConcurrent(samples, 1, async (i) => {
-        const answer = await side.settle(mine[c.settle + i]!, requirements)
-        if (!answer.success) throw new Error(answer.errorReason)
-      })
-      if (burst.errors.length > 0 || sequential.errors.length > 0) {
-        progress(`EVM: ${name} settle failures: ${burst.errors.length} in the burst, ${sequential.errors.length} sequential (${String(burst.errors[0] ?? sequential.errors[0])})`)
-      }
-      return { burst, sequential, cpu }
     }
-    // Rounds interleave the two facilitators and the two chain floors, so background load falls on all alike;
-    // each figure is the median of its rounds (a floor measured once moved by half between runs).
-    const rounds = { ours: [] as Awaited<ReturnType<typeof settleFigures>>[], theirs: [] as Awaited<ReturnType<typeof settleFigures>>[], atOnce: [] as number[], ordered: [] as number[] }
     // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited,
     // all at once (as no single key safely can: see createNonceManager) and one key's in nonce order.
+    const floorOf = async (order: 'at once' | 'in nonce order') => {
+      const fresh = await startEvmFixture({ signerCount: 1 })
+      try {
+        const key = fresh.signers[0]
+        check(key !== undefined, 'a key for the chain floor')
+        return await rawSettleRate(fresh, await fresh.newPayer(10n ** 15n), fresh.requirementsV2({ amount: '1000' }), key, c.settle, order)
+      } finally {
+        await fresh.stop()
+      }
+    }
+
+    const rounds = { ours: [] as Awaited<ReturnType<typeof settleFigures>>[], theirs: [] as Awaited<ReturnType<typeof settleFigures>>[], atOnce: [] as number[], ordered: [] as number[] }
     const steps = [
-      async (last: boolean) => void rounds.ours.push(await settleFigures(ourSide, 'ours', last)),
-      async (last: boolean) => void rounds.theirs.push(await settleFigures(theirSide, 'theirs', last)),
-      async () => void rounds.atOnce.push(await rawSettleRate(world, payer, requirements, rawKey, c.settle, 'at once')),
-      async () => void rounds.ordered.push(await rawSettleRate(world, payer, requirements, orderedKey, c.settle, 'in nonce order')),
+      async (first: boolean) => void rounds.ours.push(await settleFigures('ours', first)),
+      async (first: boolean) => void rounds.theirs.push(await settleFigures('theirs', first)),
+      async () => void rounds.atOnce.push(await floorOf('at once')),
+      async () => void rounds.ordered.push(await floorOf('in nonce order')),
     ]
     for (let round = 0; round < c.settleRounds; round++) {
       progress(`EVM: settle round ${round + 1}/${c.settleRounds}`)
-      // anvil slows as its chain grows: each round starts with another step, so no figure always comes last.
-      // The sequential receipt samples come from the first round, on the shortest chain.
+      // Each round starts with another step; the sequential receipt samples come from the first round.
       for (let i = 0; i < steps.length; i++) await steps[(round + i) % steps.length]!(round === 0)
     }
     const median = (values: number[]) => percentile(values, 50)
@@ -244,7 +222,7 @@ export async function benchEvm(): Promise<Row[]> {
     const spread = (values: number[]) => `${Math.round(Math.min(...values))} to ${Math.round(Math.max(...values))}`
     rows.push(
       row('EVM settle', `throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', ourSettle.rate, theirSettle.rate,
-        `median of ${c.settleRounds} bursts each (ours ${spread(rounds.ours.map((r) => r.burst.perSecond))})${failures ? `; ${failures}` : ''}`),
+        `median of ${c.settleRounds} bursts each, each on a fresh chain (ours ${spread(rounds.ours.map((r) => r.burst.perSecond))})${failures ? `; ${failures}` : ''}`),
       row('EVM settle', 'chain floor: same calls pre-signed, all sent at once, receipts', 'tx/s', 'higher', ourSettle.rate, median(rounds.atOnce), `theirs = anvil alone (ours / chain), ${spread(rounds.atOnce)}`),
       row('EVM settle', 'chain floor: same calls pre-signed, one key in nonce order, receipts', 'tx/s', 'higher', ourSettle.rate, median(rounds.ordered), `theirs = anvil alone, each send after the previous answer (ours / chain), ${spread(rounds.ordered)}`),
       row('EVM settle', 'facilitator CPU per settle (burst)', 'ms', 'lower', ourSettle.cpu.facilitator, theirSettle.cpu.facilitator, 'the bench process (every thread)'),
@@ -257,6 +235,65 @@ export async function benchEvm(): Promise<Row[]> {
     stopCounting()
     await world.stop()
   }
+}
+
+/**
+ * Our facilitator and the official one over a world's chain, each with its own key and its own
+ * request count. `stop` ends the counting of ours.
+ */
+function sidesOf(world: EvmFixture, ourKey: LocalAccount, theirKey: LocalAccount): { ourSide: Side; theirSide: Side; stop(): void } {
+  // Ours runs on its default transport (node:http keep-alive), as users get it: its HTTP requests
+  // to anvil are counted on Node's diagnostics channel (the official side and the fixture use fetch).
+  let ourRequests = 0
+  const anvilHost = new URL(world.node.rpcUrl).host
+  const countOurs = (message: unknown) => {
+    const request = (message as { request?: { getHeader(name: string): unknown } }).request
+    if (request?.getHeader('host') === anvilHost) ourRequests++
+  }
+  diagnostics.subscribe('http.client.request.start', countOurs)
+  // The key as a raw private key, through privateKeySigner (what the README recommends for one).
+  const ourSigner = privateKeySigner(ANVIL_KEY(world.signers.indexOf(ourKey) + 1))
+  check(ourSigner.address === ourKey.address, 'our facilitator key is anvil account 1')
+  const ours = createFacilitator({
+    schemes: [exactEvm(world.adapterConfig({ signers: [ourSigner], receiptPollIntervalMs: 200 }))],
+  })
+  const ourSide: Side = {
+    verify: (paymentPayload, paymentRequirements) => ours.verify({ x402Version: 2, paymentPayload, paymentRequirements }),
+    settle: (paymentPayload, paymentRequirements) => ours.settle({ x402Version: 2, paymentPayload, paymentRequirements }),
+    requests: () => ourRequests,
+  }
+
+  // The official facilitator with its documented signer helper over viem clients, a nonce
+  // manager so concurrent settles from one key do not collide, and a fast local polling interval.
+  let theirRequests = 0
+  const theirAccount = mnemonicToAccount(ANVIL_MNEMONIC, {
+    addressIndex: world.signers.indexOf(theirKey) + 1,
+    // One per world: viem's shared manager would carry nonces over from an earlier chain.
+    nonceManager: createNonceManager({ source: jsonRpc() }),
+  })
+  check(theirAccount.address === theirKey.address, 'the official facilitator key is anvil account 2')
+  const wallet = createWalletClient({
+    account: theirAccount,
+    chain: world.node.chain,
+    pollingInterval: 50,
+    transport: http(world.node.rpcUrl, { retryCount: 0, onFetchRequest: () => void theirRequests++ }),
+  }).extend(publicActions)
+  const theirSigner = toFacilitatorEvmSigner({
+    address: theirAccount.address,
+    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
+    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
+    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
+    sendTransaction: (args) => wallet.sendTransaction(args),
+    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
+    getCode: (args) => wallet.getCode(args),
+  })
+  const theirs = new x402Facilitator().register('eip155:84532', new ExactEvmScheme(theirSigner))
+  const theirSide: Side = {
+    verify: (payload, req) => theirs.verify(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
+    settle: (payload, req) => theirs.settle(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
+    requests: () => theirRequests,
+  }
+  return { ourSide, theirSide, stop: () => diagnostics.unsubscribe('http.client.request.start', countOurs) }
 }
 
 /**

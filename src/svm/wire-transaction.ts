@@ -43,7 +43,7 @@ export interface WireTransaction {
  * list here; the rules do that.
  *
  * @example
- * const parsed = readWireTransaction(Buffer.from(base64, 'base64'))
+ * const parsed = readWireTransaction(new Uint8Array(Buffer.from(base64, 'base64')))
  * if (parsed) console.log(parsed.accounts[0]) // the fee payer
  */
 export function readWireTransaction(bytes: Uint8Array): WireTransaction | undefined {

@@ -131,10 +131,10 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
  * and effects are the ones the facilitator sent. Transactions held on purpose (automine off)
  * are pending, not queued, and a queued one above a real gap is left alone.
  */
-function watchStuckQueue(rpcUrl: string, intervalMs: number): { unstuck: number; stop(): void } {
-  const state = { unstuck: 0, stop: () => clearTimeout(timer) }
-  let timer: NodeJS.Timeout | undefined
+function watchStuckQueue(rpcUrl: string, intervalMs: number): { readonly unstuck: number; stop(): void } {
+  let unstuck = 0
   let stopped = false
+  let timer: NodeJS.Timeout | undefined
   const call = async <T>(method: string, params: unknown[] = []): Promise<T> => {
     const response = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })
     const body = (await response.json()) as { result?: T; error?: { message: string } }
@@ -151,34 +151,36 @@ function watchStuckQueue(rpcUrl: string, intervalMs: number): { unstuck: number;
       if (Object.keys(content.pending[sender] ?? {}).length > 0) continue
       const lowest = Math.min(...Object.keys(byNonce).map(Number))
       const next = Number(await call<string>('eth_getTransactionCount', [sender, 'latest']))
-      const stuck = byNonce[String(lowest)]
-      if (lowest !== next || !stuck) continue
+      if (lowest !== next) continue
       // anvil_dropTransaction leaves a queued transaction where it is: the sender's whole queue is taken out
       // and its same signed bytes sent again in nonce order.
       const queue = Object.entries(byNonce).sort(([a], [b]) => Number(a) - Number(b))
       const raws = await Promise.all(queue.map(([, tx]) => call<string>('eth_getRawTransactionByHash', [tx.hash])))
       await call('anvil_removePoolTransactions', [sender])
       for (const raw of raws) await call('eth_sendRawTransaction', [raw])
-      state.unstuck += queue.length
+      unstuck += queue.length
       console.warn(`[anvil] re-inserted ${queue.length} transactions of ${sender} from nonce ${lowest}, left queued at its nonce by anvil's automine`)
     }
   }
   const loop = () => {
     timer = setTimeout(() => {
       check()
-        .catch((error: unknown) => console.warn(`[anvil] stuck-queue check failed: ${String(error).slice(0, 300)}`))
-        .finally(() => {
-          if (!stopped) loop()
-        })
+        // A node being stopped fails its last check: nothing to report then.
+        .catch((error: unknown) => stopped || console.warn(`[anvil] stuck-queue check failed: ${String(error).slice(0, 300)}`))
+        .finally(() => stopped || loop())
     }, intervalMs)
     timer.unref()
   }
-  state.stop = () => {
-    stopped = true
-    clearTimeout(timer)
-  }
   if (intervalMs > 0) loop()
-  return state
+  return {
+    get unstuck() {
+      return unstuck
+    },
+    stop() {
+      stopped = true
+      clearTimeout(timer)
+    },
+  }
 }
 
 function listeningPort(child: ChildProcess, timeoutMs: number): Promise<number> {

@@ -129,7 +129,6 @@ function describeResource(context: PaymentContext): DescribedResource | undefine
   return { id, text }
 }
 
-
 /** An icon must be a public https URL: no credentials, no IP literal, no loopback name. */
 function isPublicHttpsUrl(value: string): boolean {
   if (value.length > 2048) return false

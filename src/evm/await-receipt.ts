@@ -1,7 +1,7 @@
 import { keccak256, type Hex } from 'viem'
 import type { NetworkRuntime } from './network-runtime.js'
 import type { ReceiptOutcome, ReceiptWait } from './receipt-poller.js'
-import { resend } from './send-transaction.js'
+import { knownToChain, resend } from './send-transaction.js'
 
 /**
  * Waits for the receipt of a sent transaction (see `ReceiptPoller.wait`) and,
@@ -29,10 +29,10 @@ export function awaitReceipt(
   let finished = false
   let timer: ReturnType<typeof setTimeout> | undefined
   const look = async () => {
-    const known = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch(() => true)
+    const known = await knownToChain(runtime, hash, wait.signal)
     // A refusal ("nonce too low": mined meanwhile, or the nonce went to another transaction) is for the receipt wait to settle.
     // Bytes that are not this hash's are never sent: they would be another transaction.
-    if (!finished && known === null && keccak256(raw) === hash) await resend(runtime, raw).catch(() => undefined)
+    if (!finished && !known && keccak256(raw) === hash) await resend(runtime, raw).catch(() => undefined)
     if (!finished) timer = setTimeout(look, rebroadcastIntervalMs)
   }
   timer = setTimeout(look, rebroadcastIntervalMs)

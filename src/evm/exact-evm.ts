@@ -102,9 +102,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
   /** Offline checks then the one chain round trip; shared by verify and settle. */
   async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
-    const malformed = addressRejection(ctx, payloadOf(ctx))
-    if (malformed) return malformed
-    const payment = await preparePayment(ctx, runtime, prepareOptions, payloadOf(ctx))
+    const payment = await prepareOffline(ctx, runtime)
     if ('reason' in payment) return payment
     const verdict = await withDeadline(checkChainState(runtime, payment), ctx.signal)
     if (verdict.rejection) return verdict.rejection
@@ -122,11 +120,14 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       const expired = checkValidityWindow(earlier.payload, prepareOptions)
       return expired ? { ...expired, payer: earlier.payer } : earlier
     }
-    const malformed = addressRejection(ctx, payloadOf(ctx))
-    if (malformed) return malformed
-    const payment = await preparePayment(ctx, runtime, prepareOptions, payloadOf(ctx))
+    const payment = await prepareOffline(ctx, runtime)
     if ('reason' in payment) return { ...payment, payer: payerOf(payloadOf(ctx)) }
     return payment
+  }
+
+  /** The checks that need no chain: addresses, then the payload, signature and digest. */
+  async function prepareOffline(ctx: PaymentContext, runtime: NetworkRuntime): Promise<PreparedPayment | Rejection> {
+    return addressRejection(ctx, payloadOf(ctx)) ?? preparePayment(ctx, runtime, prepareOptions, payloadOf(ctx))
   }
 
   const adapter: SchemeAdapter = {
@@ -215,15 +216,16 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       const seen = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch((error: unknown) => {
         throw toRpcFault(error, 'looking up the settlement transaction')
       })
-      if (!seen && record.raw) {
-        if ((await resend(runtime, asHash(record.raw))) === 'nonce_used') {
+      const raw = rawOf(record)
+      if (!seen && raw) {
+        if ((await resend(runtime, raw)) === 'nonce_used') {
           // The key's nonce moved on without this transaction: re-check once, it may just have been mined.
           const late = await runtime.receipts.wait(hash, quick)
           if (late.status !== 'pending') return answer(ctx, hash, late, payer)
           return failure(ctx, { reason: REJECTION.transactionFailed, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
         }
       }
-      return answer(ctx, hash, await awaitReceipt(runtime, hash, rawOf(record), receiptOptions(ctx.signal), rebroadcastIntervalMs), payer)
+      return answer(ctx, hash, await awaitReceipt(runtime, hash, raw, receiptOptions(ctx.signal), rebroadcastIntervalMs), payer)
     },
   }
 

@@ -1,7 +1,6 @@
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
 import { type KeepAliveAgents, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
 
-
 /** Options of {@link keepAliveHttp}. */
 export interface KeepAliveHttpOptions {
   /** Budget of one HTTP exchange, the answer's body included. */

@@ -197,7 +197,7 @@ const pause = (ms: number, signal: AbortSignal) =>
   })
 
 /** Whether the node knows a transaction (pending or mined); an unanswered lookup counts as known, to never send twice. */
-async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSignal): Promise<boolean> {
+export async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSignal): Promise<boolean> {
   try {
     return (await withDeadline(runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }), signal)) !== null
   } catch {

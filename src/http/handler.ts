@@ -169,7 +169,6 @@ export function toResponse(answer: HttpAnswer | Response): Response {
   return new Response(answer.body, { status: answer.status, headers: answer.headers })
 }
 
-
 /**
  * `{error, code}` for every fault. On /verify and /settle a 4xx also carries
  * `isValid:false` / `success:false`: the official x402 HTTP client passes such

@@ -275,5 +275,4 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   }
 }
 
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

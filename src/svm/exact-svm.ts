@@ -24,7 +24,7 @@ import {
   decodeWireTransaction,
   type ExactSvmLimits,
 } from './transaction-rules.js'
-import { readWireTransaction, type WireTransaction } from './wire-transaction.js'
+import { bytesOfBase64, readWireTransaction, type WireTransaction } from './wire-transaction.js'
 
 /** One Solana network served by {@link exactSvm}. */
 export interface ExactSvmNetworkConfig {
@@ -218,8 +218,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     if (decoded === undefined) {
       const payload = payloadSchema.safeParse(ctx.payload.payload)
       // The schema has checked the base64 alphabet already.
-      // Copied out of Node's shared Buffer pool: signers get views of these bytes and must see nothing else.
-      decoded = payload.success ? { transaction: readWireTransaction(new Uint8Array(Buffer.from(payload.data.transaction, 'base64'))) } : null
+      decoded = payload.success ? { transaction: readWireTransaction(bytesOfBase64(payload.data.transaction)) } : null
       decodedByContext.set(ctx, decoded)
     }
     return decoded ?? undefined

@@ -3,7 +3,7 @@ import { COMPUTE_BUDGET_PROGRAM_ADDRESS } from '@solana-program/compute-budget'
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token'
 import type { AssociatedTokenAccountOf } from './associated-token-cache.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
-import { readWireTransaction, TRANSACTION_SIZE_LIMIT, type WireInstruction, type WireTransaction } from './wire-transaction.js'
+import { bytesOfBase64, readWireTransaction, TRANSACTION_SIZE_LIMIT, type WireInstruction, type WireTransaction } from './wire-transaction.js'
 
 /** The Token-2022 program; its TransferChecked layout equals spl-token's. */
 export const TOKEN_2022_PROGRAM_ADDRESS = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb' as Address
@@ -99,8 +99,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
 export function decodeWireTransaction(base64: string): WireTransaction | undefined {
   // Node's decoder skips characters outside the alphabet: refuse them first.
   if (!BASE64.test(base64)) return undefined
-  // Copied out of Node's shared Buffer pool: signers get views of these bytes and must see nothing else.
-  return readWireTransaction(new Uint8Array(Buffer.from(base64, 'base64')))
+  return readWireTransaction(bytesOfBase64(base64))
 }
 
 /**

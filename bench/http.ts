@@ -15,7 +15,7 @@ import { parsePaymentRequest } from '../src/schemas/parse-request.js'
 import { exactEvm, signExactEvmPayment } from '../src/evm/index.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { listen } from '../test/support/listen.js'
-import { check, progress, row, runConcurrent, type Row } from './measure.js'
+import { check, ownCpuMs, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const HTTP_COUNTS = { bodies: 200, rounds: 4, perRound: 1_000, concurrency: 32 }
 
@@ -71,23 +71,19 @@ export async function benchHttp(): Promise<Row[]> {
     // CPU of this process (the server) per call: on a small machine the wall-clock rate over HTTP also pays
     // for the load generator's own process, which is no overhead of the handler.
     const cpu = { inProcessMs: 0, httpMs: 0, bareMs: 0, instantHttpMs: 0, instantBareMs: 0 }
-    const cpuMsSince = (start: NodeJS.CpuUsage) => {
-      const used = process.cpuUsage(start)
-      return (used.user + used.system) / 1000
-    }
     const inProcess = async () => {
-      const start = process.cpuUsage()
+      const start = ownCpuMs()
       const result = await runConcurrent(c.perRound, c.concurrency, async (i) => {
         const answer = await facilitator.verify(bodies[i % bodies.length])
         if (!answer.isValid) throw new Error(answer.invalidReason)
       })
-      cpu.inProcessMs += cpuMsSince(start)
+      cpu.inProcessMs += ownCpuMs() - start
       return result
     }
     const overHttp = async (url: string, into: 'httpMs' | 'bareMs' | 'instantHttpMs' | 'instantBareMs') => {
-      const start = process.cpuUsage()
+      const start = ownCpuMs()
       const result = await send(url)
-      cpu[into] += cpuMsSince(start)
+      cpu[into] += ownCpuMs() - start
       check(result.failed === 0, `every POST /verify answers 200 isValid:true (${result.failed} did not)`)
       return (result.ok * 1000) / result.elapsedMs
     }

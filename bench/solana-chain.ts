@@ -9,6 +9,7 @@
  */
 import { createKeyPairSignerFromPrivateKeyBytes, lamports } from '@solana/kit'
 import { createPaymentScenario, startSolanaTestRpc } from '../test/support/svm-fixtures.js'
+import { ownCpuMs } from './measure.js'
 
 const [feePayerSeed, payerSeed] = (process.env.BENCH_SOLANA_SEEDS ?? '').split(',')
 if (!process.send || !feePayerSeed || !payerSeed) throw new Error('run by bench/svm.ts, with BENCH_SOLANA_SEEDS')
@@ -28,8 +29,7 @@ process.on('message', (message) => {
     send({ reset: true })
   }
   else if (message === 'stats') {
-    const cpu = process.cpuUsage()
-    send({ stats: { requests: chain.stats.requests, cpuMs: (cpu.user + cpu.system) / 1000 } })
+    send({ stats: { requests: chain.stats.requests, cpuMs: ownCpuMs() } })
   }
   else if (message === 'close') void chain.close().finally(() => process.exit(0))
 })

@@ -21,6 +21,7 @@ import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { eip3009Abi } from '../src/evm/abi.js'
+import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { check, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const EVM_COUNTS = {
@@ -242,15 +243,14 @@ export async function benchEvm(): Promise<Row[]> {
  * request count. `stop` ends the counting of ours.
  */
 function sidesOf(world: EvmFixture, ourKey: LocalAccount, theirKey: LocalAccount): { ourSide: Side; theirSide: Side; stop(): void } {
-  // Ours runs on its default transport (node:http keep-alive), as users get it: its HTTP requests
-  // to anvil are counted on Node's diagnostics channel (the official side and the fixture use fetch).
+  // Ours runs on its default transport (our HTTP/1.1 keep-alive client), as users get it: its
+  // requests to anvil are counted on the channel that client publishes on.
   let ourRequests = 0
   const anvilHost = new URL(world.node.rpcUrl).host
   const countOurs = (message: unknown) => {
-    const request = (message as { request?: { getHeader(name: string): unknown } }).request
-    if (request?.getHeader('host') === anvilHost) ourRequests++
+    if ((message as { host?: string }).host === anvilHost) ourRequests++
   }
-  diagnostics.subscribe('http.client.request.start', countOurs)
+  diagnostics.subscribe(RPC_REQUEST_CHANNEL, countOurs)
   // The key as a raw private key, through privateKeySigner (what the README recommends for one).
   const ourSigner = privateKeySigner(ANVIL_KEY(world.signers.indexOf(ourKey) + 1))
   check(ourSigner.address === ourKey.address, 'our facilitator key is anvil account 1')
@@ -293,7 +293,7 @@ function sidesOf(world: EvmFixture, ourKey: LocalAccount, theirKey: LocalAccount
     settle: (payload, req) => theirs.settle(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
     requests: () => theirRequests,
   }
-  return { ourSide, theirSide, stop: () => diagnostics.unsubscribe('http.client.request.start', countOurs) }
+  return { ourSide, theirSide, stop: () => diagnostics.unsubscribe(RPC_REQUEST_CHANNEL, countOurs) }
 }
 
 /**

@@ -84,7 +84,7 @@ export interface ExactEvmConfig {
    * Ignored when `transport` is given. @default 4_000
    */
   readonly rpcTimeoutMs?: number
-  /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default JSON-RPC over node:http / node:https keep-alive connections, bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
+  /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
   readonly transport?: (url: string) => Transport
   /**
    * Most settlements one signer may have in flight (verify, send and confirmation)

@@ -1,5 +1,5 @@
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
-import { type KeepAliveAgents, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
+import { type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
 
 /** Options of {@link keepAliveHttp}. */
 export interface KeepAliveHttpOptions {
@@ -7,8 +7,8 @@ export interface KeepAliveHttpOptions {
   readonly timeoutMs: number
   /** Retries of a failed request (viem's `retryCount`). */
   readonly retryCount: number
-  /** Connection pools shared by the transports of one network. */
-  readonly agents: KeepAliveAgents
+  /** Connections shared by the transports of one network. */
+  readonly pool: ConnectionPool
   /**
    * Methods whose requests issued in the same tick travel as one JSON-RPC batch
    * (the receipt poller asks for every pending receipt at once). Other methods are
@@ -38,26 +38,26 @@ interface Queued {
 }
 
 /**
- * A viem transport speaking JSON-RPC over node:http / node:https with keep-alive
- * connections: per request it costs a fraction of what viem's fetch-based `http()`
- * does (no web streams, no signal composition, no `Headers` objects). Its errors
+ * A viem transport speaking JSON-RPC over our HTTP/1.1 client on keep-alive
+ * connections (../transport/keep-alive-post.ts): per request it costs a fraction
+ * of what viem's fetch-based `http()` does. Its errors
  * are viem's own (`HttpRequestError`, `RpcRequestError`, `TimeoutError`, quoting
  * the URL without user info, as viem does), so retries, `fallback` and the fault
  * mapping behave exactly as with `http(url, { retryCount, timeout })`.
  *
  * @example
- * const agents = createKeepAliveAgents() // from ../transport/keep-alive-post.js
- * const client = createPublicClient({ transport: keepAliveHttp(url, { timeoutMs: 4_000, retryCount: 1, agents }) })
+ * const pool = createConnectionPool() // from ../transport/keep-alive-post.js
+ * const client = createPublicClient({ transport: keepAliveHttp(url, { timeoutMs: 4_000, retryCount: 1, pool }) })
  */
 export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Transport {
-  const { timeoutMs, retryCount, agents } = options
+  const { timeoutMs, retryCount, pool } = options
   const batchMethods = options.batchMethods ?? new Set<string>()
   const target = parseTarget(url)
   return (parameters) => {
     let nextId = 0
     let queue: Queued[] = []
 
-    const post = (body: RpcBody | RpcBody[]): Promise<unknown> => exchange(target, body, timeoutMs, agents)
+    const post = (body: RpcBody | RpcBody[]): Promise<unknown> => exchange(target, body, timeoutMs, pool)
 
     const flush = () => {
       const batch = queue
@@ -138,10 +138,10 @@ const isRpcError = (data: unknown): data is { error: { code: number; message: st
 }
 
 /** One POST, read whole and parsed; failures as viem's `http()` reports them. */
-async function exchange(target: Target, body: RpcBody | RpcBody[], timeoutMs: number, agents: KeepAliveAgents): Promise<unknown> {
+async function exchange(target: Target, body: RpcBody | RpcBody[], timeoutMs: number, pool: ConnectionPool): Promise<unknown> {
   let answer: PostAnswer
   try {
-    answer = await postKeepAlive(target.url, JSON.stringify(body), { agents, headers: target.headers, timeoutMs })
+    answer = await postKeepAlive(target.url, JSON.stringify(body), { pool, headers: target.headers, timeoutMs })
   } catch (error) {
     const failure = error instanceof PostFailure ? error : new PostFailure(false, error)
     if (failure.timedOut) throw new TimeoutError({ body, url: target.href })

@@ -5,7 +5,7 @@ import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { describeNetwork, evmChainId, type Caip2Network } from '../networks/networks.js'
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
-import { createKeepAliveAgents } from '../transport/keep-alive-post.js'
+import { createConnectionPool } from '../transport/keep-alive-post.js'
 import { keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
@@ -64,9 +64,9 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
   // One keep-alive pool per network; receipt lookups issued together travel as one JSON-RPC batch.
-  const agents = createKeepAliveAgents()
+  const pool = createConnectionPool()
   const batchMethods = new Set(['eth_getTransactionReceipt'])
-  const makeTransport = config.transport ?? ((url: string) => keepAliveHttp(url, { retryCount, timeoutMs: rpcTimeoutMs, agents, batchMethods }))
+  const makeTransport = config.transport ?? ((url: string) => keepAliveHttp(url, { retryCount, timeoutMs: rpcTimeoutMs, pool, batchMethods }))
   const transports = entry.rpcUrls.map((url) => makeTransport(url))
   const [only] = transports
   const client = createPublicClient({

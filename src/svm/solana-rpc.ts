@@ -1,6 +1,6 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isRecord } from '../schemas/parse-request.js'
-import { createKeepAliveAgents, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
+import { createConnectionPool, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
 export interface RpcCall {
@@ -33,7 +33,7 @@ export interface HttpRpcTransportOptions {
   headers?: Record<string, string>
   /**
    * A fetch implementation to send requests through (proxies, instrumentation).
-   * @default node:http / node:https with keep-alive connections
+   * @default our HTTP/1.1 client over keep-alive connections (TCP or TLS)
    */
   fetch?: typeof globalThis.fetch
 }
@@ -96,9 +96,9 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   }
 }
 
-/** Node's own HTTP client over keep-alive agents owned by the transport (see keep-alive-post.ts). */
+/** Our HTTP/1.1 client over keep-alive connections owned by the transport (see keep-alive-post.ts). */
 function nodeExchange(headers: Record<string, string>, timeoutMs: number): Exchange {
-  const agents = createKeepAliveAgents()
+  const pool = createConnectionPool()
   // Each URL is parsed once, not per request; a malformed one fails every request as unreachable.
   const targets = new Map<string, URL | PostFailure>()
   const targetOf = (url: string): URL | PostFailure => {
@@ -117,7 +117,7 @@ function nodeExchange(headers: Record<string, string>, timeoutMs: number): Excha
     const target = targetOf(url)
     if (target instanceof PostFailure) throw target
     // postKeepAlive rejects with PostFailure only.
-    const answer = await postKeepAlive(target, body, { agents, headers, timeoutMs, ...(signal ? { signal } : {}) })
+    const answer = await postKeepAlive(target, body, { pool, headers, timeoutMs, ...(signal ? { signal } : {}) })
     return { status: answer.status, text: answer.text }
   }
 }

@@ -1,0 +1,116 @@
+import { connect as netConnect, isIP, type Socket } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
+
+/**
+ * Open HTTP/1.1 connections kept between requests, per origin (`http:` over
+ * TCP, `https:` over TLS). A connection is lent to one request at a time and
+ * handed back when its answer has been read whole; the most recently used one
+ * is lent first, so a quiet period lets the others time out. Idle connections
+ * never keep the process alive.
+ */
+export interface ConnectionPool {
+  /** An idle connection to the URL's origin (`reused`), or a new one being opened. */
+  take(url: URL): { socket: Socket; reused: boolean }
+  /**
+   * Hands a connection back after a complete answer. It is kept for
+   * `idleMs` (the pool's idle timeout when not given), or closed at once.
+   */
+  give(url: URL, socket: Socket, idleMs?: number): void
+  /** Idle connections, over every origin. */
+  idle(): number
+}
+
+export interface ConnectionPoolOptions {
+  /**
+   * How long an idle connection is kept. Below the common server idle timeouts
+   * (Node's 5 s), so a server rarely closes one just as a request is sent on it.
+   * @default 4000
+   */
+  readonly idleTimeoutMs?: number
+  /** Idle connections kept per origin; more are closed. @default 256 */
+  readonly maxIdlePerOrigin?: number
+  /** Certificates to trust for `https:` instead of Node's bundled ones (a private CA). */
+  readonly ca?: string | Buffer
+}
+
+interface Idle {
+  readonly socket: Socket
+  readonly timer: ReturnType<typeof setTimeout>
+  readonly drop: () => void
+}
+
+export function createConnectionPool(options: ConnectionPoolOptions = {}): ConnectionPool {
+  const idleTimeoutMs = options.idleTimeoutMs ?? 4_000
+  const maxIdle = options.maxIdlePerOrigin ?? 256
+  const idleByOrigin = new Map<string, Idle[]>()
+  let idleCount = 0
+
+  const forget = (origin: string, entry: Idle) => {
+    const list = idleByOrigin.get(origin)
+    const index = list ? list.indexOf(entry) : -1
+    if (index < 0) return
+    list!.splice(index, 1)
+    idleCount--
+    clearTimeout(entry.timer)
+    entry.socket.off('close', entry.drop).off('end', entry.drop).off('error', entry.drop).off('data', entry.drop)
+  }
+
+  return {
+    take(url) {
+      const origin = originOf(url)
+      const list = idleByOrigin.get(origin)
+      while (list && list.length > 0) {
+        const entry = list.at(-1)!
+        forget(origin, entry)
+        if (entry.socket.destroyed || !entry.socket.writable) continue
+        entry.socket.ref()
+        return { socket: entry.socket, reused: true }
+      }
+      return { socket: open(url, options.ca), reused: false }
+    },
+
+    give(url, socket, idleMs = idleTimeoutMs) {
+      const origin = originOf(url)
+      let list = idleByOrigin.get(origin)
+      if (!list) {
+        list = []
+        idleByOrigin.set(origin, list)
+      }
+      if (idleMs <= 0 || list.length >= maxIdle || socket.destroyed || !socket.writable) {
+        socket.destroy()
+        return
+      }
+      // Closed by the server, failed, or sent bytes nobody asked for: never lent again.
+      const drop = () => {
+        forget(origin, entry)
+        socket.destroy()
+      }
+      const timer = setTimeout(drop, Math.min(idleMs, idleTimeoutMs))
+      timer.unref()
+      const entry: Idle = { socket, timer, drop }
+      socket.on('close', drop).on('end', drop).on('error', drop).on('data', drop)
+      socket.unref()
+      list.push(entry)
+      idleCount++
+    },
+
+    idle: () => idleCount,
+  }
+}
+
+function originOf(url: URL): string {
+  return `${url.protocol}//${url.host}`
+}
+
+function open(url: URL, ca: string | Buffer | undefined): Socket {
+  // URL keeps the brackets of an IPv6 literal; the socket wants the bare address.
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+  const secure = url.protocol === 'https:'
+  const port = url.port ? Number(url.port) : secure ? 443 : 80
+  const socket = secure
+    ? tlsConnect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...(ca ? { ca } : {}), ALPNProtocols: ['http/1.1'] })
+    : netConnect({ host, port })
+  // A request is one write; Nagle would hold it back waiting for an acknowledgement.
+  socket.setNoDelay(true)
+  return socket
+}

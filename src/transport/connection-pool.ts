@@ -22,9 +22,12 @@ export interface ConnectionPool {
 
 export interface ConnectionPoolOptions {
   /**
-   * How long an idle connection is kept. Below the common server idle timeouts
-   * (Node's 5 s), so a server rarely closes one just as a request is sent on it.
-   * @default 4000
+   * How long an idle connection is kept; shorter when the server's `Keep-Alive:
+   * timeout=` hint less a second (what node:http keeps) is shorter. Bounded,
+   * unlike node:http's agent, so a connection the server has long forgotten is not
+   * the one a request is sent on; long enough that a quiet facilitator does not pay
+   * a TLS handshake to a remote RPC on every request.
+   * @default 30000
    */
   readonly idleTimeoutMs?: number
   /** Idle connections kept per origin; more are closed. @default 256 */
@@ -40,7 +43,7 @@ interface Idle {
 }
 
 export function createConnectionPool(options: ConnectionPoolOptions = {}): ConnectionPool {
-  const idleTimeoutMs = options.idleTimeoutMs ?? 4_000
+  const idleTimeoutMs = options.idleTimeoutMs ?? 30_000
   const maxIdle = options.maxIdlePerOrigin ?? 256
   const idleByOrigin = new Map<string, Idle[]>()
   let idleCount = 0

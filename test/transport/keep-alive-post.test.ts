@@ -190,7 +190,7 @@ describe('postKeepAlive', () => {
     const o = options()
     await postKeepAlive((await hinted(1)).url, '{}', o)
     expect(o.pool.idle()).toBe(0)
-    // timeout=2: kept one second, well before the pool's own 4 s.
+    // timeout=2: kept one second, well before the pool's own 30 s.
     await postKeepAlive((await hinted(2)).url, '{}', o)
     expect(o.pool.idle()).toBe(1)
     await new Promise((resolve) => setTimeout(resolve, 1_300))

@@ -1,35 +1,39 @@
 import { bytesToHex, hexToBytes, keccak256, serializeTransaction, type Address, type Hex, type LocalAccount } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { EvmSettlementSigner } from './exact-evm-config.js'
-import { loadTinySecp256k1 } from './secp256k1-wasm.js'
+import { loadSecp256k1, type Secp256k1 } from './secp256k1-backend.js'
 
 /**
  * A settlement signer for a raw private key that signs legacy and EIP-1559
- * transactions with the WebAssembly build of libsecp256k1 when the optional
- * `tiny-secp256k1` is installed: several times cheaper than viem's pure-JS
- * signing, which is a tenth of a settle's CPU. The bytes are exactly viem's
- * (both sign deterministically per RFC 6979 with low s); any other transaction
- * type, a custom serializer or a missing `tiny-secp256k1` signs through
+ * transactions with libsecp256k1 when an optional package provides it (native
+ * `secp256k1`, else the WebAssembly `tiny-secp256k1`): several times cheaper
+ * than viem's pure-JS signing, which is a tenth of a settle's CPU. The bytes
+ * are exactly viem's (all sign deterministically per RFC 6979 with low s); any
+ * other transaction type, a custom serializer or neither package signs through
  * `privateKeyToAccount`.
  *
  * @example
  * exactEvm({ networks, signers: [privateKeySigner(process.env.FACILITATOR_KEY as Hex)] })
  */
 export function privateKeySigner(privateKey: Hex): EvmSettlementSigner & { readonly address: Address } {
+  return signerOn(privateKey, loadSecp256k1)
+}
+
+/** {@link privateKeySigner} on a given backend (viem's code when it gives none); the tests try each. */
+export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | undefined>): EvmSettlementSigner & { readonly address: Address } {
   // Validates the key and serves every case the fast path does not.
   const account = privateKeyToAccount(privateKey)
   const key = hexToBytes(privateKey)
   const signTransaction = async (transaction: Parameters<LocalAccount['signTransaction']>[0], options?: Parameters<LocalAccount['signTransaction']>[1]) => {
     const type = transaction.type
-    const secp = options?.serializer || (type !== 'eip1559' && type !== 'legacy') ? undefined : await loadTinySecp256k1()
+    const secp = options?.serializer || (type !== 'eip1559' && type !== 'legacy') ? undefined : await backend()
     if (!secp) return account.signTransaction(transaction, options)
-    const { signature, recoveryId } = secp.signRecoverable(keccak256(serializeTransaction(transaction), 'bytes'), key)
-    const yParity = recoveryId === 1 ? 1 : 0
+    const { signature, recoveryId } = secp.sign(keccak256(serializeTransaction(transaction), 'bytes'), key)
     return serializeTransaction(transaction, {
       r: bytesToHex(signature.subarray(0, 32)),
       s: bytesToHex(signature.subarray(32, 64)),
-      v: BigInt(27 + yParity),
-      yParity,
+      v: BigInt(27 + recoveryId),
+      yParity: recoveryId,
     })
   }
   return { address: account.address, signTransaction: signTransaction as LocalAccount['signTransaction'] }

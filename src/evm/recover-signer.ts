@@ -1,31 +1,22 @@
 import { checksumAddress, hexToBytes, keccak256, recoverAddress, type Address, type Hex } from 'viem'
-import { loadTinySecp256k1 } from './secp256k1-wasm.js'
-
-/** Recovers the uncompressed (65-byte) public key, or `null` when the signature recovers no point. */
-type RecoverPublicKey = (hash: Uint8Array, compact: Uint8Array, recoveryId: 0 | 1) => Uint8Array | null
+import { loadSecp256k1, type Secp256k1, type Secp256k1Name } from './secp256k1-backend.js'
 
 /** Which implementation recovers signers in this process. */
-export type RecoveryBackend = 'tiny-secp256k1' | 'viem'
-
-async function loadFastPath(): Promise<RecoverPublicKey | undefined> {
-  const secp = await loadTinySecp256k1()
-  // Not installed (or no WebAssembly): viem's pure-JS recovery serves instead.
-  return secp ? (hash, compact, recoveryId) => secp.recover(hash, compact, recoveryId, false) : undefined
-}
+export type RecoveryBackend = Secp256k1Name | 'viem'
 
 /**
- * The backend `recoverAuthorizationSigner` uses here: `tiny-secp256k1`
- * (WebAssembly, ~0.3 ms) when the optional dependency is installed, viem's
- * pure-JS recovery (~2.5 ms) otherwise.
+ * The backend `recoverAuthorizationSigner` uses here: native `secp256k1`
+ * (~0.05 ms) or `tiny-secp256k1` (WebAssembly, ~0.2 ms) when one is installed,
+ * viem's pure-JS recovery (~2.5 ms) otherwise.
  */
 export async function recoveryBackend(): Promise<RecoveryBackend> {
-  return (await loadFastPath()) ? 'tiny-secp256k1' : 'viem'
+  return (await loadSecp256k1())?.name ?? 'viem'
 }
 
 /**
  * The address whose key produced a 65-byte ECDSA signature over `digest`, or
  * `undefined` when the bytes are no valid signature. This is the CPU hot spot
- * of verify: it uses the WebAssembly build of libsecp256k1 when available and
+ * of verify: it uses libsecp256k1 when an optional package provides it and
  * viem otherwise, with the same answers (checked against viem in
  * test/evm/recover-signer.test.ts): `v` may be 0, 1, 27 or 28, `r` and `s`
  * must lie in [1, n), high-s is recovered as viem does (the token contract
@@ -35,20 +26,25 @@ export async function recoveryBackend(): Promise<RecoveryBackend> {
  * const signer = await recoverAuthorizationSigner(hashAuthorization(domain, message), signature)
  */
 export async function recoverAuthorizationSigner(digest: Hex, signature: Hex): Promise<Address | undefined> {
+  return recoverWith(await loadSecp256k1(), digest, signature)
+}
+
+/** {@link recoverAuthorizationSigner} on a given backend (viem's code when none). */
+export async function recoverWith(secp: Secp256k1 | undefined, digest: Hex, signature: Hex): Promise<Address | undefined> {
   // Only plain 65-byte (r, s, v) signatures can belong to an externally owned account.
   if (signature.length !== 132) return undefined
-  const recover = await loadFastPath()
-  if (!recover) return recoverWithViem(digest, signature)
+  if (!secp) return recoverWithViem(digest, signature)
   const recoveryId = toRecoveryId(Number.parseInt(signature.slice(130), 16))
   if (recoveryId === undefined) return undefined
+  let publicKey: Uint8Array | null
   try {
-    const publicKey = recover(hexToBytes(digest), hexToBytes(`0x${signature.slice(2, 130)}`), recoveryId)
-    if (!publicKey || publicKey.length !== 65) return undefined
-    return checksumAddress(`0x${keccak256(publicKey.subarray(1)).slice(26)}`)
+    publicKey = secp.recover(hexToBytes(digest), hexToBytes(`0x${signature.slice(2, 130)}`), recoveryId)
   } catch {
-    // Out-of-range r or s, or an r that is no curve point.
+    // hexToBytes refuses characters that are not hex.
     return undefined
   }
+  if (!publicKey || publicKey.length !== 65) return undefined
+  return checksumAddress(`0x${keccak256(publicKey.subarray(1)).slice(26)}`)
 }
 
 /** viem's recovery: the reference the fast path must agree with. */

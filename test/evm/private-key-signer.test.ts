@@ -1,13 +1,14 @@
 /**
- * The WebAssembly transaction signer must produce exactly viem's bytes: the
- * transaction hash is recorded before broadcast, and a different signature
- * would be a different transaction.
+ * The libsecp256k1 transaction signer (native or WebAssembly) must produce
+ * exactly viem's bytes: the transaction hash is recorded before broadcast, and
+ * a different signature would be a different transaction.
  */
 import { bytesToHex, parseTransaction, recoverTransactionAddress, type Hex, type TransactionSerializable } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
 import { privateKeySigner } from '../../src/evm/index.js'
-import { loadTinySecp256k1 } from '../../src/evm/secp256k1-wasm.js'
+import { signerOn } from '../../src/evm/private-key-signer.js'
+import { loadSecp256k1, loadSecp256k1Backends } from '../../src/evm/secp256k1-backend.js'
 
 const random = (bytes: number) => bytesToHex(crypto.getRandomValues(new Uint8Array(bytes)))
 const randomBig = (bytes: number) => BigInt(random(bytes))
@@ -20,18 +21,26 @@ function randomTransaction(type: 'eip1559' | 'legacy' | 'eip2930'): TransactionS
 }
 
 describe('privateKeySigner', () => {
-  it('runs on tiny-secp256k1 here (the optional dependency is installed)', async () => {
-    expect(await loadTinySecp256k1()).toBeDefined()
+  it('runs on native secp256k1 here (installed, and preferred to tiny-secp256k1)', async () => {
+    expect((await loadSecp256k1())?.name).toBe('secp256k1')
   })
 
-  it('signs 100 random EIP-1559 and legacy transactions byte for byte as viem does', async () => {
+  it.each(['secp256k1', 'tiny-secp256k1'])('on %s, signs 100 random EIP-1559 and legacy transactions byte for byte as viem does', async (name) => {
+    const backend = (await loadSecp256k1Backends()).find((candidate) => candidate.name === name)
+    expect(backend, `${name} is installed`).toBeDefined()
     for (let i = 0; i < 100; i++) {
       const key = generatePrivateKey()
       const transaction = randomTransaction(i % 2 ? 'legacy' : 'eip1559')
-      const ours = await privateKeySigner(key).signTransaction(transaction)
+      const ours = await signerOn(key, async () => backend).signTransaction(transaction)
       expect(ours).toBe(await privateKeyToAccount(key).signTransaction(transaction))
       expect(await recoverTransactionAddress({ serializedTransaction: ours as never })).toBe(privateKeyToAccount(key).address)
     }
+  })
+
+  it('signs through the default backend what viem signs', async () => {
+    const key = generatePrivateKey()
+    const transaction = randomTransaction('eip1559')
+    expect(await privateKeySigner(key).signTransaction(transaction)).toBe(await privateKeyToAccount(key).signTransaction(transaction))
   })
 
   it('hands other transaction types to viem, and has the key\'s address', async () => {

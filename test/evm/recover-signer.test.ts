@@ -1,12 +1,14 @@
 /**
- * The fast (WebAssembly) signer recovery must answer exactly what viem
- * answers, for real signatures and for every kind of malformed one, or a
- * payment could be accepted or refused differently depending on the install.
+ * The fast signer recovery (native or WebAssembly libsecp256k1) must answer
+ * exactly what viem answers, for real signatures and for every kind of
+ * malformed one, or a payment could be accepted or refused differently
+ * depending on the install. Every installed backend is held to it.
  */
 import { bytesToHex, checksumAddress, hashTypedData, numberToHex, serializeSignature, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, sign } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
-import { recoverAuthorizationSigner, recoveryBackend, recoverWithViem } from '../../src/evm/recover-signer.js'
+import { recoverAuthorizationSigner, recoveryBackend, recoverWith, recoverWithViem } from '../../src/evm/recover-signer.js'
+import { loadSecp256k1Backends, type Secp256k1Name } from '../../src/evm/secp256k1-backend.js'
 import { authorizationTypedData, hashAuthorization } from '../../src/evm/typed-data.js'
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
@@ -14,17 +16,28 @@ const random32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)
 const word = (value: bigint): string => numberToHex(value, { size: 32 }).slice(2)
 const vByte = (v: number): string => v.toString(16).padStart(2, '0')
 
-async function expectSameAnswer(digest: Hex, signature: Hex): Promise<string | undefined> {
-  const expected = await recoverWithViem(digest, signature)
-  const actual = await recoverAuthorizationSigner(digest, signature)
-  expect(actual, `digest ${digest} signature ${signature}`).toBe(expected)
-  return expected
-}
-
 describe('recoverAuthorizationSigner', () => {
-  it('uses the WebAssembly backend when tiny-secp256k1 is installed', async () => {
-    expect(await recoveryBackend()).toBe('tiny-secp256k1')
+  it('uses native secp256k1 when installed, before tiny-secp256k1 (both are here)', async () => {
+    expect((await loadSecp256k1Backends()).map((backend) => backend.name)).toEqual(['secp256k1', 'tiny-secp256k1'])
+    expect(await recoveryBackend()).toBe('secp256k1')
+    const key = generatePrivateKey()
+    const digest = random32()
+    expect(await recoverAuthorizationSigner(digest, serializeSignature(await sign({ hash: digest, privateKey: key })))).toBe(privateKeyToAccount(key).address)
   })
+})
+
+describe.each(['secp256k1', 'tiny-secp256k1'] as Secp256k1Name[])('recovery on %s', (name) => {
+  const recover = async (digest: Hex, signature: Hex) => {
+    const backend = (await loadSecp256k1Backends()).find((candidate) => candidate.name === name)
+    expect(backend, `${name} is installed`).toBeDefined()
+    return recoverWith(backend, digest, signature)
+  }
+  async function expectSameAnswer(digest: Hex, signature: Hex): Promise<string | undefined> {
+    const expected = await recoverWithViem(digest, signature)
+    const actual = await recover(digest, signature)
+    expect(actual, `digest ${digest} signature ${signature}`).toBe(expected)
+    return expected
+  }
 
   it('recovers the signer of 200 random signatures exactly as viem does, for v in {0, 1, 27, 28}', async () => {
     for (let i = 0; i < 200; i++) {
@@ -40,9 +53,9 @@ describe('recoverAuthorizationSigner', () => {
         `0x${body.slice(2)}${vByte(1 - yParity)}`,
       ]
       for (const form of forms) await expectSameAnswer(digest, form)
-      expect(await recoverAuthorizationSigner(digest, forms[0]!)).toBe(address)
+      expect(await recover(digest, forms[0]!)).toBe(address)
       // Upper-case hex is still the same signature.
-      expect(await recoverAuthorizationSigner(digest, `0x${forms[0]!.slice(2).toUpperCase()}`)).toBe(address)
+      expect(await recover(digest, `0x${forms[0]!.slice(2).toUpperCase()}`)).toBe(address)
     }
   })
 

@@ -143,7 +143,7 @@ describe('exactEvm settle', () => {
     console.info(`[measure] 100 concurrent settles on one signer: ${elapsed.toFixed(0)} ms, ${(100_000 / elapsed).toFixed(1)} settles/s`)
   })
 
-  it('settles through privateKeySigner (transactions signed on tiny-secp256k1)', async () => {
+  it('settles through privateKeySigner (transactions signed on libsecp256k1)', async () => {
     const key = generatePrivateKey()
     const signer = privateKeySigner(key)
     await world.node.testClient.setBalance({ address: signer.address, value: 10n ** 18n })

@@ -22,9 +22,10 @@ import { check, ownCpuMs, percentile, progress, row, runConcurrent, type Row } f
 
 export const SVM_COUNTS = {
   warmup: 20,
-  rounds: 3,
-  latency: 150,
-  concurrent: 300,
+  // Rounds at concurrency 32 last tens of milliseconds: six short ones alternating keep a burst of background load from deciding the ratio.
+  rounds: 6,
+  latency: 300,
+  concurrent: 600,
   concurrency: 32,
   settle: 100,
   settleConcurrency: 100,

@@ -16,7 +16,13 @@ export function secretsOfUrl(url: string): string[] {
     bare.password = ''
     found.add(bare.href)
     for (const part of [parsed.username, parsed.password]) {
-      if (part) found.add(part).add(decodeURIComponent(part))
+      if (!part) continue
+      found.add(part)
+      try {
+        found.add(decodeURIComponent(part))
+      } catch {
+        // A malformed escape: the part as written is what a message would quote.
+      }
     }
     if (parsed.search) found.add(parsed.search)
     for (const [, value] of parsed.searchParams) found.add(value).add(encodeURIComponent(value))

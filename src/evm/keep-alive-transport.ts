@@ -1,5 +1,5 @@
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
-import { type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
+import { basicAuthorization, type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
 
 /** Options of {@link keepAliveHttp}. */
 export interface KeepAliveHttpOptions {
@@ -124,8 +124,7 @@ function parseTarget(raw: string): Target {
   }
   if (url.username) {
     // Basic credentials travel as a header, never in the URL errors quote (viem does the same).
-    const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`
-    headers.authorization = `Basic ${Buffer.from(credentials).toString('base64')}`
+    headers.authorization = basicAuthorization(url)!
     url.username = ''
     url.password = ''
   }

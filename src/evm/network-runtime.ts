@@ -5,7 +5,7 @@ import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { describeNetwork, evmChainId, type Caip2Network } from '../networks/networks.js'
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
-import { createConnectionPool } from '../transport/keep-alive-post.js'
+import { createConnectionPool, MAX_TIMEOUT_MS } from '../transport/keep-alive-post.js'
 import { keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
@@ -59,7 +59,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   const caip2: Caip2Network = info.caip2
   const chainId = evmChainId(caip2)
   const rpcTimeoutMs = config.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS
-  if (!(rpcTimeoutMs > 0)) throw new FacilitatorError('misconfigured', 'exactEvm: rpcTimeoutMs must be positive')
+  if (!(rpcTimeoutMs > 0 && rpcTimeoutMs <= MAX_TIMEOUT_MS)) throw new FacilitatorError('misconfigured', `exactEvm: rpcTimeoutMs must be above 0 and at most ${MAX_TIMEOUT_MS}`)
   // Behind a fallback a failing URL hands over at once (the fallback retries the whole list itself);
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1

@@ -8,7 +8,8 @@ import { loadSecp256k1, type Secp256k1 } from './secp256k1-backend.js'
  * transactions with libsecp256k1 when an optional package provides it (native
  * `secp256k1`, else the WebAssembly `tiny-secp256k1`): several times cheaper
  * than viem's pure-JS signing, which is a tenth of a settle's CPU. The bytes
- * are exactly viem's (all sign deterministically per RFC 6979 with low s); any
+ * are exactly viem's (all sign deterministically per RFC 6979 with low s, unless
+ * the application turned on viem's extra signing entropy); any
  * other transaction type, a custom serializer or neither package signs through
  * `privateKeyToAccount`.
  *
@@ -29,6 +30,8 @@ export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | und
     const secp = options?.serializer || (type !== 'eip1559' && type !== 'legacy') ? undefined : await backend()
     if (!secp) return account.signTransaction(transaction, options)
     const { signature, recoveryId } = secp.sign(keccak256(serializeTransaction(transaction), 'bytes'), key)
+    // A transaction's y parity is 0 or 1; the practically impossible overflowed r goes to viem.
+    if (recoveryId !== 0 && recoveryId !== 1) return account.signTransaction(transaction, options)
     return serializeTransaction(transaction, {
       r: bytesToHex(signature.subarray(0, 32)),
       s: bytesToHex(signature.subarray(32, 64)),

@@ -34,7 +34,8 @@ export async function recoverWith(secp: Secp256k1 | undefined, digest: Hex, sign
   // Only plain 65-byte (r, s, v) signatures can belong to an externally owned account.
   if (signature.length !== 132) return undefined
   if (!secp) return recoverWithViem(digest, signature)
-  const recoveryId = toRecoveryId(Number.parseInt(signature.slice(130), 16))
+  const vHex = signature.slice(130)
+  const recoveryId = /^[0-9a-fA-F]{2}$/.test(vHex) ? toRecoveryId(Number.parseInt(vHex, 16)) : undefined
   if (recoveryId === undefined) return undefined
   let publicKey: Uint8Array | null
   try {

@@ -14,8 +14,11 @@ export interface Secp256k1 {
   readonly name: Secp256k1Name
   /** The 65-byte uncompressed public key, or `null` when the signature recovers none (r or s out of range, r off the curve). */
   recover(hash: Uint8Array, compact: Uint8Array, recoveryId: 0 | 1): Uint8Array | null
-  /** A deterministic (RFC 6979) low-s signature: 64 bytes r ‖ s, and the recovery id. */
-  sign(hash: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recoveryId: 0 | 1 }
+  /**
+   * A deterministic (RFC 6979) low-s signature: 64 bytes r ‖ s, and the recovery id
+   * (2 or 3 only when r overflowed the group order, a chance of about 2^-127).
+   */
+  sign(hash: Uint8Array, privateKey: Uint8Array): { signature: Uint8Array; recoveryId: number }
 }
 
 /** The part of `secp256k1`'s native API used here. */
@@ -71,7 +74,7 @@ async function loadNative(): Promise<Secp256k1 | undefined> {
     },
     sign(hash, privateKey) {
       const { signature, recid } = bindings.ecdsaSign(hash, privateKey)
-      return { signature, recoveryId: recid === 1 ? 1 : 0 }
+      return { signature, recoveryId: recid }
     },
   }
 }
@@ -95,7 +98,7 @@ async function loadWasm(): Promise<Secp256k1 | undefined> {
     },
     sign(hash, privateKey) {
       const { signature, recoveryId } = tiny.signRecoverable(hash, privateKey)
-      return { signature, recoveryId: recoveryId === 1 ? 1 : 0 }
+      return { signature, recoveryId }
     },
   }
 }

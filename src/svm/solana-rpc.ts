@@ -1,6 +1,6 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isRecord } from '../schemas/parse-request.js'
-import { createConnectionPool, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
+import { createConnectionPool, MAX_TIMEOUT_MS, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
 export interface RpcCall {
@@ -59,6 +59,7 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   const urls = [...options.urls]
   if (urls.length === 0) throw new FacilitatorError('misconfigured', 'a Solana network needs at least one RPC URL')
   const timeoutMs = options.timeoutMs ?? 10_000
+  if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) throw new FacilitatorError('misconfigured', `the Solana RPC timeout must be above 0 and at most ${MAX_TIMEOUT_MS} ms`)
   const headers = { 'content-type': 'application/json', ...options.headers }
   const exchange = options.fetch ? fetchExchange(options.fetch, headers, timeoutMs) : nodeExchange(headers, timeoutMs)
 

@@ -9,8 +9,14 @@ import { connect as tlsConnect } from 'node:tls'
  * never keep the process alive.
  */
 export interface ConnectionPool {
-  /** An idle connection to the URL's origin (`reused`), or a new one being opened. */
-  take(url: URL): { socket: Socket; reused: boolean }
+  /**
+   * An idle connection to the URL's origin, or a new one being opened. `stale`
+   * says the connection sat idle long enough that the server may have closed it
+   * just now, before its closing reached us.
+   */
+  take(url: URL): { socket: Socket; stale: boolean }
+  /** A new connection, never an idle one. */
+  open(url: URL): Socket
   /**
    * Hands a connection back after a complete answer. It is kept for
    * `idleMs` (the pool's idle timeout when not given), or closed at once.
@@ -34,17 +40,25 @@ export interface ConnectionPoolOptions {
   readonly maxIdlePerOrigin?: number
   /** Certificates to trust for `https:` instead of Node's bundled ones (a private CA). */
   readonly ca?: string | Buffer
+  /**
+   * Idle time after which a lent connection counts as `stale`: no server closes
+   * a connection for idleness sooner than this.
+   * @default 1000
+   */
+  readonly staleAfterMs?: number
 }
 
 interface Idle {
   readonly socket: Socket
   readonly timer: ReturnType<typeof setTimeout>
   readonly drop: () => void
+  readonly since: number
 }
 
 export function createConnectionPool(options: ConnectionPoolOptions = {}): ConnectionPool {
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000
   const maxIdle = options.maxIdlePerOrigin ?? 256
+  const staleAfterMs = options.staleAfterMs ?? 1_000
   const idleByOrigin = new Map<string, Idle[]>()
   let idleCount = 0
 
@@ -65,12 +79,17 @@ export function createConnectionPool(options: ConnectionPoolOptions = {}): Conne
       while (list && list.length > 0) {
         const entry = list.at(-1)!
         forget(origin, entry)
-        if (entry.socket.destroyed || !entry.socket.writable) continue
+        if (entry.socket.destroyed || !entry.socket.writable) {
+          entry.socket.destroy()
+          continue
+        }
         entry.socket.ref()
-        return { socket: entry.socket, reused: true }
+        return { socket: entry.socket, stale: performance.now() - entry.since >= staleAfterMs }
       }
-      return { socket: open(url, options.ca), reused: false }
+      return { socket: connect(url, options.ca), stale: false }
     },
+
+    open: (url) => connect(url, options.ca),
 
     give(url, socket, idleMs = idleTimeoutMs) {
       const origin = originOf(url)
@@ -90,7 +109,7 @@ export function createConnectionPool(options: ConnectionPoolOptions = {}): Conne
       }
       const timer = setTimeout(drop, Math.min(idleMs, idleTimeoutMs))
       timer.unref()
-      const entry: Idle = { socket, timer, drop }
+      const entry: Idle = { socket, timer, drop, since: performance.now() }
       socket.on('close', drop).on('end', drop).on('error', drop).on('data', drop)
       socket.unref()
       list.push(entry)
@@ -105,7 +124,7 @@ function originOf(url: URL): string {
   return `${url.protocol}//${url.host}`
 }
 
-function open(url: URL, ca: string | Buffer | undefined): Socket {
+function connect(url: URL, ca: string | Buffer | undefined): Socket {
   // URL keeps the brackets of an IPv6 literal; the socket wants the bare address.
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
   const secure = url.protocol === 'https:'

@@ -53,9 +53,12 @@ export interface PostOptions {
 
 /**
  * Posts `body` and reads the whole answer; rejects with {@link PostFailure}
- * only. A failed exchange is not repeated here (the callers' retries decide,
- * as with node:http): kept connections are closed before common server idle
- * timeouts, and one the server closes while idle is never lent again.
+ * only. One case is repeated here, once, on a new connection: a kept connection
+ * that sat idle (the pool's `stale`) and ended before any byte of an answer, which
+ * is how a server's idle timeout firing just as the request left looks. Every
+ * call made through here may be repeated (reads, and sends of signed bytes, which
+ * can only ever be one transaction); other failures are the callers' to retry,
+ * as with node:http.
  */
 export function postKeepAlive(url: URL, body: string, options: PostOptions): Promise<PostAnswer> {
   return new Promise((resolve, reject) => {
@@ -70,21 +73,38 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
     if (signal?.aborted) return reject(new PostFailure(false, signal.reason))
     if (requestChannel.hasSubscribers) requestChannel.publish({ host: url.host })
 
-    const { socket } = pool.take(url)
-    const reader = createResponseReader(LIMITS)
+    const first = pool.take(url)
+    let socket = first.socket
+    let reader = createResponseReader(LIMITS)
+    let received = false
+    let mayRetry = first.stale
     let settled = false
     let timedOut = false
+    const detach = () => {
+      socket.off('data', onData).off('end', onEnd).off('close', onEnd).off('error', onError)
+    }
     const settle = () => {
       settled = true
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
-      socket.off('data', onData).off('end', onEnd).off('close', onEnd).off('error', fail)
+      detach()
     }
     const fail = (error: unknown) => {
       if (settled) return
       settle()
       socket.destroy()
       reject(new PostFailure(timedOut, error))
+    }
+    /** The connection ended or failed: a stale one that never answered is replaced once. */
+    const lost = (error: unknown) => {
+      if (settled) return
+      if (!mayRetry || received) return fail(error)
+      mayRetry = false
+      detach()
+      socket.destroy()
+      socket = pool.open(url)
+      reader = createResponseReader(LIMITS)
+      send()
     }
     const done = (response: HttpResponse) => {
       settle()
@@ -98,6 +118,7 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
       })
     }
     function onData(chunk: Buffer) {
+      received = true
       let response: HttpResponse | undefined
       try {
         response = reader.push(chunk)
@@ -112,9 +133,16 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
       try {
         response = reader.end()
       } catch (error) {
-        return fail(error)
+        return lost(error)
       }
       done(response)
+    }
+    function onError(error: Error) {
+      lost(error)
+    }
+    function send() {
+      socket.on('data', onData).on('end', onEnd).on('close', onEnd).on('error', onError)
+      socket.write(request)
     }
     const timer = setTimeout(() => {
       timedOut = true
@@ -122,27 +150,45 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
     }, options.timeoutMs)
     const onAbort = () => fail(signal?.reason ?? new Error('aborted by the caller'))
     signal?.addEventListener('abort', onAbort, { once: true })
-    socket.on('data', onData).on('end', onEnd).on('close', onEnd).on('error', fail)
-    socket.write(request)
+    send()
   })
 }
 
 const FRAMING_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection'])
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+// Visible ASCII, spaces and tabs: what node:http lets through, minus bytes above 0x7f (sent as UTF-8 they would not be what was configured).
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/
 
 /** The request head and body as one string: one write, one packet for a small call. */
 function encodeRequest(url: URL, body: string, headers: Readonly<Record<string, string>>): string {
   let head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n`
   for (const name in headers) {
+    const value = headers[name]!
+    // Names and values come from configuration: a line break or a stray byte would forge or garble a header.
+    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(value)) throw new Error(`the header ${JSON.stringify(name)} has a character HTTP does not allow in a header`)
     // Framing is ours to write: a configured copy would contradict it.
     if (FRAMING_HEADERS.has(name.toLowerCase())) continue
-    const value = headers[name]!
-    // Header names and values come from configuration; a line break would forge another header.
-    if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) throw new Error(`the header ${JSON.stringify(name)} holds a line break`)
     head += `${name}: ${value}\r\n`
   }
-  if (url.username && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) {
-    // Credentials in the URL travel as Basic authentication, as node:http sends them.
-    head += `authorization: Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}\r\n`
-  }
+  const credentials = basicAuthorization(url)
+  if (credentials && !Object.keys(headers).some((name) => name.toLowerCase() === 'authorization')) head += `authorization: ${credentials}\r\n`
   return `${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
 }
+
+/** The `Authorization` value for credentials in a URL (`https://user:pass@host`), as node:http sends them. */
+export function basicAuthorization(url: URL): string | undefined {
+  if (!url.username) return undefined
+  return `Basic ${Buffer.from(`${decodeLenient(url.username)}:${decodeLenient(url.password)}`).toString('base64')}`
+}
+
+/** Percent-decoding that keeps a malformed escape as written instead of throwing. */
+function decodeLenient(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+/** The longest delay a Node timer can hold (a longer one fires at once). */
+export const MAX_TIMEOUT_MS = 2_147_483_647

@@ -45,6 +45,8 @@ interface Head {
   readonly statusMessage: string
   readonly headers: Map<string, string>
   keepAlive: boolean
+  /** HTTP/1.0 or HTTP/1.1. */
+  readonly minor: 0 | 1
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
@@ -56,16 +58,46 @@ const MAX_CHUNK_LINE = 4_096
 export function createResponseReader(limits: ResponseLimits): ResponseReader {
   let state: State = 'head'
   let started = false
-  let pending: Buffer | undefined
+  // Bytes that need more to be read (part of a head, a chunk line, the trailers, a chunk's CRLF), kept as
+  // pieces: a head trickling in a byte at a time is searched at each seam, not copied and rescanned each time.
+  let pendingPieces: Buffer[] = []
+  let pendingLength = 0
   let head: Head | undefined
   let remaining = 0
   let bodyBytes = 0
   let trailerBytes = 0
   const body: Buffer[] = []
 
-  // Bytes that need the next chunk to be read (a part of a head or of a chunk line).
   const wait = (data: Buffer, at: number) => {
-    pending = at < data.length ? data.subarray(at) : undefined
+    pendingPieces = at < data.length ? [data.subarray(at)] : []
+    pendingLength = data.length - at
+  }
+
+  /** The last `n` pending bytes. */
+  const pendingTail = (n: number): Buffer => {
+    const parts: Buffer[] = []
+    for (let i = pendingPieces.length - 1; i >= 0 && n > 0; i--) {
+      const piece = pendingPieces[i]!
+      const part = piece.subarray(Math.max(0, piece.length - n))
+      parts.unshift(part)
+      n -= part.length
+    }
+    return Buffer.concat(parts)
+  }
+
+  /** Whether `chunk` added to the pending bytes can move the reader on (or break a bound, which the full path reports). */
+  const worthReading = (chunk: Buffer): boolean => {
+    const total = pendingLength + chunk.length
+    switch (state) {
+      case 'head':
+        return total > limits.maxHeaderBytes || Buffer.concat([pendingTail(3), chunk]).includes('\r\n\r\n')
+      case 'chunk-size':
+        return total > MAX_CHUNK_LINE || Buffer.concat([pendingTail(1), chunk]).includes('\r\n')
+      case 'trailers':
+        return trailerBytes + total > limits.maxHeaderBytes || Buffer.concat([pendingTail(1), chunk]).includes('\r\n')
+      default:
+        return true
+    }
   }
 
   const takeBody = (bytes: Buffer) => {
@@ -92,8 +124,9 @@ export function createResponseReader(limits: ResponseLimits): ResponseReader {
     if (h.status === 204 || h.status === 304) return 'done'
     const transferEncoding = h.headers.get('transfer-encoding')
     if (transferEncoding !== undefined) {
-      // With both, Content-Length is ignored and the connection cannot be trusted afterwards.
-      if (h.headers.has('content-length')) h.keepAlive = false
+      // With both, Content-Length is ignored and the connection cannot be trusted afterwards; nor after
+      // an HTTP/1.0 answer with a transfer coding, which 1.0 does not know (RFC 9112 section 6.1).
+      if (h.headers.has('content-length') || h.minor === 0) h.keepAlive = false
       const codings = transferEncoding.split(',').map((coding) => coding.trim().toLowerCase())
       if (codings.at(-1) === 'chunked') return 'chunk-size'
       h.keepAlive = false
@@ -117,8 +150,14 @@ export function createResponseReader(limits: ResponseLimits): ResponseReader {
     push(chunk) {
       if (chunk.length > 0) started = true
       if (state === 'done') throw new HttpProtocolError('bytes arrived after the answer')
-      const data = pending ? Buffer.concat([pending, chunk]) : chunk
-      pending = undefined
+      if (pendingLength > 0 && !worthReading(chunk)) {
+        pendingPieces.push(chunk)
+        pendingLength += chunk.length
+        return undefined
+      }
+      const data = pendingLength > 0 ? Buffer.concat([...pendingPieces, chunk]) : chunk
+      pendingPieces = []
+      pendingLength = 0
       let at = 0
       for (;;) {
         switch (state) {
@@ -209,6 +248,8 @@ function readHead(text: string): Head {
   const lines = text.split('\r\n')
   const status = STATUS_LINE.exec(lines[0]!)
   if (!status) throw new HttpProtocolError('the answer does not start with an HTTP/1.x status line')
+  const code = Number(status[2])
+  if (code < 100 || code > 599) throw new HttpProtocolError(`the answer has no valid status (${status[2]})`)
   const headers = new Map<string, string>()
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!
@@ -225,7 +266,7 @@ function readHead(text: string): Head {
   const minor = status[1]
   const connection = (headers.get('connection') ?? '').toLowerCase().split(',').map((token) => token.trim())
   const keepAlive = minor === '1' ? !connection.includes('close') : connection.includes('keep-alive')
-  return { status: Number(status[2]), statusMessage: status[3] ?? '', headers, keepAlive }
+  return { status: code, statusMessage: status[3] ?? '', headers, keepAlive, minor: minor === '1' ? 1 : 0 }
 }
 
 /** `Keep-Alive: timeout=5, max=100` → 5000. */

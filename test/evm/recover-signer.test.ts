@@ -77,6 +77,8 @@ describe.each(['secp256k1', 'tiny-secp256k1'] as Secp256k1Name[])('recovery on %
     const { r, s } = await sign({ hash: digest, privateKey: generatePrivateKey() })
     const cases: Hex[] = []
     for (const v of [2, 3, 26, 29, 35, 36, 0xff]) cases.push(`0x${r.slice(2)}${s.slice(2)}${vByte(v)}`)
+    // A v byte that is not hex (parseInt would read "1g" as 1).
+    cases.push(`0x${r.slice(2)}${s.slice(2)}1g` as Hex)
     for (const bad of [0n, N, N + 1n, (1n << 256n) - 1n]) {
       cases.push(`0x${word(bad)}${s.slice(2)}1b`, `0x${r.slice(2)}${word(bad)}1b`)
     }

@@ -83,6 +83,13 @@ describe('maxInFlightSettlesPerSigner on EVM', () => {
   it('refuses a bound below 1', () => {
     expect(() => exactEvm(world.adapterConfig({ maxInFlightSettlesPerSigner: 0 }))).toThrow(/maxInFlightSettlesPerSigner/)
   })
+
+  it('refuses an RPC timeout no timer can hold (it would fire at once) or none at all', () => {
+    for (const rpcTimeoutMs of [0, -1, 2 ** 31, Number.POSITIVE_INFINITY, Number.NaN]) {
+      expect(() => exactEvm(world.adapterConfig({ rpcTimeoutMs })), String(rpcTimeoutMs)).toThrow(/rpcTimeoutMs must be above 0 and at most 2147483647/)
+    }
+    expect(() => exactEvm(world.adapterConfig({ rpcTimeoutMs: 2 ** 31 - 1 }))).not.toThrow()
+  })
 })
 
 describe('maxInFlightSettlesPerSigner on Solana', () => {
@@ -99,6 +106,11 @@ describe('maxInFlightSettlesPerSigner on Solana', () => {
 
   const payment = (amount: bigint) => scenarioPaymentBody(chain.url, s, amount)
 
+  it('refuses an RPC timeout no timer can hold (it would fire at once) or none at all', () => {
+    for (const rpcTimeoutMs of [0, -1, 2 ** 31, Number.POSITIVE_INFINITY]) {
+      expect(() => exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url }], feePayers: [s.feePayer], rpcTimeoutMs }), String(rpcTimeoutMs)).toThrow(/timeout must be above 0 and at most 2147483647/)
+    }
+  })
 
   it('answers 503 signer_busy while the fee payer is at its bound, then settles the same payment', async () => {
     const facilitator = createFacilitator({

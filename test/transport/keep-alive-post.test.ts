@@ -10,7 +10,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createConnectionPool, PostFailure, postKeepAlive, RPC_REQUEST_CHANNEL, type PostOptions } from '../../src/transport/keep-alive-post.js'
+import { basicAuthorization, createConnectionPool, PostFailure, postKeepAlive, RPC_REQUEST_CHANNEL, type PostOptions } from '../../src/transport/keep-alive-post.js'
 
 const TLS = {
   cert: readFileSync(new URL('../support/tls/localhost-cert.pem', import.meta.url)),
@@ -243,14 +243,19 @@ describe('postKeepAlive', () => {
     await postKeepAlive(withUser, '{}', options())
     await postKeepAlive(withUser, '{}', options({ headers: { Authorization: 'Bearer t' } }))
     expect(seen).toEqual([`Basic ${Buffer.from('user:p@ss').toString('base64')}`, 'Bearer t'])
+    // A malformed escape is sent as written rather than failing every request.
+    expect(basicAuthorization(new URL('http://us%ZZer:pa%ss@rpc.example/'))).toBe(`Basic ${Buffer.from('us%ZZer:pa%ss').toString('base64')}`)
+    expect(basicAuthorization(new URL('http://rpc.example/'))).toBeUndefined()
   })
 
-  it('framing headers are ours; a header with a line break is refused before anything is sent', async () => {
+  it('framing headers are ours; a header HTTP does not allow is refused before anything is sent', async () => {
     const server = await httpServer((body, request, response) => response.end(`${request.headers['content-length']}|${request.headers.host}|${body}`))
     const answer = await postKeepAlive(server.url, '{"a":1}', options({ headers: { 'Content-Length': '999', Host: 'evil.example', Connection: 'close' } }))
     expect(answer.text).toBe(`7|${server.url.host}|{"a":1}`)
-    const refused = await failure(postKeepAlive(server.url, '{}', options({ headers: { 'x-a': 'v\r\nx-injected: 1' } })))
-    expect(String((refused.cause as Error).message)).toMatch(/holds a line break/)
+    for (const headers of [{ 'x-a': 'v\r\nx-injected: 1' }, { 'Content-Length ': '99' }, { 'x-a': 'nul\0byte' }, { 'x-a': 'clé' }, { '': 'empty name' }] as Record<string, string>[]) {
+      const refused = await failure(postKeepAlive(server.url, '{}', options({ headers })))
+      expect(String((refused.cause as Error).message)).toMatch(/has a character HTTP does not allow in a header/)
+    }
     expect(server.connections()).toBe(1)
   })
 
@@ -325,6 +330,64 @@ describe('postKeepAlive', () => {
       await new Promise((resolve) => setTimeout(resolve, 50))
       expect(server.open()).toBe(0)
       expect(o.pool.idle()).toBe(0)
+    })
+
+    describe('a kept connection the server closes just as a request leaves on it', () => {
+      /** A server whose connection `n` (from 0) is cut on its first request when `cut(n)` says so. */
+      async function cutting(cut: (connection: number, request: number) => 'cut' | 'half' | 'answer') {
+        let connection = 0
+        const server = createTcpServer((socket) => {
+          const n = connection++
+          let request = 0
+          socket.on('data', (chunk) => {
+            if (!chunk.includes('\r\n\r\n')) return
+            const what = cut(n, request++)
+            if (what === 'answer') socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${String(n).length}\r\n\r\n${n}`)
+            else {
+              if (what === 'half') socket.write('HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{')
+              socket.destroy()
+            }
+          })
+          socket.on('error', () => undefined)
+        })
+        return start(server, 'http:')
+      }
+      const idleFor = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+      const stalePool = () => options({ pool: createConnectionPool({ staleAfterMs: 50 }) })
+
+      it('after sitting idle, it is replaced once by a new connection, and the answer comes from there', async () => {
+        // The first connection answers once, then is cut on its second request, as an idle timeout would.
+        const server = await cutting((connection, request) => (connection === 0 && request === 1 ? 'cut' : 'answer'))
+        const o = stalePool()
+        expect((await postKeepAlive(server.url, '{}', o)).text).toBe('0')
+        await idleFor(100)
+        expect((await postKeepAlive(server.url, '{}', o)).text).toBe('1')
+        expect(server.connections()).toBe(2)
+      })
+
+      it('not when it was idle only briefly (a cut then is a failure for the caller to handle)', async () => {
+        const server = await cutting((connection, request) => (connection === 0 && request === 1 ? 'cut' : 'answer'))
+        const o = stalePool()
+        await postKeepAlive(server.url, '{}', o)
+        const failed = await failure(postKeepAlive(server.url, '{}', o))
+        expect(failed.timedOut).toBe(false)
+        expect(server.connections()).toBe(1)
+      })
+
+      it('only once, and never after part of an answer came', async () => {
+        const always = await cutting((_connection, request) => (request === 0 && _connection === 0 ? 'answer' : 'cut'))
+        const o = stalePool()
+        await postKeepAlive(always.url, '{}', o)
+        await idleFor(100)
+        await failure(postKeepAlive(always.url, '{}', o))
+        expect(always.connections()).toBe(2)
+        const half = await cutting((_connection, request) => (request === 0 ? 'answer' : 'half'))
+        const p = stalePool()
+        await postKeepAlive(half.url, '{}', p)
+        await idleFor(100)
+        expect(((await failure(postKeepAlive(half.url, '{}', p))).cause as Error).message).toMatch(/closed before the answer was complete/)
+        expect(half.connections()).toBe(1)
+      })
     })
 
     it('bytes nobody asked for on an idle connection close it', async () => {

@@ -82,6 +82,10 @@ describe('createResponseReader', () => {
     const both = read(['HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'])
     expect(both.body.toString()).toBe('ok')
     expect(both.reusable).toBe(false)
+    // HTTP/1.0 knows no transfer coding: the framing is read, the connection not trusted.
+    const old = read(['HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'])
+    expect(old.body.toString()).toBe('ok')
+    expect(old.reusable).toBe(false)
     // Bytes beyond the answer (nothing else was asked): the answer stands, the connection does not.
     const extra = read([`${WITH_LENGTH}HTTP/1.1 200 OK\r\n`])
     expect(extra.body.toString()).toBe(JSON_BODY)
@@ -108,6 +112,8 @@ describe('createResponseReader', () => {
     ['a chunk size that is not hex', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', /invalid chunk size/],
     ['a chunk longer than its size', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokay\r\n0\r\n\r\n', /does not end where its size says/],
     ['switching protocols', 'HTTP/1.1 101 Switching Protocols\r\n\r\n', /switched protocols/],
+    ['a status below 100 (not an interim answer)', 'HTTP/1.1 042 Odd\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n', /no valid status \(042\)/],
+    ['a status above 599', 'HTTP/1.1 600 Odd\r\nContent-Length: 0\r\n\r\n', /no valid status \(600\)/],
   ])('refuses %s', (_name, text, message) => {
     expect(() => read([text])).toThrow(HttpProtocolError)
     expect(() => read([text])).toThrow(message)
@@ -138,6 +144,22 @@ describe('createResponseReader', () => {
         expect(() => reader.end()).toThrow(i === 0 ? /closed without an answer/ : /closed before the answer was complete/)
       }
     }
+  })
+
+  it('reads a large head, chunk lines and trailers that trickle in a byte at a time', () => {
+    const limits = { maxHeaderBytes: 64 * 1024, maxBodyBytes: 4_096 }
+    const fields = Array.from({ length: 1_500 }, (_, i) => `X-Field-${i}: ${'v'.repeat(20)}\r\n`).join('')
+    const text = `HTTP/1.1 200 OK\r\n${fields}Transfer-Encoding: chunked\r\n\r\n5;${'e'.repeat(200)}\r\nhello\r\n0\r\n${fields.split('\r\n').slice(0, 900).join('\r\n')}\r\n\r\n`
+    const bytes = Buffer.from(text, 'latin1')
+    const reader = createResponseReader(limits)
+    let response: HttpResponse | undefined
+    for (let i = 0; i < bytes.length; i++) {
+      if (response) throw new Error(`the answer completed early, at byte ${i} of ${bytes.length}`)
+      response = reader.push(bytes.subarray(i, i + 1))
+    }
+    expect(response?.body.toString()).toBe('hello')
+    expect(response?.headers.get('x-field-1499')).toBe('v'.repeat(20))
+    expect(response?.reusable).toBe(true)
   })
 
   it('refuses bytes after a complete answer', () => {

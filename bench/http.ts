@@ -17,7 +17,7 @@ import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { listen } from '../test/support/listen.js'
 import { check, ownCpuMs, progress, row, runConcurrent, type Row } from './measure.js'
 
-export const HTTP_COUNTS = { bodies: 200, rounds: 4, perRound: 1_000, concurrency: 32 }
+export const HTTP_COUNTS = { bodies: 200, rounds: 8, perRound: 1_000, concurrency: 32 }
 
 const LOAD = fileURLToPath(new URL('./http-load.mjs', import.meta.url))
 

@@ -9,8 +9,8 @@ import { loadSecp256k1, type Secp256k1 } from './secp256k1-backend.js'
  * `secp256k1`, else the WebAssembly `tiny-secp256k1`): several times cheaper
  * than viem's pure-JS signing, which is a tenth of a settle's CPU. The bytes
  * are exactly viem's (all sign deterministically per RFC 6979 with low s, unless
- * the application turned on viem's extra signing entropy); any
- * other transaction type, a custom serializer or neither package signs through
+ * the application turned on viem's extra signing entropy); any other
+ * transaction type, a custom serializer or neither package signs through
  * `privateKeyToAccount`.
  *
  * @example

@@ -21,6 +21,7 @@ import type { PaymentPayload } from '../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
+import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { eip3009Abi } from '../src/evm/abi.js'
 import { createConnectionPool, postKeepAlive, RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { check, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
@@ -37,6 +38,10 @@ export const EVM_COUNTS = {
   settleRounds: 3,
   /** The block time of the interval-mining rounds (Base's). */
   blockTimeSeconds: 2,
+  /** Delay a proxy adds to every RPC request in the "far RPC" rounds (a provider a few tens of ms away). */
+  rpcDelayMs: 20,
+  /** Our signer keys in the far-RPC round that shows how keys scale a burst. */
+  farSignerKeys: 4,
   receiptSamples: 15,
   recoverIterations: 300,
 }
@@ -160,11 +165,15 @@ export async function benchEvm(): Promise<Row[]> {
     // anvil slows as its chain grows (each settle is a block): every burst and every chain floor
     // runs on a chain of its own, freshly started, and the rounds interleave them.
     progress(`EVM: settle ${c.settle} payments each, ${c.settleRounds} rounds, each burst on a fresh anvil`)
-    const settleFigures = async (who: 'ours' | 'theirs', withReceipts: boolean, blockTimeSeconds?: number) => {
-      const fresh = await startEvmFixture({ signerCount: 2 })
-      const [first, second] = fresh.signers
-      check(first !== undefined && second !== undefined, 'two facilitator keys')
-      const freshSides = sidesOf(fresh, first, second)
+    /** One burst on a fresh chain; optionally on 2 s blocks, behind a delay to the RPC, with more keys of ours. */
+    const settleFigures = async (who: 'ours' | 'theirs', withReceipts: boolean, blockTimeSeconds?: number, latency?: { delayMs: number; ourKeys: number }) => {
+      const ourKeyCount = latency?.ourKeys ?? 1
+      const fresh = await startEvmFixture({ signerCount: ourKeyCount + 1 })
+      const ourKeys = fresh.signers.slice(0, ourKeyCount)
+      const theirKey = fresh.signers[ourKeyCount]
+      check(ourKeys.length === ourKeyCount && theirKey !== undefined, 'the facilitator keys')
+      const proxy = latency ? await startFaultProxy(fresh.node.rpcUrl) : undefined
+      const freshSides = sidesOf(fresh, ourKeys, theirKey, proxy?.url)
       try {
         const side = who === 'ours' ? freshSides.ourSide : freshSides.theirSide
         const freshPayer = await fresh.newPayer(10n ** 15n)
@@ -174,6 +183,7 @@ export async function benchEvm(): Promise<Row[]> {
         // Warm-up: first fee quote, nonce read and JIT, outside the timed burst.
         for (const payment of mine.slice(c.settle + samples)) await side.settle(payment, freshRequirements)
         if (blockTimeSeconds) await startBlockTime(fresh, blockTimeSeconds)
+        if (latency) proxy?.setMode({ kind: 'delay', ms: latency.delayMs })
         const cpuBefore = { facilitator: ownCpuMs(), chain: processCpuMs(fresh.node.pid) }
         const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
           const answer = await side.settle(mine[i]!, freshRequirements)
@@ -194,6 +204,7 @@ export async function benchEvm(): Promise<Row[]> {
         return { burst, sequential, cpu }
       } finally {
         freshSides.stop()
+        await proxy?.close()
         await fresh.stop()
       }
     }
@@ -211,8 +222,20 @@ export async function benchEvm(): Promise<Row[]> {
     }
 
     type Burst = Awaited<ReturnType<typeof settleFigures>>
-    const rounds = { ours: [] as Burst[], theirs: [] as Burst[], atOnce: [] as number[], ordered: [] as number[], oursTimed: [] as Burst[], theirsTimed: [] as Burst[], orderedTimed: [] as number[] }
+    const rounds = {
+      ours: [] as Burst[],
+      theirs: [] as Burst[],
+      atOnce: [] as number[],
+      ordered: [] as number[],
+      oursTimed: [] as Burst[],
+      theirsTimed: [] as Burst[],
+      orderedTimed: [] as number[],
+      oursFar: [] as Burst[],
+      oursFarKeys: [] as Burst[],
+      theirsFar: [] as Burst[],
+    }
     const bt = c.blockTimeSeconds
+    const far = (ourKeys: number) => ({ delayMs: c.rpcDelayMs, ourKeys })
     const steps = [
       async (first: boolean) => void rounds.ours.push(await settleFigures('ours', first)),
       async (first: boolean) => void rounds.theirs.push(await settleFigures('theirs', first)),
@@ -221,6 +244,9 @@ export async function benchEvm(): Promise<Row[]> {
       async () => void rounds.oursTimed.push(await settleFigures('ours', false, bt)),
       async () => void rounds.theirsTimed.push(await settleFigures('theirs', false, bt)),
       async () => void rounds.orderedTimed.push(await floorOf('in nonce order', bt)),
+      async () => void rounds.oursFar.push(await settleFigures('ours', false, bt, far(1))),
+      async () => void rounds.oursFarKeys.push(await settleFigures('ours', false, bt, far(c.farSignerKeys))),
+      async () => void rounds.theirsFar.push(await settleFigures('theirs', false, bt, far(1))),
     ]
     for (let round = 0; round < c.settleRounds; round++) {
       progress(`EVM: settle round ${round + 1}/${c.settleRounds}`)
@@ -243,6 +269,10 @@ export async function benchEvm(): Promise<Row[]> {
       row('EVM settle', `${bt} s blocks: throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', rate(rounds.oursTimed), rate(rounds.theirsTimed),
         `burst started just after a block; ours ${spread(rounds.oursTimed.map((r) => r.burst.perSecond))}, theirs ${spread(rounds.theirsTimed.map((r) => r.burst.perSecond))}${failed(rounds.oursTimed) + failed(rounds.theirsTimed) ? `; failed: ours ${failed(rounds.oursTimed)}, theirs ${failed(rounds.theirsTimed)}` : ''}`),
       row('EVM settle', `${bt} s blocks: chain floor, same calls pre-signed, one key in nonce order`, 'tx/s', 'higher', rate(rounds.oursTimed), median(rounds.orderedTimed), `theirs = anvil alone (ours / chain), ${spread(rounds.orderedTimed)}`),
+      row('EVM settle', `${bt} s blocks, ${c.rpcDelayMs} ms to the RPC: throughput, ${c.settle} payments, one key each`, 'settle/s', 'higher', rate(rounds.oursFar), rate(rounds.theirsFar),
+        `each request delayed by a proxy; ours ${spread(rounds.oursFar.map((r) => r.burst.perSecond))}, theirs ${spread(rounds.theirsFar.map((r) => r.burst.perSecond))}`),
+      row('EVM settle', `${bt} s blocks, ${c.rpcDelayMs} ms to the RPC: throughput, ours with ${c.farSignerKeys} keys`, 'settle/s', 'higher', rate(rounds.oursFarKeys), rate(rounds.theirsFar),
+        `theirs with its one key; ours ${spread(rounds.oursFarKeys.map((r) => r.burst.perSecond))}${failed(rounds.oursFar) + failed(rounds.oursFarKeys) + failed(rounds.theirsFar) ? `; failed: ${failed(rounds.oursFar) + failed(rounds.oursFarKeys) + failed(rounds.theirsFar)}` : ''}`),
       row('EVM settle', 'facilitator CPU per settle (burst)', 'ms', 'lower', ourSettle.cpu.facilitator, theirSettle.cpu.facilitator, 'the bench process (every thread)'),
       row('EVM settle', 'chain CPU per settle (burst)', 'ms', 'lower', ourSettle.cpu.chain, theirSettle.cpu.chain, 'the anvil process: verify simulation, send, mining, receipt lookups'),
       row('EVM settle', 'time to receipt p50 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 50), percentile(theirSettle.sequential.durations, 50)),
@@ -259,20 +289,28 @@ export async function benchEvm(): Promise<Row[]> {
  * Our facilitator and the official one over a world's chain, each with its own key and its own
  * request count. `stop` ends the counting of ours.
  */
-function sidesOf(world: EvmFixture, ourKey: LocalAccount, theirKey: LocalAccount): { ourSide: Side; theirSide: Side; stop(): void } {
+function sidesOf(
+  world: EvmFixture,
+  ourKeys: LocalAccount | readonly LocalAccount[],
+  theirKey: LocalAccount,
+  rpcUrl = world.node.rpcUrl,
+): { ourSide: Side; theirSide: Side; stop(): void } {
   // Ours runs on its default transport (our HTTP/1.1 keep-alive client), as users get it: its
   // requests to anvil are counted on the channel that client publishes on.
   let ourRequests = 0
-  const anvilHost = new URL(world.node.rpcUrl).host
+  const anvilHost = new URL(rpcUrl).host
   const countOurs = (message: unknown) => {
     if ((message as { host?: string }).host === anvilHost) ourRequests++
   }
   diagnostics.subscribe(RPC_REQUEST_CHANNEL, countOurs)
-  // The key as a raw private key, through privateKeySigner (what the README recommends for one).
-  const ourSigner = privateKeySigner(ANVIL_KEY(world.signers.indexOf(ourKey) + 1))
-  check(ourSigner.address === ourKey.address, 'our facilitator key is anvil account 1')
+  // The keys as raw private keys, through privateKeySigner (what the README recommends for one).
+  const ourSigners = (Array.isArray(ourKeys) ? ourKeys : [ourKeys]).map((key: LocalAccount) => {
+    const signer = privateKeySigner(ANVIL_KEY(world.signers.indexOf(key) + 1))
+    check(signer.address === key.address, 'our facilitator keys are anvil accounts from 1 on')
+    return signer
+  })
   const ours = createFacilitator({
-    schemes: [exactEvm(world.adapterConfig({ signers: [ourSigner], receiptPollIntervalMs: 50 }))],
+    schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [rpcUrl] }], signers: ourSigners, receiptPollIntervalMs: 50 }))],
   })
   const ourSide: Side = {
     verify: (paymentPayload, paymentRequirements) => ours.verify({ x402Version: 2, paymentPayload, paymentRequirements }),
@@ -293,7 +331,7 @@ function sidesOf(world: EvmFixture, ourKey: LocalAccount, theirKey: LocalAccount
     account: theirAccount,
     chain: world.node.chain,
     pollingInterval: 50,
-    transport: http(world.node.rpcUrl, { retryCount: 0, onFetchRequest: () => void theirRequests++ }),
+    transport: http(rpcUrl, { retryCount: 0, onFetchRequest: () => void theirRequests++ }),
   }).extend(publicActions)
   const theirSigner = toFacilitatorEvmSigner({
     address: theirAccount.address,

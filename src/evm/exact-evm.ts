@@ -192,15 +192,10 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
           gas = priced.gas
         }
         const sentAt = performance.now()
-        // signAndSend may sign more than once and return an earlier hash: the bytes kept are the returned hash's.
-        const raws = new Map<string, Hex | undefined>()
-        const hash = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => {
-          raws.set(record.transaction, rawOf(record))
-          return journal.broadcasting(record)
-        })
-        const outcome = await awaitReceipt(runtime, hash, raws.get(hash), receiptOptions(ctx.signal), rebroadcastIntervalMs)
+        const sent = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
+        const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
         if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
-        return answer(ctx, hash, outcome, payment.payer)
+        return answer(ctx, sent.hash, outcome, payment.payer)
       } finally {
         if (!reservedSlot) slot.inFlight--
       }
@@ -269,11 +264,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       // The deployment is not the payment: nothing to journal, and a repeat is harmless.
       const deploymentLimit = withHeadroom(deployGas)
       const gas = deploymentLimit < maxDeploymentGas ? deploymentLimit : maxDeploymentGas
-      const raws = new Map<string, Hex | undefined>()
-      const hash = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async (record) => {
-        raws.set(record.transaction, rawOf(record))
-      })
-      const outcome = await awaitReceipt(runtime, hash, raws.get(hash), receiptOptions(signal), rebroadcastIntervalMs)
+      const sent = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async () => undefined)
+      const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(signal), rebroadcastIntervalMs)
       if (outcome.status === 'pending') {
         throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
       }

@@ -54,8 +54,10 @@ const SEND_PAUSE_MS = 100
  * "nonce too low" may come from our own first send (its answer lost, the RPC
  * client retried), and one call must never become two transactions.
  *
- * Throws a FacilitatorError `rpc_*` fault when the node cannot be reached or
- * refuses the transaction; the hash was recorded by then.
+ * Resolves with the transaction the node took (an earlier attempt's, when the
+ * chain knows it) and its signed bytes. Throws a FacilitatorError `rpc_*` fault
+ * when the node cannot be reached or refuses the transaction; the hash was
+ * recorded by then.
  */
 export async function signAndSend(
   runtime: NetworkRuntime,
@@ -63,11 +65,11 @@ export async function signAndSend(
   call: OutgoingCall,
   signal: AbortSignal,
   record: (sent: BroadcastRecord) => Promise<void>,
-): Promise<Hex> {
-  const sent: Hex[] = []
+): Promise<{ hash: Hex; raw: Hex }> {
+  const sent: { hash: Hex; raw: Hex }[] = []
   let refusals = 0
   for (;;) {
-    for (const earlier of sent) if (await knownToChain(runtime, earlier, signal)) return earlier
+    for (const earlier of sent) if (await knownToChain(runtime, earlier.hash, signal)) return earlier
     const fees = await withDeadline(runtime.fees(), signal).catch((error: unknown) => {
       throw toRpcFault(error, 'preparing the settlement transaction')
     })
@@ -105,7 +107,7 @@ export async function signAndSend(
         slot.nonces.reset()
         throw error
       }
-      sent.push(transaction)
+      sent.push({ hash: transaction, raw })
       try {
         refusal = await deliver(runtime, raw, signal)
       } catch (error) {
@@ -115,7 +117,7 @@ export async function signAndSend(
       }
       if (refusal === undefined) {
         slot.unfundedUntil = 0
-        return transaction
+        return { hash: transaction, raw }
       }
       slot.nonces.reset()
       // No gas money: leave the key out for a while rather than let every new payment wait on it.

@@ -63,20 +63,14 @@ async function loadNative(): Promise<Secp256k1 | undefined> {
     // Not installed, or no prebuilt binary for this platform.
     return undefined
   }
-  return {
-    name: 'secp256k1',
-    recover(hash, compact, recoveryId) {
-      try {
-        return bindings.ecdsaRecover(compact, recoveryId, hash, false)
-      } catch {
-        return null
-      }
-    },
-    sign(hash, privateKey) {
+  return backend(
+    'secp256k1',
+    (hash, compact, recoveryId) => bindings.ecdsaRecover(compact, recoveryId, hash, false),
+    (hash, privateKey) => {
       const { signature, recid } = bindings.ecdsaSign(hash, privateKey)
       return { signature, recoveryId: recid }
     },
-  }
+  )
 }
 
 async function loadWasm(): Promise<Secp256k1 | undefined> {
@@ -87,18 +81,24 @@ async function loadWasm(): Promise<Secp256k1 | undefined> {
     // Not installed, or no WebAssembly here.
     return undefined
   }
+  return backend(
+    'tiny-secp256k1',
+    (hash, compact, recoveryId) => tiny.recover(hash, compact, recoveryId, false),
+    (hash, privateKey) => tiny.signRecoverable(hash, privateKey),
+  )
+}
+
+/** A backend over one package's calls; a recovery that throws (r or s out of range, r off the curve) recovers nothing. */
+function backend(name: Secp256k1Name, recover: Secp256k1['recover'], sign: Secp256k1['sign']): Secp256k1 {
   return {
-    name: 'tiny-secp256k1',
+    name,
     recover(hash, compact, recoveryId) {
       try {
-        return tiny.recover(hash, compact, recoveryId, false)
+        return recover(hash, compact, recoveryId)
       } catch {
         return null
       }
     },
-    sign(hash, privateKey) {
-      const { signature, recoveryId } = tiny.signRecoverable(hash, privateKey)
-      return { signature, recoveryId }
-    },
+    sign,
   }
 }

@@ -84,6 +84,15 @@ export interface ExactEvmConfig {
    * Ignored when `transport` is given. @default 4_000
    */
   readonly rpcTimeoutMs?: number
+  /**
+   * Most transactions of one signer sent in one JSON-RPC batch. A signer's
+   * transactions go in nonce order; those that queue up while a send is on the
+   * wire go together, as one batch the node handles in order, so one signer
+   * sends as many per round trip as are ready. 1 sends them one at a time, as
+   * does a `transport` of your own (its batching may not keep the order), and
+   * so does a server that answers a batch as a whole. @default 20
+   */
+  readonly sendBatchSize?: number
   /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
   readonly transport?: (url: string) => Transport
   /**

@@ -69,13 +69,12 @@ export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Trans
       }
       post(batch.map((entry) => entry.body)).then(
         (answers) => {
-          const byId = new Map<unknown, RpcAnswer>()
-          if (Array.isArray(answers)) for (const answer of answers as RpcAnswer[]) byId.set(answer?.id, answer)
-          for (const entry of batch) {
-            const answer = byId.get(entry.body.id)
+          const matched = inCallOrder(batch.map((entry) => entry.body), answers)
+          batch.forEach((entry, index) => {
+            const answer = matched?.[index]
             if (answer) entry.resolve(answer)
-            else entry.reject(new HttpRequestError({ body: entry.body, details: 'missing answer in the batch', url: target.href }))
-          }
+            else entry.reject(missingAnswer(entry.body, target))
+          })
         },
         (error: unknown) => {
           for (const entry of batch) entry.reject(error)
@@ -105,6 +104,66 @@ export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Trans
     return transport(parameters)
   }
 }
+
+/** One call's answer in a JSON-RPC batch: its result, or the error the same call sent alone would throw. */
+export type BatchEntryAnswer = { readonly result: unknown } | { readonly error: Error }
+
+/** Calls sent as one JSON-RPC batch; see {@link keepAliveBatchPoster}. */
+export type BatchPoster = (calls: readonly { readonly method: string; readonly params: unknown }[]) => Promise<BatchEntryAnswer[] | undefined>
+
+/**
+ * Posts calls as one JSON-RPC batch over the same client, to each URL in turn
+ * until one answers (a server handles a batch's calls in order, which is why a
+ * signer's transactions travel this way, see ./send-lane.ts). Resolves one
+ * answer per call, in call order; a call missing from the answer gets an
+ * `HttpRequestError` (no answer), an error entry an `RpcRequestError`, as if
+ * it had been sent alone. Resolves `undefined` when the server answered the
+ * batch as a whole (one that takes no batches), and throws viem's transport
+ * error of the last URL when none answered.
+ *
+ * @example
+ * const post = keepAliveBatchPoster([url], { timeoutMs: 4_000, pool })
+ * const answers = await post(raws.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] })))
+ */
+export function keepAliveBatchPoster(urls: readonly string[], options: Pick<KeepAliveHttpOptions, 'timeoutMs' | 'pool'>): BatchPoster {
+  const targets = urls.map(parseTarget)
+  return async (calls) => {
+    const bodies: RpcBody[] = calls.map((call, id) => ({ jsonrpc: '2.0', id, method: call.method, params: call.params }))
+    let failure: unknown = new Error('no RPC URL')
+    for (const target of targets) {
+      let answers: unknown
+      try {
+        answers = await exchange(target, bodies, options.timeoutMs, options.pool)
+      } catch (error) {
+        failure = error
+        continue
+      }
+      const matched = inCallOrder(bodies, answers)
+      if (!matched) return undefined
+      return bodies.map((body, index): BatchEntryAnswer => {
+        const answer = matched[index]
+        if (!answer) return { error: missingAnswer(body, target) }
+        if (answer.error) return { error: new RpcRequestError({ body, error: answer.error, url: target.href }) }
+        return { result: answer.result }
+      })
+    }
+    throw failure
+  }
+}
+
+/**
+ * A batch's answers matched to its calls by id, in call order (servers may answer
+ * in any order), or `undefined` when nothing matches: the batch was answered as a whole.
+ */
+function inCallOrder(bodies: readonly RpcBody[], answers: unknown): (RpcAnswer | undefined)[] | undefined {
+  if (!Array.isArray(answers)) return undefined
+  const byId = new Map<unknown, RpcAnswer>()
+  for (const answer of answers as RpcAnswer[]) if (answer && typeof answer === 'object') byId.set(answer.id, answer)
+  const matched = bodies.map((body) => byId.get(body.id))
+  return matched.some((answer) => answer !== undefined) ? matched : undefined
+}
+
+const missingAnswer = (body: RpcBody, target: Target) => new HttpRequestError({ body, details: 'missing answer in the batch', url: target.href })
 
 interface Target {
   readonly url: URL

@@ -1,4 +1,4 @@
-import { createPublicClient, fallback, type Address, type PublicClient } from 'viem'
+import { createPublicClient, fallback, type Address, type Hex, type PublicClient } from 'viem'
 import type { AdapterNetwork } from '../core/adapter.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
@@ -6,12 +6,17 @@ import { describeNetwork, evmChainId, type Caip2Network } from '../networks/netw
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
 import { createConnectionPool, MAX_TIMEOUT_MS } from '../transport/keep-alive-post.js'
-import { keepAliveHttp } from './keep-alive-transport.js'
+import { keepAliveBatchPoster, keepAliveHttp, type BatchPoster } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
+import { createSendLane, type SendLane } from './send-lane.js'
 
 // viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
+const DEFAULT_SEND_BATCH_SIZE = 20
+const MAX_SEND_BATCH_SIZE = 1_000
+// After a server answered a batch as a whole (it takes none), sends go one at a time for this long.
+const BATCH_REFUSED_PAUSE_MS = 60_000
 
 /** Fees of a type-2 transaction, or a legacy gas price on chains without EIP-1559. */
 export type FeeQuote = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint }
@@ -20,6 +25,8 @@ export type FeeQuote = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | 
 export interface SignerSlot {
   readonly signer: EvmSettlementSigner
   readonly nonces: NonceManager
+  /** Sends the signer's transactions in nonce order, several per round trip when they queue up. */
+  readonly lane: SendLane
   /** Settlements currently using this signer. */
   inFlight: number
   /** Until when (epoch ms) the signer is left out: the node refused its transaction for insufficient funds. */
@@ -85,14 +92,25 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     })),
   )
 
-  const slots: SignerSlot[] = signers.map((signer) => ({
-    signer,
-    nonces: createNonceManager(async () =>
+  const sendBatchSize = config.sendBatchSize ?? DEFAULT_SEND_BATCH_SIZE
+  if (!(Number.isInteger(sendBatchSize) && sendBatchSize >= 1 && sendBatchSize <= MAX_SEND_BATCH_SIZE)) {
+    throw new FacilitatorError('misconfigured', `exactEvm: sendBatchSize must be an integer from 1 to ${MAX_SEND_BATCH_SIZE}`)
+  }
+  // Batches need our own client: a user's transport may send a batch's calls apart, out of order.
+  const sendBatch = config.transport || sendBatchSize === 1 ? undefined : batchesUnlessRefused(keepAliveBatchPoster(entry.rpcUrls, { timeoutMs: rpcTimeoutMs, pool }))
+  const sendOne = (raw: Hex) => client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+  const slots: SignerSlot[] = signers.map((signer) => {
+    const nonces = createNonceManager(async () =>
       Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] })),
-    ),
-    inFlight: 0,
-    unfundedUntil: 0,
-  }))
+    )
+    return {
+      signer,
+      nonces,
+      lane: createSendLane({ nonces, sendOne, ...(sendBatch ? { sendBatch } : {}), maxBatch: sendBatchSize }),
+      inFlight: 0,
+      unfundedUntil: 0,
+    }
+  })
 
   const feeCacheMs = config.feeCacheMs ?? 2_000
   let cached: { quote: Promise<FeeQuote>; at: number } | undefined
@@ -139,4 +157,15 @@ async function readFees(client: PublicClient): Promise<FeeQuote> {
   }
   const priority = tip === undefined ? 0n : BigInt(tip)
   return { maxFeePerGas: BigInt(baseFee) * 2n + priority, maxPriorityFeePerGas: priority }
+}
+
+/** A batch poster that stops posting batches for a while once the server answered one as a whole. */
+function batchesUnlessRefused(post: BatchPoster): BatchPoster {
+  let refusedUntil = 0
+  return async (calls) => {
+    if (Date.now() < refusedUntil) return undefined
+    const answers = await post(calls)
+    if (!answers) refusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
+    return answers
+  }
 }

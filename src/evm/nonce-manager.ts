@@ -11,22 +11,27 @@
  * anvil sometimes never promotes a parked transaction at all (seen here with
  * 100 concurrent sends from one key). Every later transaction of the key then
  * waits behind it. So a nonce is held from `next()` until its send is answered
- * (`release`), and `turn` waits until no lower nonce is held: signing still
- * overlaps, only the journaling and sending of one key go one after another.
- * When a lower nonce is given up (a reset), the holders of higher ones take
- * fresh nonces rather than send behind a gap, and the re-read count never
- * hands out again a nonce whose send is still on the wire.
+ * (`release`), and `turn` waits until every lower held nonce is handed to the
+ * key's send lane in order (`queued`, see ./send-lane.ts, which sends what it
+ * is handed in that order): signing overlaps, and so do the sends, but they
+ * leave in nonce order. When a lower nonce is given up (a reset), the holders
+ * of higher ones take fresh nonces rather than send behind a gap, and the
+ * re-read count never hands out again a nonce whose send may be on the wire.
  */
 export interface NonceManager {
   /** The next unused nonce, held until {@link NonceManager.release}. */
   next(): Promise<NonceTicket>
   /**
-   * Resolves `true` once no lower nonce is held (every transaction before this
-   * one was answered or given up), or `false` as soon as the count is reset:
+   * Resolves `true` once every lower nonce still held is queued (handed to the
+   * send lane; the others were answered or given up), or `false` as soon as the count is reset:
    * a lower nonce may then be a gap, and this ticket must be released and a
    * fresh one taken instead of sending behind it.
    */
   turn(ticket: NonceTicket): Promise<boolean>
+  /** The ticket's bytes were handed, in order, to the lane that sends them: the next nonce may take its turn. */
+  queued(ticket: NonceTicket): void
+  /** Whether the count was not reset since the ticket was handed out (no lower nonce may have been given up since). */
+  current(ticket: NonceTicket): boolean
   /** The send of this ticket was answered, or it will never be sent: later nonces may go. */
   release(ticket: NonceTicket): void
   /** Forgets the local count (after a failed send) so the next call re-reads the chain. */
@@ -44,19 +49,26 @@ export interface NonceTicket {
  * @example
  * const nonces = createNonceManager(() => client.getTransactionCount({ address, blockTag: 'pending' }))
  * const ticket = await nonces.next()
- * try { if (await nonces.turn(ticket)) await send(ticket.nonce) } finally { nonces.release(ticket) }
+ * try {
+ *   if (await nonces.turn(ticket)) {
+ *     const answered = lane.send(ticket.nonce) // queues it behind the lower nonces' sends
+ *     nonces.queued(ticket)
+ *     await answered
+ *   }
+ * } finally { nonces.release(ticket) }
  */
 export function createNonceManager(readPendingCount: () => Promise<number>): NonceManager {
   let nextNonce: number | undefined
   let loading: Promise<void> | undefined
   let generation = 0
-  // Tickets handed out and not released; `sending` once their turn came (they may be on the wire).
-  const held = new Map<NonceTicket, { sending: boolean }>()
+  // Tickets handed out and not released; `sending` once their turn came (they may be on the wire),
+  // `queued` once handed to the send lane (they no longer hold back the next turn).
+  const held = new Map<NonceTicket, { sending: boolean; queued: boolean }>()
   const waiting = new Set<{ ticket: NonceTicket; go(fresh: boolean): void }>()
 
-  const lowestHeld = (): number => {
+  const lowestUnqueued = (): number => {
     let lowest = Number.POSITIVE_INFINITY
-    for (const ticket of held.keys()) if (ticket.nonce < lowest) lowest = ticket.nonce
+    for (const [ticket, hold] of held) if (!hold.queued && ticket.nonce < lowest) lowest = ticket.nonce
     return lowest
   }
   const highestSending = (): number => {
@@ -66,7 +78,7 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
   }
   const wake = () => {
     if (waiting.size === 0) return
-    const lowest = lowestHeld()
+    const lowest = lowestUnqueued()
     for (const waiter of waiting) {
       const hold = waiter.ticket.generation === generation ? held.get(waiter.ticket) : undefined
       if (!hold) {
@@ -98,17 +110,26 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
         await loading
       }
       const ticket: NonceTicket = { nonce: nextNonce++, generation }
-      held.set(ticket, { sending: false })
+      held.set(ticket, { sending: false, queued: false })
       return ticket
     },
     turn(ticket) {
       const hold = held.get(ticket)
       if (!hold || ticket.generation !== generation) return Promise.resolve(false)
-      if (ticket.nonce <= lowestHeld()) {
+      if (ticket.nonce <= lowestUnqueued()) {
         hold.sending = true
         return Promise.resolve(true)
       }
       return new Promise<boolean>((go) => waiting.add({ ticket, go }))
+    },
+    queued(ticket) {
+      const hold = held.get(ticket)
+      if (!hold?.sending || hold.queued) return
+      hold.queued = true
+      wake()
+    },
+    current(ticket) {
+      return ticket.generation === generation
     },
     release(ticket) {
       if (held.delete(ticket)) wake()

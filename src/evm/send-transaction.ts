@@ -1,9 +1,10 @@
-import { BaseError, keccak256, RpcRequestError, type Address, type Hex } from 'viem'
+import { keccak256, type Address, type Hex } from 'viem'
 import type { BroadcastRecord } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
 import type { NonceTicket } from './nonce-manager.js'
+import { ALREADY_KNOWN, type LaneOutcome } from './send-lane.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
 
 /** A call the facilitator pays for. */
@@ -38,21 +39,18 @@ export function pickSigner(runtime: NetworkRuntime): SignerSlot {
 
 /** The key's nonce is used already, or taken by another of its transactions waiting in the pool. */
 const NONCE_TAKEN = /nonce too low|nonce has already been used|nonce is too low|invalid nonce|lower than the current nonce|oldnonce|replacement transaction underpriced|replacement fee too low|could not replace existing/i
-const ALREADY_KNOWN = /already known|known transaction|already imported|already exists|alreadyknown/i
 const INSUFFICIENT_FUNDS = /insufficient funds/i
 const MAX_NONCE_RETRIES = 3
-/** Sends of the same signed bytes while the node gives no answer (each is one viem request, itself retried). */
-const SEND_ATTEMPTS = 3
-const SEND_PAUSE_MS = 100
 
 /**
- * Signs a call locally with the slot's next nonce, records it with
- * `record` (the settlement journal) and only then sends the raw bytes, so a
- * crash after this point can never lose the transaction hash. A stale local
- * nonce (another process used the key) is re-read and the call re-signed,
- * unless the chain already knows a transaction sent by an earlier attempt:
- * "nonce too low" may come from our own first send (its answer lost, the RPC
- * client retried), and one call must never become two transactions.
+ * Signs a call locally with the slot's next nonce and hands it to the key's
+ * send lane, which records it with `record` (the settlement journal) and only
+ * then sends the raw bytes, so a crash after this point can never lose the
+ * transaction hash. A stale local nonce (another process used the key) is
+ * re-read and the call re-signed, unless the chain already knows a
+ * transaction sent by an earlier attempt: "nonce too low" may come from our
+ * own first send (its answer lost, the RPC client retried), and one call must
+ * never become two transactions.
  *
  * Resolves with the transaction the node took (an earlier attempt's, when the
  * chain knows it) and its signed bytes. Throws a FacilitatorError `rpc_*` fault
@@ -74,7 +72,8 @@ export async function signAndSend(
       throw toRpcFault(error, 'preparing the settlement transaction')
     })
     const ticket = await takeNonce(slot, signal)
-    let refusal: unknown
+    let attempt: { hash: Hex; raw: Hex }
+    let outcome: LaneOutcome
     try {
       let raw: Hex
       try {
@@ -97,34 +96,23 @@ export async function signAndSend(
         slot.nonces.reset()
         throw error
       }
-      const transaction = keccak256(raw)
-      try {
-        // Not cut short here: the journal bounds its own store calls, and a write that lands after a
-        // deadline would record a transaction this call never sent.
-        await record({ transaction, raw })
-      } catch (error) {
-        // Nothing was sent with this nonce: re-read it, or every later call of this key waits behind a gap.
-        slot.nonces.reset()
-        throw error
-      }
-      sent.push({ hash: transaction, raw })
-      try {
-        refusal = await deliver(runtime, raw, signal)
-      } catch (error) {
-        // The node may never have had it: the count is re-read, and a gap is filled by the next nonce taken.
-        slot.nonces.reset()
-        throw error
-      }
-      if (refusal === undefined) {
-        slot.unfundedUntil = 0
-        return { hash: transaction, raw }
-      }
-      slot.nonces.reset()
-      // No gas money: leave the key out for a while rather than let every new payment wait on it.
-      if (INSUFFICIENT_FUNDS.test(rpcErrorText(refusal))) slot.unfundedUntil = Date.now() + runtime.unfundedCooldownMs
+      const hash = keccak256(raw)
+      attempt = { hash, raw }
+      // Not cut short here: the journal bounds its own store calls, a write that lands after a deadline
+      // would record a transaction this call never sent, and the lane's retries stop at the budget.
+      outcome = await slot.lane.send({ ticket, raw, record: () => record({ transaction: hash, raw }), signal })
+      if (outcome.kind === 'withdrawn') continue // a lower nonce failed before this one was sent: take a fresh one
     } finally {
       slot.nonces.release(ticket)
     }
+    sent.push(attempt)
+    if (outcome.kind === 'accepted') {
+      slot.unfundedUntil = 0
+      return attempt
+    }
+    const refusal = outcome.error
+    // No gas money: leave the key out for a while rather than let every new payment wait on it.
+    if (INSUFFICIENT_FUNDS.test(rpcErrorText(refusal))) slot.unfundedUntil = Date.now() + runtime.unfundedCooldownMs
     if (NONCE_TAKEN.test(rpcErrorText(refusal)) && refusals++ < MAX_NONCE_RETRIES) continue
     throw toRpcFault(refusal, 'sending the settlement transaction')
   }
@@ -151,52 +139,6 @@ async function takeNonce(slot: SignerSlot, signal: AbortSignal): Promise<NonceTi
     throw toRpcFault(error, 'preparing the settlement transaction')
   }
 }
-
-/**
- * Sends signed bytes until the node answers. Resolves `undefined` once it has
- * them, or the node's refusal (an RPC error answer). No answer at all is not a
- * refusal: the node may or may not hold the transaction, and a nonce the node
- * never received holds back every later transaction of the key, so the same
- * bytes go again (they can only ever be one transaction) while the budget
- * lasts. Throws an `rpc_*` fault when the node stays unreachable.
- */
-async function deliver(runtime: NetworkRuntime, raw: Hex, signal: AbortSignal): Promise<unknown> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await runtime.client.request({ method: 'eth_sendRawTransaction', params: [raw] })
-      return undefined
-    } catch (error) {
-      if (ALREADY_KNOWN.test(rpcErrorText(error))) return undefined
-      if (answeredByNode(error)) return error
-      if (attempt >= SEND_ATTEMPTS || signal.aborted) throw toRpcFault(error, 'sending the settlement transaction')
-      await pause(SEND_PAUSE_MS * attempt, signal)
-      // The budget ran out while pausing: the caller has answered; the key's next sends must not wait on this one.
-      if (signal.aborted) throw toRpcFault(error, 'sending the settlement transaction')
-    }
-  }
-}
-
-/** JSON-RPC codes of a gateway's own failure (upstream error, rate limit), not of a node that looked at the transaction. */
-const GATEWAY_CODES = new Set([-32603, -32005])
-
-/** Whether the node answered and refused: a JSON-RPC error answer, other than a gateway's, on a successful HTTP exchange. */
-function answeredByNode(error: unknown): boolean {
-  const found = error instanceof BaseError ? error.walk((e) => e instanceof RpcRequestError) : null
-  if (!(found instanceof RpcRequestError)) return false
-  if (GATEWAY_CODES.has(found.code)) return false
-  return found.status === undefined || found.status < 300
-}
-
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-  })
 
 /** Whether the node knows a transaction (pending or mined); an unanswered lookup counts as known, to never send twice. */
 export async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: AbortSignal): Promise<boolean> {

@@ -91,6 +91,33 @@ describe('createNonceManager', () => {
     expect(went).toBe(true)
   })
 
+  it('a queued ticket (handed to the send lane) lets the next one take its turn, and its nonce stays taken until released', async () => {
+    const nonces = createNonceManager(async () => 0)
+    const [first, second, third] = await Promise.all([nonces.next(), nonces.next(), nonces.next()])
+    expect(await nonces.turn(first!)).toBe(true)
+    let secondWent = false
+    const secondTurn = nonces.turn(second!).then((ok) => (secondWent = ok))
+    await Promise.resolve()
+    expect(secondWent).toBe(false)
+    nonces.queued(first!)
+    await secondTurn
+    expect(secondWent).toBe(true)
+    // Queuing a ticket whose turn has not come frees nobody: the third still waits for the second.
+    let thirdWent = false
+    const thirdTurn = nonces.turn(third!).then((ok) => (thirdWent = ok))
+    nonces.queued(third!)
+    await Promise.resolve()
+    expect(thirdWent).toBe(false)
+    nonces.queued(second!)
+    await thirdTurn
+    expect(thirdWent).toBe(true)
+    // Both queued ones may be on the wire: a reset and re-read (the node still counts 0) goes past them.
+    nonces.reset()
+    expect(nonces.current(first!)).toBe(false)
+    nonces.release(third!)
+    expect((await nonces.next()).nonce).toBe(2)
+  })
+
   it('a ticket that never got its turn holds nothing back after a reset, and its late release frees nobody else', async () => {
     const nonces = createNonceManager(async () => 0)
     const abandoned = await nonces.next()

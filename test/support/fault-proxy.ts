@@ -16,19 +16,24 @@ export type FaultMode =
   | { kind: 'cut' }
   /** Forward, then destroy the connection instead of relaying the answer (the request did reach the chain). */
   | { kind: 'cut-after-forward' }
+  /** Answer a JSON-RPC batch as a whole with one error, as a server that takes no batches does; single calls pass. */
+  | { kind: 'refuse-batches' }
 
 export interface FaultProxy {
   readonly url: string
   /** Requests seen, by JSON-RPC method (batches count each method). */
   readonly methods: string[]
+  /** The JSON-RPC calls of each request received, in order (a batch is one request of several calls). */
+  readonly calls: { method: string; params: unknown }[][]
   /** Requests received (a JSON-RPC batch is one request). */
   requests: number
   setMode(mode: FaultMode): void
   /**
    * Applies `mode` only to requests whose body contains one of these JSON-RPC
-   * methods; with `times`, only to the next `times` such requests (then they pass).
+   * methods; with `times`, only to the next `times` such requests (then they pass);
+   * with `batches`, only to JSON-RPC batches of more than one call.
    */
-  setModeFor(methods: readonly string[], mode: FaultMode, options?: { times?: number }): void
+  setModeFor(methods: readonly string[], mode: FaultMode, options?: { times?: number; batches?: boolean }): void
   close(): Promise<void>
 }
 
@@ -40,10 +45,11 @@ export interface FaultProxy {
 export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const upstream = new URL(target)
   let mode: FaultMode = { kind: 'pass' }
-  let scoped: { methods: Set<string>; mode: FaultMode; left: number } | undefined
+  let scoped: { methods: Set<string>; mode: FaultMode; left: number; batches: boolean } | undefined
   const hanging = new Set<ServerResponse>()
   const state = { requests: 0 }
   const methods: string[] = []
+  const calls: { method: string; params: unknown }[][] = []
 
   const forward = (req: IncomingMessage, body: Buffer, res: ServerResponse, cutAfter: boolean) => {
     const out = httpRequest(
@@ -68,10 +74,13 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     req.on('end', () => {
       state.requests++
       const body = Buffer.concat(chunks)
-      const seen = rpcMethods(body)
+      const received = rpcCalls(body)
+      const seen = received.map((call) => call.method)
       methods.push(...seen)
+      calls.push(received)
+      const batch = body.subarray(0, 1).toString() === '[' && received.length > 1
       let active = mode
-      if (scoped && scoped.left > 0 && seen.some((m) => scoped?.methods.has(m))) {
+      if (scoped && scoped.left > 0 && (!scoped.batches || batch) && seen.some((m) => scoped?.methods.has(m))) {
         active = scoped.mode
         scoped.left--
       }
@@ -93,6 +102,10 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
           return void res.socket?.destroy()
         case 'cut-after-forward':
           return forward(req, body, res, true)
+        case 'refuse-batches':
+          if (!batch) return forward(req, body, res, false)
+          res.writeHead(200, { 'content-type': 'application/json' })
+          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch requests are not supported' } }))
       }
     })
   })
@@ -101,6 +114,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   return {
     url: `http://127.0.0.1:${port}`,
     methods,
+    calls,
     get requests() {
       return state.requests
     },
@@ -112,7 +126,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       scoped = undefined
     },
     setModeFor(list, next, options = {}) {
-      scoped = { methods: new Set(list), mode: next, left: options.times ?? Number.POSITIVE_INFINITY }
+      scoped = { methods: new Set(list), mode: next, left: options.times ?? Number.POSITIVE_INFINITY, batches: options.batches ?? false }
     },
     async close() {
       for (const res of hanging) res.socket?.destroy()
@@ -122,11 +136,11 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   }
 }
 
-function rpcMethods(body: Buffer): string[] {
+function rpcCalls(body: Buffer): { method: string; params: unknown }[] {
   try {
     const parsed: unknown = JSON.parse(body.toString('utf8'))
     const calls = Array.isArray(parsed) ? parsed : [parsed]
-    return calls.map((c) => (c && typeof c === 'object' && 'method' in c ? String(c.method) : '?'))
+    return calls.map((c) => (c && typeof c === 'object' && 'method' in c ? { method: String(c.method), params: (c as { params?: unknown }).params } : { method: '?', params: undefined }))
   } catch {
     return []
   }

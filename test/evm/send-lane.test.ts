@@ -1,0 +1,287 @@
+/**
+ * The send lane of one key against a real anvil behind the fault proxy: the
+ * transactions that queue up behind a send go together as one JSON-RPC batch,
+ * in nonce order; a refusal or a failed journal write stops what is queued
+ * behind it (it would wait behind a gap); a batch without an answer goes again,
+ * same bytes; a server that takes no batches gets one transaction at a time.
+ */
+import { createPublicClient, http, parseTransaction, type Hex, type LocalAccount } from 'viem'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createFacilitator } from '../../src/core/facilitator.js'
+import { FacilitatorError } from '../../src/errors/facilitator-error.js'
+import { exactEvm } from '../../src/evm/exact-evm.js'
+import { keepAliveBatchPoster } from '../../src/evm/keep-alive-transport.js'
+import { createNonceManager, type NonceManager, type NonceTicket } from '../../src/evm/nonce-manager.js'
+import { createSendLane, type LaneOutcome, type SendLane } from '../../src/evm/send-lane.js'
+import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { createConnectionPool } from '../../src/transport/keep-alive-post.js'
+import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import { authorizationsUsed, body } from '../reliability/support.js'
+
+const figures: string[] = []
+afterAll(() => console.info(`[send-lane]\n${figures.join('\n')}`))
+
+let world: EvmFixture
+let proxy: FaultProxy
+beforeAll(async () => {
+  world = await startEvmFixture({ signerCount: 1 })
+  proxy = await startFaultProxy(world.node.rpcUrl)
+})
+afterAll(async () => {
+  await proxy?.close()
+  await world?.stop()
+})
+
+/** The raw transactions of every eth_sendRawTransaction request the proxy saw since `from`, one array per request. */
+const sendRequestsSince = (from: number): Hex[][] =>
+  proxy.calls
+    .slice(from)
+    .map((calls) => calls.filter((call) => call.method === 'eth_sendRawTransaction').map((call) => (call.params as [Hex])[0]))
+    .filter((raws) => raws.length > 0)
+
+const nonceOf = (raw: Hex) => parseTransaction(raw).nonce!
+
+describe('settles of one key through a distant RPC', () => {
+  const payments = async (count: number) => {
+    const list = []
+    for (let i = 0; i < count; i++) {
+      const payer = await world.newPayer()
+      const requirements = world.requirementsV2()
+      list.push({ payer, request: body(await signExactEvmPayment({ signer: payer, requirements }), requirements) })
+    }
+    return list
+  }
+
+  it('go as batches in nonce order: 30 concurrent settles all land once, in far fewer send requests than transactions', async () => {
+    const f = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
+      timeouts: { settleMs: 20_000 },
+    })
+    const list = await payments(30)
+    const [signer] = world.signers
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
+    const from = proxy.calls.length
+    proxy.setMode({ kind: 'delay', ms: 20 })
+    const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
+    proxy.setMode({ kind: 'pass' })
+    const requests = sendRequestsSince(from)
+    figures.push(`  30 settles of one key, 20 ms RPC: ${requests.length} send requests, sizes ${requests.map((r) => r.length).join(',')}`)
+    expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(30).fill('success'))
+    expect(new Set(answers.map((a) => a.transaction)).size).toBe(30)
+    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 30)
+    for (const { payer } of list) expect(await authorizationsUsed(world, payer.address, 0n)).toHaveLength(1)
+    // Every transaction was sent once, and the node saw the nonces in order.
+    const nonces = requests.flat().map(nonceOf)
+    expect(nonces).toEqual(Array.from({ length: 30 }, (_, i) => nonceBefore + i))
+    expect(requests.length).toBeLessThan(15)
+    expect(Math.max(...requests.map((r) => r.length))).toBeGreaterThan(1)
+  })
+
+  it('go one at a time with sendBatchSize 1 or a transport of the user\'s', async () => {
+    for (const overrides of [{ sendBatchSize: 1 }, { transport: (url: string) => http(url, { retryCount: 0 }) }]) {
+      const f = createFacilitator({
+        schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50, ...overrides }))],
+        timeouts: { settleMs: 20_000 },
+      })
+      const list = await payments(8)
+      const from = proxy.calls.length
+      proxy.setMode({ kind: 'delay', ms: 5 })
+      const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
+      proxy.setMode({ kind: 'pass' })
+      expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(8).fill('success'))
+      const requests = sendRequestsSince(from)
+      expect(requests.map((r) => r.length)).toEqual(Array(8).fill(1))
+      expect(requests.flat().map(nonceOf)).toEqual([...requests.flat().map(nonceOf)].sort((a, b) => a - b))
+    }
+  })
+
+  it('a batch whose answer is cut goes again, same bytes in the same order, and every payment lands once', async () => {
+    const f = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
+      timeouts: { settleMs: 20_000 },
+    })
+    const list = await payments(10)
+    const [signer] = world.signers
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
+    const from = proxy.calls.length
+    proxy.setMode({ kind: 'delay', ms: 20 })
+    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut-after-forward' }, { times: 1, batches: true })
+    const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
+    proxy.setMode({ kind: 'pass' })
+    const requests = sendRequestsSince(from)
+    figures.push(`  10 settles, first batch answer cut: send request sizes ${requests.map((r) => r.length).join(',')}`)
+    expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(10).fill('success'))
+    expect(new Set(answers.map((a) => a.transaction)).size).toBe(10)
+    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 10)
+    for (const { payer } of list) expect(await authorizationsUsed(world, payer.address, 0n)).toHaveLength(1)
+    // The cut batch is sent again as it was.
+    const cut = requests.findIndex((raws) => raws.length > 1)
+    expect(requests[cut + 1]).toEqual(requests[cut])
+  })
+
+  it('a server that takes no batches gets the same transactions one at a time, in order', async () => {
+    const f = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
+      timeouts: { settleMs: 20_000 },
+    })
+    const list = await payments(10)
+    const [signer] = world.signers
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
+    const from = proxy.calls.length
+    proxy.setMode({ kind: 'refuse-batches' })
+    const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
+    // Later bursts go one at a time at once, without a refused batch first.
+    const second = await payments(5)
+    const fromSecond = proxy.calls.length
+    const moreAnswers = await Promise.all(second.map(({ request }) => f.settle(request)))
+    proxy.setMode({ kind: 'pass' })
+    expect([...answers, ...moreAnswers].map((a) => a.errorReason ?? 'success')).toEqual(Array(15).fill('success'))
+    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 15)
+    const requests = sendRequestsSince(from)
+    const refused = requests.filter((raws) => raws.length > 1)
+    expect(refused).toHaveLength(1)
+    expect(sendRequestsSince(fromSecond).map((r) => r.length)).toEqual(Array(5).fill(1))
+    expect(requests.filter((raws) => raws.length === 1).map((raws) => nonceOf(raws[0]!))).toEqual(Array.from({ length: 15 }, (_, i) => nonceBefore + i))
+  })
+})
+
+describe('createSendLane', () => {
+  /** A lane of a fresh funded key on anvil, through the proxy, and a way to hand it signed transfers in turn. */
+  async function laneOf(account: LocalAccount, maxBatch = 20) {
+    const client = world.node.publicClient
+    const viaProxy = createPublicClient({ transport: http(proxy.url, { retryCount: 0 }) })
+    const nonces = createNonceManager(() => client.getTransactionCount({ address: account.address, blockTag: 'pending' }))
+    const pool = createConnectionPool()
+    const lane = createSendLane({
+      nonces,
+      sendOne: (raw) => viaProxy.request({ method: 'eth_sendRawTransaction', params: [raw] }),
+      sendBatch: keepAliveBatchPoster([proxy.url], { timeoutMs: 2_000, pool }),
+      maxBatch,
+    })
+    const fees = await client.estimateFeesPerGas()
+    const sign = (ticket: NonceTicket, value = 1n) =>
+      account.signTransaction!({ chainId: world.node.chainId, nonce: ticket.nonce, to: account.address, value, gas: 21_000n, type: 'eip1559', ...fees })
+    return { nonces, lane, sign, pool }
+  }
+
+  /** Takes `count` tickets and queues each once its turn came, the first alone on the wire and the rest behind it. */
+  async function queueInTurn(nonces: NonceManager, lane: SendLane, raws: ((ticket: NonceTicket) => Promise<Hex>)[], records: (() => Promise<void>)[]) {
+    const tickets = await Promise.all(raws.map(() => nonces.next()))
+    const signed = await Promise.all(tickets.map((ticket, i) => raws[i]!(ticket)))
+    const outcomes: Promise<LaneOutcome>[] = []
+    for (const [i, ticket] of tickets.entries()) {
+      expect(await nonces.turn(ticket)).toBe(true)
+      const outcome = lane.send({ ticket, raw: signed[i]!, record: records[i]!, signal: new AbortController().signal })
+      outcomes.push(outcome)
+      void outcome.finally(() => nonces.release(ticket)).catch(() => undefined)
+    }
+    return { tickets, signed, settled: await Promise.allSettled(outcomes) }
+  }
+
+  const funded = async () => {
+    const account = world.node.accounts[5 + (fundedCount++ % 4)]!
+    return account
+  }
+  let fundedCount = 0
+  const recorded = () => Promise.resolve()
+  const pending = (address: Hex) => world.node.publicClient.getTransactionCount({ address, blockTag: 'pending' })
+
+  it('a failed journal write stops its entry and withdraws those behind it unsent; the ones before it are sent', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account)
+    const start = await pending(account.address)
+    const from = proxy.calls.length
+    const failing = new Error('journal down')
+    const { tickets, settled } = await queueInTurn(nonces, lane, [sign, sign, sign, sign], [recorded, recorded, () => Promise.reject(failing), recorded])
+    // The first went alone; the other three queued behind it, then the second's record was the first of their batch.
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : (s.reason as Error).message))).toEqual(['accepted', 'accepted', 'journal down', 'withdrawn'])
+    expect(sendRequestsSince(from).flat().map(nonceOf)).toEqual([start, start + 1])
+    expect(await pending(account.address)).toBe(start + 2)
+    expect(nonces.current(tickets[3]!)).toBe(false)
+  })
+
+  it('a refusal stops the batches queued behind it; an entry after it in its own batch was sent, and the next nonce taken fills the gap', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account, 2)
+    const start = await pending(account.address)
+    const from = proxy.calls.length
+    const tooMuch = (ticket: NonceTicket) => sign(ticket, 10n ** 30n) // more than the key holds: insufficient funds
+    const { settled } = await queueInTurn(nonces, lane, [sign, tooMuch, sign, sign], [recorded, recorded, recorded, recorded])
+    const kinds = settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : 'threw'))
+    expect(kinds).toEqual(['accepted', 'refused', 'accepted', 'withdrawn'])
+    const refusal = settled[1]!.status === 'fulfilled' && settled[1]!.value.kind === 'refused' ? settled[1]!.value.error : undefined
+    expect(String((refusal as Error).message)).toMatch(/insufficient funds/i)
+    expect(sendRequestsSince(from).map((raws) => raws.map(nonceOf))).toEqual([[start], [start + 1, start + 2]])
+    // The third waits behind the refused nonce; the count, re-read, hands that nonce out again.
+    const ticket = await nonces.next()
+    expect(ticket.nonce).toBe(start + 1)
+    expect(await nonces.turn(ticket)).toBe(true)
+    const filled = await lane.send({ ticket, raw: await sign(ticket), record: recorded, signal: new AbortController().signal })
+    nonces.release(ticket)
+    expect(filled.kind).toBe('accepted')
+    await world.node.testClient.mine({ blocks: 1 })
+    expect(await world.node.publicClient.getTransactionCount({ address: account.address })).toBe(start + 3)
+  })
+
+  it('a batch that never gets an answer fails its entries with rpc faults after three sends of the same bytes, and withdraws what is queued', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account, 2)
+    const start = await pending(account.address)
+    const from = proxy.calls.length
+    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut' }, { batches: true })
+    const { settled } = await queueInTurn(nonces, lane, [sign, sign, sign, sign], [recorded, recorded, recorded, recorded])
+    proxy.setMode({ kind: 'pass' })
+    const kinds = settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : ((s.reason as FacilitatorError).code ?? 'foreign')))
+    expect(kinds).toEqual(['accepted', 'rpc_unavailable', 'rpc_unavailable', 'withdrawn'])
+    const requests = sendRequestsSince(from)
+    expect(requests.map((raws) => raws.map(nonceOf))).toEqual([[start], [start + 1, start + 2], [start + 1, start + 2], [start + 1, start + 2]])
+    expect(await pending(account.address)).toBe(start + 1)
+  })
+
+  it('bytes the node holds already count as taken, not as a refusal', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account)
+    await world.node.testClient.setAutomine(false)
+    try {
+      const ticket = await nonces.next()
+      const raw = await sign(ticket)
+      // An earlier send reached the node, its answer was lost.
+      await world.node.publicClient.request({ method: 'eth_sendRawTransaction', params: [raw] })
+      expect(await nonces.turn(ticket)).toBe(true)
+      const outcome = await lane.send({ ticket, raw, record: recorded, signal: new AbortController().signal })
+      nonces.release(ticket)
+      expect(outcome.kind).toBe('accepted')
+      expect(nonces.current(ticket)).toBe(true)
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+  })
+
+  it('an entry whose ticket went stale (the count was reset after its turn came) is withdrawn without being sent', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account)
+    const from = proxy.calls.length
+    const first = await nonces.next()
+    const second = await nonces.next()
+    const [rawFirst, rawSecond] = await Promise.all([sign(first), sign(second)])
+    expect(await nonces.turn(first)).toBe(true)
+    const sending = lane.send({ ticket: first, raw: rawFirst, record: recorded, signal: new AbortController().signal })
+    expect(await nonces.turn(second)).toBe(true)
+    // Somebody gave up a nonce (for instance a signing failure): the count is reset while the first is on the wire.
+    nonces.reset()
+    const behind = lane.send({ ticket: second, raw: rawSecond, record: recorded, signal: new AbortController().signal })
+    expect((await sending).kind).toBe('accepted')
+    expect((await behind).kind).toBe('withdrawn')
+    expect(sendRequestsSince(from).flat()).toEqual([rawFirst])
+  })
+})
+
+describe('exactEvm sendBatchSize', () => {
+  it('is refused unless it is an integer from 1 to 1000', () => {
+    for (const sendBatchSize of [0, 1.5, 1_001, Number.NaN]) {
+      expect(() => exactEvm(world.adapterConfig({ sendBatchSize }))).toThrow(expect.objectContaining({ code: 'misconfigured', message: expect.stringContaining('sendBatchSize') }))
+    }
+    expect(() => exactEvm(world.adapterConfig({ sendBatchSize: 1 }))).not.toThrow()
+  })
+})

@@ -153,10 +153,13 @@ export function keepAliveBatchPoster(urls: readonly string[], options: Pick<Keep
 
 /**
  * A batch's answers matched to its calls by id, in call order (servers may answer
- * in any order), or `undefined` when nothing matches: the batch was answered as a whole.
+ * in any order), or `undefined` when the batch was answered as a whole: nothing
+ * matches, or a single error came back for several calls.
  */
 function inCallOrder(bodies: readonly RpcBody[], answers: unknown): (RpcAnswer | undefined)[] | undefined {
   if (!Array.isArray(answers)) return undefined
+  // One error for a batch of several calls refuses the batch (geth's "batch too large" carries the first call's id).
+  if (answers.length === 1 && bodies.length > 1 && (answers[0] as RpcAnswer | undefined)?.error) return undefined
   const byId = new Map<unknown, RpcAnswer>()
   for (const answer of answers as RpcAnswer[]) if (answer && typeof answer === 'object') byId.set(answer.id, answer)
   const matched = bodies.map((body) => byId.get(body.id))

@@ -30,8 +30,15 @@ export interface NonceManager {
   turn(ticket: NonceTicket): Promise<boolean>
   /** The ticket's bytes were handed, in order, to the lane that sends them: the next nonce may take its turn. */
   queued(ticket: NonceTicket): void
-  /** Whether the count was not reset since the ticket was handed out (no lower nonce may have been given up since). */
-  current(ticket: NonceTicket): boolean
+  /**
+   * The send lane gave up this ticket's transaction (refused, never answered, or not
+   * journaled): resets the count, and dooms every higher ticket whose turn already came,
+   * as it would wait behind the gap. A doomed ticket is never sent; the re-read count
+   * does not step over it, so the next nonces taken fill the gap.
+   */
+  giveUp(ticket: NonceTicket): void
+  /** Whether a lower nonce was given up after this ticket's turn came: it must not be sent. */
+  doomed(ticket: NonceTicket): boolean
   /** The send of this ticket was answered, or it will never be sent: later nonces may go. */
   release(ticket: NonceTicket): void
   /** Forgets the local count (after a failed send) so the next call re-reads the chain. */
@@ -50,11 +57,8 @@ export interface NonceTicket {
  * const nonces = createNonceManager(() => client.getTransactionCount({ address, blockTag: 'pending' }))
  * const ticket = await nonces.next()
  * try {
- *   if (await nonces.turn(ticket)) {
- *     const answered = lane.send(ticket.nonce) // queues it behind the lower nonces' sends
- *     nonces.queued(ticket)
- *     await answered
- *   }
+ *   // lane.send marks the ticket queued (see ./send-lane.ts)
+ *   if (await nonces.turn(ticket)) await lane.send({ ticket, raw: await sign(ticket.nonce), record, signal })
  * } finally { nonces.release(ticket) }
  */
 export function createNonceManager(readPendingCount: () => Promise<number>): NonceManager {
@@ -62,18 +66,19 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
   let loading: Promise<void> | undefined
   let generation = 0
   // Tickets handed out and not released; `sending` once their turn came (they may be on the wire),
-  // `queued` once handed to the send lane (they no longer hold back the next turn).
-  const held = new Map<NonceTicket, { sending: boolean; queued: boolean }>()
+  // `queued` once handed to the send lane (they no longer hold back the next turn), `doomed` once
+  // a lower nonce was given up (they will not be sent).
+  const held = new Map<NonceTicket, { sending: boolean; queued: boolean; doomed: boolean }>()
   const waiting = new Set<{ ticket: NonceTicket; go(fresh: boolean): void }>()
 
   const lowestUnqueued = (): number => {
     let lowest = Number.POSITIVE_INFINITY
-    for (const [ticket, hold] of held) if (!hold.queued && ticket.nonce < lowest) lowest = ticket.nonce
+    for (const [ticket, hold] of held) if (!hold.queued && !hold.doomed && ticket.nonce < lowest) lowest = ticket.nonce
     return lowest
   }
   const highestSending = (): number => {
     let highest = Number.NEGATIVE_INFINITY
-    for (const [ticket, hold] of held) if (hold.sending && ticket.nonce > highest) highest = ticket.nonce
+    for (const [ticket, hold] of held) if (hold.sending && !hold.doomed && ticket.nonce > highest) highest = ticket.nonce
     return highest
   }
   const wake = () => {
@@ -110,7 +115,7 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
         await loading
       }
       const ticket: NonceTicket = { nonce: nextNonce++, generation }
-      held.set(ticket, { sending: false, queued: false })
+      held.set(ticket, { sending: false, queued: false, doomed: false })
       return ticket
     },
     turn(ticket) {
@@ -128,18 +133,24 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
       hold.queued = true
       wake()
     },
-    current(ticket) {
-      return ticket.generation === generation
+    giveUp(given) {
+      for (const [ticket, hold] of held) if (hold.sending && ticket.nonce > given.nonce) hold.doomed = true
+      reset()
+    },
+    doomed(ticket) {
+      return held.get(ticket)?.doomed ?? false
     },
     release(ticket) {
       if (held.delete(ticket)) wake()
     },
-    reset() {
-      generation++
-      nextNonce = undefined
-      // Tickets that never got their turn will not send (their turn answers false): they hold nothing back.
-      for (const [ticket, hold] of held) if (!hold.sending) held.delete(ticket)
-      wake()
-    },
+    reset,
+  }
+
+  function reset() {
+    generation++
+    nextNonce = undefined
+    // Tickets that never got their turn will not send (their turn answers false): they hold nothing back.
+    for (const [ticket, hold] of held) if (!hold.sending) held.delete(ticket)
+    wake()
   }
 }

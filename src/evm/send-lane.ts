@@ -15,8 +15,9 @@ export interface LaneEntry {
 
 /**
  * What became of an entry: the node took it, the node refused it (its error
- * answer), or it was never sent and never will be (an earlier entry of the key
- * failed, so it would wait behind a gap): the caller takes a fresh nonce.
+ * answer), or it was withdrawn: never journaled, never sent, because an
+ * earlier transaction of the key failed and it would wait behind the gap; the
+ * caller takes a fresh nonce.
  */
 export type LaneOutcome = { readonly kind: 'accepted' } | { readonly kind: 'refused'; readonly error: unknown } | { readonly kind: 'withdrawn' }
 
@@ -25,8 +26,9 @@ export interface SendLane {
   /**
    * Queues a transaction whose turn came (see NonceManager.turn) behind the
    * key's earlier ones and marks its ticket queued. Rejects with the journal's
-   * error when the record failed (nothing was sent), or with an `rpc_*` fault
-   * when the node never answered (the bytes may have reached it).
+   * error when the record failed (nothing was sent), with an `rpc_*` fault when
+   * the node never answered (the bytes may have reached it), or with any
+   * unexpected error (the transaction was then not sent).
    */
   send(entry: LaneEntry): Promise<LaneOutcome>
 }
@@ -47,22 +49,28 @@ export const ALREADY_KNOWN = /already known|known transaction|already imported|a
 const SEND_ATTEMPTS = 3
 const SEND_PAUSE_MS = 100
 
+type Answer = { readonly kind: 'accepted' } | { readonly kind: 'refused'; readonly error: unknown } | { readonly kind: 'unanswered'; readonly error: unknown }
+
 /**
  * The sender of one key. Transactions leave in the order they are queued,
  * which is nonce order (a ticket's turn comes once the lower ones are
  * queued). While a send is on the wire, the transactions queued behind it
- * wait, then go together: their journal writes at once, then one JSON-RPC
- * batch, which a node handles in order (geth, anvil). So one key sends as many
- * transactions per round trip as are ready, instead of one, and the node still
- * sees no nonce before the one below it.
+ * wait, then go together: journaled one after another in nonce order, then
+ * sent as one JSON-RPC batch, which a node handles in order (geth, anvil). So
+ * one key sends as many transactions per round trip as are ready, instead of
+ * one, and the node sees no nonce before the one below it.
  *
- * When an entry is refused, or gets no answer at all, the key's count is
- * reset and the entries queued behind it are withdrawn unsent (not yet
- * journaled): they would wait behind a gap. Entries of the same batch after a
- * refused one were already sent; they are structurally alike (same fees, same
- * gas, the same contract), so a node refuses all of them or none, except for
- * "nonce too low", which leaves no gap. A node that answers nothing for some
- * entries gets those again, same bytes, in order.
+ * A transaction is withdrawn only while it is not journaled: when a journal
+ * write fails, the entries after it are not written. Once journaled, it is
+ * sent, and its caller learns the node's answer, or gets a fault (no answer;
+ * its settle then reports it pending and a later settle resumes it). When an
+ * entry is refused or unanswered, its nonce is given up (see
+ * NonceManager.giveUp) and the entries queued behind it are withdrawn. Entries
+ * of the same batch after a refused one were sent with it: the node parks them
+ * until the nonce given up is filled by the next transaction of the key.
+ * Without batches (a server that takes none, or a transport of the user's),
+ * the same entries go one at a time, each after the previous answer, a retry
+ * starting again from the first unanswered one.
  *
  * @example
  * const lane = createSendLane({ nonces, sendOne: (raw) => client.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20 })
@@ -74,28 +82,28 @@ export function createSendLane(options: SendLaneOptions): SendLane {
   let queue: Queued[] = []
   let draining = false
 
+  const withdraw = (entries: readonly Queued[]) => {
+    for (const entry of entries) entry.resolve({ kind: 'withdrawn' })
+  }
   const withdrawQueued = () => {
     const dropped = queue
     queue = []
-    for (const entry of dropped) entry.resolve({ kind: 'withdrawn' })
+    withdraw(dropped)
   }
 
   const drain = async () => {
     draining = true
     try {
       while (queue.length > 0) {
-        // A reset since a ticket was handed out may have given up a nonce below it.
-        const stale = queue.filter((entry) => !nonces.current(entry.ticket))
-        if (stale.length > 0) {
-          queue = queue.filter((entry) => nonces.current(entry.ticket))
-          for (const entry of stale) entry.resolve({ kind: 'withdrawn' })
-        }
+        // A lower nonce was given up after these got their turn (they were not queued yet then).
+        withdraw(queue.filter((entry) => nonces.doomed(entry.ticket)))
+        queue = queue.filter((entry) => !nonces.doomed(entry.ticket))
         const batch = queue.splice(0, maxBatch)
         try {
           await sendTogether(batch)
         } catch (error) {
           // Not expected (every failure above is an entry's outcome); never leave a caller waiting.
-          nonces.reset()
+          if (batch[0]) nonces.giveUp(batch[0].ticket)
           for (const entry of batch) entry.reject(error)
           withdrawQueued()
         }
@@ -107,84 +115,81 @@ export function createSendLane(options: SendLaneOptions): SendLane {
 
   /** Journals then sends one batch; settles each entry's promise. */
   const sendTogether = async (batch: Queued[]) => {
-    // Nothing leaves unrecorded. The writes belong to different settles: they run at once.
-    const records = await Promise.allSettled(batch.map(async (entry) => entry.record()))
-    const unrecorded = records.findIndex((record) => record.status === 'rejected')
-    let sendable = batch
-    if (unrecorded >= 0) {
-      // Its nonce will not be sent: what comes after it would wait behind the gap.
-      nonces.reset()
-      batch[unrecorded]!.reject((records[unrecorded] as PromiseRejectedResult).reason)
-      for (const entry of batch.slice(unrecorded + 1)) entry.resolve({ kind: 'withdrawn' })
-      withdrawQueued()
-      sendable = batch.slice(0, unrecorded)
+    // One write after another, in nonce order: when one fails, the later ones are not written,
+    // so a transaction that is not sent is never on record as sent.
+    let recorded = 0
+    for (const entry of batch) {
+      try {
+        await entry.record()
+      } catch (error) {
+        nonces.giveUp(entry.ticket)
+        entry.reject(error)
+        withdraw(batch.slice(recorded + 1))
+        withdrawQueued()
+        break
+      }
+      recorded++
     }
-    const outcomes = await deliver(sendable)
-    if (outcomes.some((outcome) => !('kind' in outcome) || outcome.kind !== 'accepted')) {
-      nonces.reset()
+    const sendable = batch.slice(0, recorded)
+    if (sendable.length === 0) return
+    const answers = await deliver(sendable)
+    const failed = answers.findIndex((answer) => answer.kind !== 'accepted')
+    if (failed >= 0) {
+      nonces.giveUp(sendable[failed]!.ticket)
       withdrawQueued()
     }
     sendable.forEach((entry, index) => {
-      const outcome = outcomes[index]!
-      if ('kind' in outcome) entry.resolve(outcome)
-      else entry.reject(outcome.fault)
+      const answer = answers[index]!
+      if (answer.kind === 'unanswered') entry.reject(toRpcFault(answer.error, 'sending the settlement transaction'))
+      else entry.resolve(answer)
     })
   }
 
   /**
-   * Sends the entries until each is answered: accepted, refused, or a fault
-   * once the attempts are spent (or the entry's budget is) without an answer.
-   * The unanswered ones go again together, same bytes, in order.
+   * Sends the entries until each is answered (taken or refused), or the attempts
+   * are spent. The unanswered ones go again, same bytes, in order, while the budget
+   * of any of them lasts (a lower one goes again with them, or they would wait behind it).
    */
-  const deliver = async (entries: readonly Queued[]): Promise<(LaneOutcome | { fault: unknown })[]> => {
-    const outcomes: (LaneOutcome | { fault: unknown })[] = []
-    const lastErrors: unknown[] = []
+  const deliver = async (entries: readonly Queued[]): Promise<Answer[]> => {
+    const answers: Answer[] = []
     let open = entries.map((_, index) => index)
-    for (let attempt = 1; open.length > 0; attempt++) {
-      const answers = await attemptSend(open.map((index) => entries[index]!.raw))
-      const unanswered: number[] = []
-      open.forEach((index, at) => {
-        const error = answers[at]
-        lastErrors[index] = error
-        if (error === undefined || ALREADY_KNOWN.test(rpcErrorText(error))) outcomes[index] = { kind: 'accepted' }
-        else if (answeredByNode(error)) outcomes[index] = { kind: 'refused', error }
-        else if (attempt >= SEND_ATTEMPTS || entries[index]!.signal.aborted) outcomes[index] = { fault: toRpcFault(error, 'sending the settlement transaction') }
-        else unanswered.push(index)
-      })
-      if (unanswered.length === 0) break
-      await pause(SEND_PAUSE_MS * attempt, AbortSignal.any(unanswered.map((index) => entries[index]!.signal)))
-      // A budget ran out while pausing: that caller has answered; its bytes are not sent again.
-      open = []
-      for (const index of unanswered) {
-        if (!entries[index]!.signal.aborted) open.push(index)
-        else outcomes[index] = { fault: toRpcFault(lastErrors[index], 'sending the settlement transaction') }
-      }
+    for (let attempt = 1; ; attempt++) {
+      const got = await attemptSend(open.map((index) => entries[index]!.raw))
+      open.forEach((index, at) => (answers[index] = got[at]!))
+      open = open.filter((index) => answers[index]!.kind === 'unanswered')
+      if (open.length === 0 || attempt >= SEND_ATTEMPTS || open.every((index) => entries[index]!.signal.aborted)) return answers
+      await pause(SEND_PAUSE_MS * attempt)
     }
-    return outcomes
   }
 
-  /** One try at sending, in order: per transaction `undefined` (taken) or the error it got. */
-  const attemptSend = async (raws: readonly Hex[]): Promise<unknown[]> => {
+  /** One try at sending, in order. */
+  const attemptSend = async (raws: readonly Hex[]): Promise<Answer[]> => {
     if (raws.length > 1 && options.sendBatch) {
       let answers: BatchEntryAnswer[] | undefined
       try {
         answers = await options.sendBatch(raws.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] })))
       } catch (error) {
-        return raws.map(() => error)
+        return raws.map(() => ({ kind: 'unanswered', error }))
       }
-      if (answers) return answers.map((answer) => ('error' in answer ? answer.error : undefined))
+      if (answers) return answers.map((answer) => classify('error' in answer ? answer.error : undefined))
       // The server takes no batches: one at a time, as below.
     }
-    const errors: unknown[] = []
+    const answers: Answer[] = []
     for (const raw of raws) {
-      errors.push(
+      const answer = classify(
         await options.sendOne(raw).then(
           () => undefined,
           (error: unknown) => error,
         ),
       )
+      answers.push(answer)
+      if (answer.kind === 'unanswered') {
+        // The ones above it wait: sent now, they could reach the node before it.
+        while (answers.length < raws.length) answers.push(answer)
+        break
+      }
     }
-    return errors
+    return answers
   }
 
   return {
@@ -197,8 +202,18 @@ export function createSendLane(options: SendLaneOptions): SendLane {
   }
 }
 
-/** JSON-RPC codes of a gateway's own failure (upstream error, rate limit), not of a node that looked at the transaction. */
-const GATEWAY_CODES = new Set([-32603, -32005])
+/** What one send's error (or `undefined`: no error) says about the transaction. */
+function classify(error: unknown): Answer {
+  if (error === undefined || ALREADY_KNOWN.test(rpcErrorText(error))) return { kind: 'accepted' }
+  if (answeredByNode(error)) return { kind: 'refused', error }
+  return { kind: 'unanswered', error }
+}
+
+/**
+ * JSON-RPC codes that are no answer about the transaction: a gateway's own failure (upstream
+ * error, rate limit), or a call a server did not get to (geth's batch timeout, -32002).
+ */
+const GATEWAY_CODES = new Set([-32603, -32005, -32002])
 
 /** Whether the node answered and refused: a JSON-RPC error answer, other than a gateway's, on a successful HTTP exchange. */
 function answeredByNode(error: unknown): boolean {
@@ -208,13 +223,4 @@ function answeredByNode(error: unknown): boolean {
   return found.status === undefined || found.status < 300
 }
 
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-  })
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

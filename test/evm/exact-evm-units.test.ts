@@ -113,8 +113,42 @@ describe('createNonceManager', () => {
     expect(thirdWent).toBe(true)
     // Both queued ones may be on the wire: a reset and re-read (the node still counts 0) goes past them.
     nonces.reset()
-    expect(nonces.current(first!)).toBe(false)
     nonces.release(third!)
+    expect((await nonces.next()).nonce).toBe(2)
+  })
+
+  it('giving up a queued nonce dooms the higher ones whose turn came, and the re-read count fills the gap', async () => {
+    const nonces = createNonceManager(async () => 0)
+    const [first, second, third] = await Promise.all([nonces.next(), nonces.next(), nonces.next()])
+    expect(await nonces.turn(first!)).toBe(true)
+    nonces.queued(first!)
+    expect(await nonces.turn(second!)).toBe(true)
+    const thirdTurn = nonces.turn(third!)
+    // The first was refused; the second got its turn but is not sent yet, the third still waits.
+    nonces.giveUp(first!)
+    expect(nonces.doomed(first!)).toBe(false)
+    expect(nonces.doomed(second!)).toBe(true)
+    expect(await thirdTurn).toBe(false)
+    // The refused first is released by its caller; the doomed second is still held, and yet the
+    // node's count (0) is handed out again.
+    nonces.release(first!)
+    const fresh = await nonces.next()
+    expect(fresh.nonce).toBe(0)
+    expect(await nonces.turn(fresh)).toBe(true)
+    expect(nonces.doomed(fresh)).toBe(false)
+  })
+
+  it('a plain reset dooms nothing: queued tickets below a nonce given up elsewhere still go, and the count steps over them', async () => {
+    const nonces = createNonceManager(async () => 0)
+    const [first, second, third] = await Promise.all([nonces.next(), nonces.next(), nonces.next()])
+    for (const ticket of [first!, second!]) {
+      expect(await nonces.turn(ticket)).toBe(true)
+      nonces.queued(ticket)
+    }
+    // The third's signing failed: its nonce is given up before its turn.
+    nonces.reset()
+    nonces.release(third!)
+    expect(nonces.doomed(first!) || nonces.doomed(second!)).toBe(false)
     expect((await nonces.next()).nonce).toBe(2)
   })
 

@@ -120,7 +120,7 @@ describe('settles of one key through a distant RPC', () => {
     expect(requests[cut + 1]).toEqual(requests[cut])
   })
 
-  it('a server that takes no batches gets the same transactions one at a time, in order', async () => {
+  it.each(['object', 'array'] as const)('a server that answers a batch as a whole (one error, %s) gets the same transactions one at a time, in order', async (shape) => {
     const f = createFacilitator({
       schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
       timeouts: { settleMs: 20_000 },
@@ -129,7 +129,7 @@ describe('settles of one key through a distant RPC', () => {
     const [signer] = world.signers
     const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
     const from = proxy.calls.length
-    proxy.setMode({ kind: 'refuse-batches' })
+    proxy.setMode({ kind: 'refuse-batches', shape })
     const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
     // Later bursts go one at a time at once, without a refused batch first.
     const second = await payments(5)
@@ -187,18 +187,23 @@ describe('createSendLane', () => {
   const recorded = () => Promise.resolve()
   const pending = (address: Hex) => world.node.publicClient.getTransactionCount({ address, blockTag: 'pending' })
 
-  it('a failed journal write stops its entry and withdraws those behind it unsent; the ones before it are sent', async () => {
+  it('a failed journal write stops its entry, leaves those behind it unwritten and unsent, and the next nonce fills the gap', async () => {
     const account = await funded()
     const { nonces, lane, sign } = await laneOf(account)
     const start = await pending(account.address)
     const from = proxy.calls.length
-    const failing = new Error('journal down')
-    const { tickets, settled } = await queueInTurn(nonces, lane, [sign, sign, sign, sign], [recorded, recorded, () => Promise.reject(failing), recorded])
-    // The first went alone; the other three queued behind it, then the second's record was the first of their batch.
+    const written: number[] = []
+    const record = (index: number) => async () => {
+      if (index === 2) throw new Error('journal down')
+      written.push(index)
+    }
+    const { settled } = await queueInTurn(nonces, lane, [sign, sign, sign, sign], [0, 1, 2, 3].map(record))
+    // The first went alone; the other three queued behind it, journaled in nonce order.
     expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : (s.reason as Error).message))).toEqual(['accepted', 'accepted', 'journal down', 'withdrawn'])
+    expect(written).toEqual([0, 1])
     expect(sendRequestsSince(from).flat().map(nonceOf)).toEqual([start, start + 1])
     expect(await pending(account.address)).toBe(start + 2)
-    expect(nonces.current(tickets[3]!)).toBe(false)
+    expect((await nonces.next()).nonce).toBe(start + 2)
   })
 
   it('a refusal stops the batches queued behind it; an entry after it in its own batch was sent, and the next nonce taken fills the gap', async () => {
@@ -252,28 +257,97 @@ describe('createSendLane', () => {
       const outcome = await lane.send({ ticket, raw, record: recorded, signal: new AbortController().signal })
       nonces.release(ticket)
       expect(outcome.kind).toBe('accepted')
-      expect(nonces.current(ticket)).toBe(true)
+      // Nothing was given up: the count goes on without a re-read.
+      expect((await nonces.next()).nonce).toBe(ticket.nonce + 1)
     } finally {
       await world.node.testClient.setAutomine(true)
     }
   })
 
-  it('an entry whose ticket went stale (the count was reset after its turn came) is withdrawn without being sent', async () => {
+  it('a count reset elsewhere (a higher nonce given up before its turn) withdraws nothing: the queued entries go, the gap above them is filled', async () => {
     const account = await funded()
     const { nonces, lane, sign } = await laneOf(account)
+    const start = await pending(account.address)
     const from = proxy.calls.length
-    const first = await nonces.next()
-    const second = await nonces.next()
-    const [rawFirst, rawSecond] = await Promise.all([sign(first), sign(second)])
-    expect(await nonces.turn(first)).toBe(true)
-    const sending = lane.send({ ticket: first, raw: rawFirst, record: recorded, signal: new AbortController().signal })
-    expect(await nonces.turn(second)).toBe(true)
-    // Somebody gave up a nonce (for instance a signing failure): the count is reset while the first is on the wire.
+    const [first, second, third] = await Promise.all([nonces.next(), nonces.next(), nonces.next()])
+    const signal = new AbortController().signal
+    expect(await nonces.turn(first!)).toBe(true)
+    const sending = [lane.send({ ticket: first!, raw: await sign(first!), record: recorded, signal })]
+    expect(await nonces.turn(second!)).toBe(true)
+    sending.push(lane.send({ ticket: second!, raw: await sign(second!), record: recorded, signal }))
+    // The third's signing failed: its nonce is given up, and the one taken next reuses it.
     nonces.reset()
-    const behind = lane.send({ ticket: second, raw: rawSecond, record: recorded, signal: new AbortController().signal })
-    expect((await sending).kind).toBe('accepted')
-    expect((await behind).kind).toBe('withdrawn')
-    expect(sendRequestsSince(from).flat()).toEqual([rawFirst])
+    nonces.release(third!)
+    const fresh = await nonces.next()
+    expect(fresh.nonce).toBe(start + 2)
+    expect(await nonces.turn(fresh)).toBe(true)
+    sending.push(lane.send({ ticket: fresh, raw: await sign(fresh), record: recorded, signal }))
+    expect((await Promise.all(sending)).map((outcome) => outcome.kind)).toEqual(['accepted', 'accepted', 'accepted'])
+    for (const ticket of [first!, second!, fresh]) nonces.release(ticket)
+    expect(sendRequestsSince(from).flat().map(nonceOf)).toEqual([start, start + 1, start + 2])
+    expect(await pending(account.address)).toBe(start + 3)
+  })
+
+  it('an entry whose turn came before a lower nonce was refused is withdrawn when it reaches the lane', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account)
+    const start = await pending(account.address)
+    const from = proxy.calls.length
+    const [first, second] = await Promise.all([nonces.next(), nonces.next()])
+    const signal = new AbortController().signal
+    expect(await nonces.turn(first!)).toBe(true)
+    const refused = lane.send({ ticket: first!, raw: await sign(first!, 10n ** 30n), record: recorded, signal })
+    expect(await nonces.turn(second!)).toBe(true)
+    const rawSecond = await sign(second!)
+    // The second is handed over only after the first's refusal: it would wait behind the gap.
+    expect((await refused).kind).toBe('refused')
+    nonces.release(first!)
+    let wrote = false
+    const behind = await lane.send({ ticket: second!, raw: rawSecond, record: async () => void (wrote = true), signal })
+    nonces.release(second!)
+    expect(behind.kind).toBe('withdrawn')
+    expect(wrote).toBe(false)
+    expect(sendRequestsSince(from).flat().map(nonceOf)).toEqual([start])
+    expect((await nonces.next()).nonce).toBe(start)
+  })
+
+  it('without batches, an unanswered send holds back the ones above it; the retry starts from it', async () => {
+    const account = await funded()
+    const client = world.node.publicClient
+    const viaProxy = createPublicClient({ transport: http(proxy.url, { retryCount: 0 }) })
+    const nonces = createNonceManager(() => client.getTransactionCount({ address: account.address, blockTag: 'pending' }))
+    const lane = createSendLane({ nonces, sendOne: (raw) => viaProxy.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20 })
+    const fees = await client.estimateFeesPerGas()
+    const sign = (ticket: NonceTicket) => account.signTransaction!({ chainId: world.node.chainId, nonce: ticket.nonce, to: account.address, value: 1n, gas: 21_000n, type: 'eip1559', ...fees })
+    const start = await pending(account.address)
+    const from = proxy.calls.length
+    // The first send of the second transaction is cut before it reaches the node.
+    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut' }, { times: 1, matching: (calls) => calls.some((call) => nonceOf((call.params as [Hex])[0]) === start + 1) })
+    const { settled } = await queueInTurn(nonces, lane, [sign, sign, sign, sign], [recorded, recorded, recorded, recorded])
+    proxy.setMode({ kind: 'pass' })
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : 'threw'))).toEqual(['accepted', 'accepted', 'accepted', 'accepted'])
+    expect(sendRequestsSince(from).map((raws) => raws.map(nonceOf))).toEqual([[start], [start + 1], [start + 1], [start + 2], [start + 3]])
+    expect(await pending(account.address)).toBe(start + 4)
+  })
+
+  it('an entry whose budget ran out is still sent again with the higher ones behind it, so they never overtake it', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account)
+    const start = await pending(account.address)
+    const from = proxy.calls.length
+    const tickets = await Promise.all([nonces.next(), nonces.next(), nonces.next()])
+    const raws = await Promise.all(tickets.map((ticket) => sign(ticket)))
+    const spent = new AbortController()
+    spent.abort()
+    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut' }, { times: 2, batches: true })
+    const outcomes: Promise<LaneOutcome>[] = []
+    for (const [i, ticket] of tickets.entries()) {
+      expect(await nonces.turn(ticket)).toBe(true)
+      outcomes.push(lane.send({ ticket, raw: raws[i]!, record: recorded, signal: i === 1 ? spent.signal : new AbortController().signal }))
+    }
+    expect((await Promise.all(outcomes)).map((outcome) => outcome.kind)).toEqual(['accepted', 'accepted', 'accepted'])
+    for (const ticket of tickets) nonces.release(ticket)
+    expect(sendRequestsSince(from).map((r) => r.map(nonceOf))).toEqual([[start], [start + 1, start + 2], [start + 1, start + 2], [start + 1, start + 2]])
   })
 })
 

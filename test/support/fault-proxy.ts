@@ -16,8 +16,12 @@ export type FaultMode =
   | { kind: 'cut' }
   /** Forward, then destroy the connection instead of relaying the answer (the request did reach the chain). */
   | { kind: 'cut-after-forward' }
-  /** Answer a JSON-RPC batch as a whole with one error, as a server that takes no batches does; single calls pass. */
-  | { kind: 'refuse-batches' }
+  /**
+   * Answer a JSON-RPC batch as a whole with one error, as a server that takes no batches does
+   * (`object`), or as geth refuses a batch above its limit, one error in an array with the first
+   * call's id (`array`); single calls pass.
+   */
+  | { kind: 'refuse-batches'; shape?: 'object' | 'array' }
 
 export interface FaultProxy {
   readonly url: string
@@ -31,9 +35,14 @@ export interface FaultProxy {
   /**
    * Applies `mode` only to requests whose body contains one of these JSON-RPC
    * methods; with `times`, only to the next `times` such requests (then they pass);
-   * with `batches`, only to JSON-RPC batches of more than one call.
+   * with `batches`, only to JSON-RPC batches of more than one call; with `matching`, only to
+   * requests whose calls it accepts.
    */
-  setModeFor(methods: readonly string[], mode: FaultMode, options?: { times?: number; batches?: boolean }): void
+  setModeFor(
+    methods: readonly string[],
+    mode: FaultMode,
+    options?: { times?: number; batches?: boolean; matching?: (calls: readonly { method: string; params: unknown }[]) => boolean },
+  ): void
   close(): Promise<void>
 }
 
@@ -45,7 +54,9 @@ export interface FaultProxy {
 export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const upstream = new URL(target)
   let mode: FaultMode = { kind: 'pass' }
-  let scoped: { methods: Set<string>; mode: FaultMode; left: number; batches: boolean } | undefined
+  let scoped:
+    | { methods: Set<string>; mode: FaultMode; left: number; batches: boolean; matching: (calls: readonly { method: string; params: unknown }[]) => boolean }
+    | undefined
   const hanging = new Set<ServerResponse>()
   const state = { requests: 0 }
   const methods: string[] = []
@@ -80,7 +91,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       calls.push(received)
       const batch = body.subarray(0, 1).toString() === '[' && received.length > 1
       let active = mode
-      if (scoped && scoped.left > 0 && (!scoped.batches || batch) && seen.some((m) => scoped?.methods.has(m))) {
+      if (scoped && scoped.left > 0 && (!scoped.batches || batch) && seen.some((m) => scoped?.methods.has(m)) && scoped.matching(received)) {
         active = scoped.mode
         scoped.left--
       }
@@ -105,6 +116,10 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
         case 'refuse-batches':
           if (!batch) return forward(req, body, res, false)
           res.writeHead(200, { 'content-type': 'application/json' })
+          if (active.shape === 'array') {
+            const [first] = JSON.parse(body.toString('utf8')) as { id: unknown }[]
+            return void res.end(JSON.stringify([{ jsonrpc: '2.0', id: first?.id ?? null, error: { code: -32600, message: 'batch too large' } }]))
+          }
           return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'batch requests are not supported' } }))
       }
     })
@@ -126,7 +141,13 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       scoped = undefined
     },
     setModeFor(list, next, options = {}) {
-      scoped = { methods: new Set(list), mode: next, left: options.times ?? Number.POSITIVE_INFINITY, batches: options.batches ?? false }
+      scoped = {
+        methods: new Set(list),
+        mode: next,
+        left: options.times ?? Number.POSITIVE_INFINITY,
+        batches: options.batches ?? false,
+        matching: options.matching ?? (() => true),
+      }
     },
     async close() {
       for (const res of hanging) res.socket?.destroy()

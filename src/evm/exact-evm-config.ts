@@ -90,10 +90,15 @@ export interface ExactEvmConfig {
    * wire go together, as one batch the node handles in order, so one signer
    * sends as many per round trip as are ready. 1 sends them one at a time, as
    * does a `transport` of your own (its batching may not keep the order), and
-   * so does a server that answers a batch as a whole. @default 20
+   * so does a server that answers a batch as a whole (one error, or an HTTP client
+   * error such as 400 or 413). Set 1 for a provider that spreads a batch's calls
+   * over several nodes. @default 20
    */
   readonly sendBatchSize?: number
-  /** Builds the transport of one RPC URL (tests use it for fault injection and request counting). @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
+  /**
+   * Builds the transport of one RPC URL (tests use it for fault injection and request counting).
+   * Give it a timeout (viem's `http()` has one): a send that never returns holds back every later
+   * transaction of its signer. @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
   readonly transport?: (url: string) => Transport
   /**
    * Most settlements one signer may have in flight (verify, send and confirmation)

@@ -12,11 +12,15 @@ export interface KeepAliveHttpOptions {
   /**
    * Methods whose requests issued in the same tick travel as one JSON-RPC batch
    * (the receipt poller asks for every pending receipt at once). Other methods are
-   * sent alone, so a verify never waits for anybody else's call.
+   * sent alone, so a verify never waits for anybody else's call. A server that
+   * answers a batch as a whole gets the same calls alone, and no batch for a minute.
    * @default none
    */
   readonly batchMethods?: ReadonlySet<string>
 }
+
+// After a server answered a batch as a whole, calls issued together go alone for this long.
+export const BATCH_REFUSED_PAUSE_MS = 60_000
 
 type RpcBody = {
   readonly jsonrpc: '2.0'
@@ -59,24 +63,33 @@ export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Trans
 
     const post = (body: RpcBody | RpcBody[]): Promise<unknown> => exchange(target, body, timeoutMs, pool)
 
+    // Until when calls go alone: the server answered a batch as a whole (it takes none, or not that many).
+    let batchesRefusedUntil = 0
+    const alone = (entry: Queued) => post(entry.body).then((answer) => entry.resolve(answer as RpcAnswer), entry.reject)
+
     const flush = () => {
       const batch = queue
       queue = []
-      if (batch.length === 1) {
-        const [only] = batch as [Queued]
-        post(only.body).then((answer) => only.resolve(answer as RpcAnswer), only.reject)
+      if (batch.length === 1 || Date.now() < batchesRefusedUntil) {
+        for (const entry of batch) void alone(entry)
         return
+      }
+      const refused = () => {
+        batchesRefusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
+        for (const entry of batch) void alone(entry)
       }
       post(batch.map((entry) => entry.body)).then(
         (answers) => {
           const matched = inCallOrder(batch.map((entry) => entry.body), answers)
+          if (!matched) return refused()
           batch.forEach((entry, index) => {
-            const answer = matched?.[index]
+            const answer = matched[index]
             if (answer) entry.resolve(answer)
             else entry.reject(missingAnswer(entry.body, target))
           })
         },
         (error: unknown) => {
+          if (refusesBatch(error)) return refused()
           for (const entry of batch) entry.reject(error)
         },
       )
@@ -118,8 +131,9 @@ export type BatchPoster = (calls: readonly { readonly method: string; readonly p
  * answer per call, in call order; a call missing from the answer gets an
  * `HttpRequestError` (no answer), an error entry an `RpcRequestError`, as if
  * it had been sent alone. Resolves `undefined` when the server answered the
- * batch as a whole (one that takes no batches), and throws viem's transport
- * error of the last URL when none answered.
+ * batch as a whole (one that takes no batches, or not that many calls: a single
+ * error, or an HTTP client error other than 408 and 429), and throws viem's
+ * transport error of the last URL when none answered.
  *
  * @example
  * const post = keepAliveBatchPoster([url], { timeoutMs: 4_000, pool })
@@ -135,6 +149,7 @@ export function keepAliveBatchPoster(urls: readonly string[], options: Pick<Keep
       try {
         answers = await exchange(target, bodies, options.timeoutMs, options.pool)
       } catch (error) {
+        if (refusesBatch(error)) return undefined
         failure = error
         continue
       }
@@ -164,6 +179,16 @@ function inCallOrder(bodies: readonly RpcBody[], answers: unknown): (RpcAnswer |
   for (const answer of answers as RpcAnswer[]) if (answer && typeof answer === 'object') byId.set(answer.id, answer)
   const matched = bodies.map((body) => byId.get(body.id))
   return matched.some((answer) => answer !== undefined) ? matched : undefined
+}
+
+/**
+ * Whether a failed batch exchange refused the batch rather than its calls: an HTTP client
+ * error about the request itself (400 "batch too large", 413). A timeout (408) or a rate
+ * limit (429) is no answer, as a 5xx is.
+ */
+function refusesBatch(error: unknown): boolean {
+  const status = error instanceof RpcRequestError || error instanceof HttpRequestError ? error.status : undefined
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429
 }
 
 const missingAnswer = (body: RpcBody, target: Target) => new HttpRequestError({ body, details: 'missing answer in the batch', url: target.href })

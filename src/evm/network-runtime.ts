@@ -6,7 +6,7 @@ import { describeNetwork, evmChainId, type Caip2Network } from '../networks/netw
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
 import { createConnectionPool, MAX_TIMEOUT_MS } from '../transport/keep-alive-post.js'
-import { keepAliveBatchPoster, keepAliveHttp, type BatchPoster } from './keep-alive-transport.js'
+import { BATCH_REFUSED_PAUSE_MS, keepAliveBatchPoster, keepAliveHttp, type BatchPoster } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
 import { createSendLane, type SendLane } from './send-lane.js'
@@ -15,8 +15,6 @@ import { createSendLane, type SendLane } from './send-lane.js'
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
 const DEFAULT_SEND_BATCH_SIZE = 20
 const MAX_SEND_BATCH_SIZE = 1_000
-// After a server answered a batch as a whole (it takes none), sends go one at a time for this long.
-const BATCH_REFUSED_PAUSE_MS = 60_000
 
 /** Fees of a type-2 transaction, or a legacy gas price on chains without EIP-1559. */
 export type FeeQuote = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint }

@@ -2,7 +2,7 @@
  * Hands out consecutive transaction nonces of one signer without asking the
  * node each time, so many settles can sign at once, and lets their
  * transactions reach the node in nonce order. The first call (and the first
- * after `reset`) reads the chain's pending count; concurrent callers share
+ * after a reset) reads the chain's pending count; concurrent callers share
  * that one read.
  *
  * Why the order: a node that receives nonce n+1 before n parks it as a future
@@ -14,9 +14,15 @@
  * (`release`), and `turn` waits until every lower held nonce is handed to the
  * key's send lane in order (`queued`, see ./send-lane.ts, which sends what it
  * is handed in that order): signing overlaps, and so do the sends, but they
- * leave in nonce order. When a lower nonce is given up (a reset), the holders
- * of higher ones take fresh nonces rather than send behind a gap, and the
- * re-read count never hands out again a nonce whose send may be on the wire.
+ * leave in nonce order.
+ *
+ * When the lane gives a nonce up (`giveUp`: refused, unanswered or not
+ * journaled), the higher tickets whose turn came are doomed: those not sent yet
+ * are withdrawn and take fresh nonces rather than send behind the gap. The given-up nonce is the
+ * first handed out again after the re-read, unless the node's count is past it
+ * (another transaction took it). The re-read count never goes below a nonce the
+ * node took (`accepted`) or one still held on its way to the node, so a
+ * transaction the node parks behind the gap keeps its nonce.
  */
 export interface NonceManager {
   /** The next unused nonce, held until {@link NonceManager.release}. */
@@ -30,18 +36,19 @@ export interface NonceManager {
   turn(ticket: NonceTicket): Promise<boolean>
   /** The ticket's bytes were handed, in order, to the lane that sends them: the next nonce may take its turn. */
   queued(ticket: NonceTicket): void
+  /** The node took the ticket's transaction: its nonce is used, even if the node parks it. */
+  accepted(ticket: NonceTicket): void
   /**
    * The send lane gave up this ticket's transaction (refused, never answered, or not
-   * journaled): resets the count, and dooms every higher ticket whose turn already came,
-   * as it would wait behind the gap. A doomed ticket is never sent; the re-read count
-   * does not step over it, so the next nonces taken fill the gap.
+   * journaled): resets the count, hands the nonce out again first after the re-read,
+   * and dooms every higher ticket whose turn already came.
    */
   giveUp(ticket: NonceTicket): void
-  /** Whether a lower nonce was given up after this ticket's turn came: it must not be sent. */
+  /** Whether a lower nonce was given up after this ticket's turn came: if not sent yet, it must not be. */
   doomed(ticket: NonceTicket): boolean
   /** The send of this ticket was answered, or it will never be sent: later nonces may go. */
   release(ticket: NonceTicket): void
-  /** Forgets the local count (after a failed send) so the next call re-reads the chain. */
+  /** Forgets the local count (a nonce taken was never used) so the next call re-reads the chain. */
   reset(): void
 }
 
@@ -65,9 +72,13 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
   let nextNonce: number | undefined
   let loading: Promise<void> | undefined
   let generation = 0
+  // Above every nonce the node took: a re-read count that does not see parked transactions stays above them.
+  let floor = 0
+  // Nonces given up below the count: handed out again first, lowest first.
+  let gaps: number[] = []
   // Tickets handed out and not released; `sending` once their turn came (they may be on the wire),
   // `queued` once handed to the send lane (they no longer hold back the next turn), `doomed` once
-  // a lower nonce was given up (they will not be sent).
+  // behind a nonce given up (they no longer keep the count above them).
   const held = new Map<NonceTicket, { sending: boolean; queued: boolean; doomed: boolean }>()
   const waiting = new Set<{ ticket: NonceTicket; go(fresh: boolean): void }>()
 
@@ -96,6 +107,13 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
       }
     }
   }
+  const reset = () => {
+    generation++
+    nextNonce = undefined
+    // Tickets that never got their turn will not send (their turn answers false): they hold nothing back.
+    for (const [ticket, hold] of held) if (!hold.sending) held.delete(ticket)
+    wake()
+  }
 
   return {
     async next() {
@@ -106,7 +124,10 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
             .then((count) => {
               // A reset during the read makes this count stale: read again. A send still on the wire
               // may not be counted yet: never hand its nonce out a second time.
-              if (started === generation) nextNonce = Math.max(count, highestSending() + 1)
+              if (started !== generation) return
+              nextNonce = Math.max(count, floor, highestSending() + 1)
+              const top = nextNonce
+              gaps = gaps.filter((gap) => gap >= count && gap < top)
             })
             .finally(() => {
               loading = undefined
@@ -114,7 +135,8 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
         }
         await loading
       }
-      const ticket: NonceTicket = { nonce: nextNonce++, generation }
+      const nonce = gaps.shift() ?? nextNonce++
+      const ticket: NonceTicket = { nonce, generation }
       held.set(ticket, { sending: false, queued: false, doomed: false })
       return ticket
     },
@@ -133,8 +155,12 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
       hold.queued = true
       wake()
     },
+    accepted(ticket) {
+      floor = Math.max(floor, ticket.nonce + 1)
+    },
     giveUp(given) {
       for (const [ticket, hold] of held) if (hold.sending && ticket.nonce > given.nonce) hold.doomed = true
+      if (!gaps.includes(given.nonce)) gaps = [...gaps, given.nonce].sort((a, b) => a - b)
       reset()
     },
     doomed(ticket) {
@@ -144,13 +170,5 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
       if (held.delete(ticket)) wake()
     },
     reset,
-  }
-
-  function reset() {
-    generation++
-    nextNonce = undefined
-    // Tickets that never got their turn will not send (their turn answers false): they hold nothing back.
-    for (const [ticket, hold] of held) if (!hold.sending) held.delete(ticket)
-    wake()
   }
 }

@@ -26,9 +26,9 @@ export interface SendLane {
   /**
    * Queues a transaction whose turn came (see NonceManager.turn) behind the
    * key's earlier ones and marks its ticket queued. Rejects with the journal's
-   * error when the record failed (nothing was sent), with an `rpc_*` fault when
-   * the node never answered (the bytes may have reached it), or with any
-   * unexpected error (the transaction was then not sent).
+   * error when the record failed (nothing was sent), or with an `rpc_*` fault
+   * (or, unexpectedly, any error) once journaled without an answer from the
+   * node: the bytes may or may not have reached it.
    */
   send(entry: LaneEntry): Promise<LaneOutcome>
 }
@@ -61,16 +61,17 @@ type Answer = { readonly kind: 'accepted' } | { readonly kind: 'refused'; readon
  * one, and the node sees no nonce before the one below it.
  *
  * A transaction is withdrawn only while it is not journaled: when a journal
- * write fails, the entries after it are not written. Once journaled, it is
- * sent, and its caller learns the node's answer, or gets a fault (no answer;
- * its settle then reports it pending and a later settle resumes it). When an
+ * write fails, the entries after it are not written. A journaled entry's
+ * caller learns the node's answer, or gets a fault when there was none (its
+ * settle then reports it pending, and a later settle resumes it). When an
  * entry is refused or unanswered, its nonce is given up (see
- * NonceManager.giveUp) and the entries queued behind it are withdrawn. Entries
- * of the same batch after a refused one were sent with it: the node parks them
- * until the nonce given up is filled by the next transaction of the key.
- * Without batches (a server that takes none, or a transport of the user's),
- * the same entries go one at a time, each after the previous answer, a retry
- * starting again from the first unanswered one.
+ * NonceManager.giveUp: the next transaction of the key takes it) and the
+ * entries queued behind it are withdrawn. Entries of the same batch after it
+ * were sent with it: the node parks those it takes until the gap is filled,
+ * and they keep their nonces. Without batches (a server that refuses them, a
+ * transport of the user's), the same entries go one at a time, each after the
+ * previous answer; an unanswered one holds back those above it, which then
+ * share its fault when the attempts run out, never sent.
  *
  * @example
  * const lane = createSendLane({ nonces, sendOne: (raw) => client.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20 })
@@ -133,11 +134,11 @@ export function createSendLane(options: SendLaneOptions): SendLane {
     const sendable = batch.slice(0, recorded)
     if (sendable.length === 0) return
     const answers = await deliver(sendable)
-    const failed = answers.findIndex((answer) => answer.kind !== 'accepted')
-    if (failed >= 0) {
-      nonces.giveUp(sendable[failed]!.ticket)
-      withdrawQueued()
-    }
+    sendable.forEach((entry, index) => {
+      if (answers[index]!.kind === 'accepted') nonces.accepted(entry.ticket)
+      else nonces.giveUp(entry.ticket)
+    })
+    if (answers.some((answer) => answer.kind !== 'accepted')) withdrawQueued()
     sendable.forEach((entry, index) => {
       const answer = answers[index]!
       if (answer.kind === 'unanswered') entry.reject(toRpcFault(answer.error, 'sending the settlement transaction'))

@@ -126,16 +126,61 @@ describe('createNonceManager', () => {
     const thirdTurn = nonces.turn(third!)
     // The first was refused; the second got its turn but is not sent yet, the third still waits.
     nonces.giveUp(first!)
-    expect(nonces.doomed(first!)).toBe(false)
     expect(nonces.doomed(second!)).toBe(true)
     expect(await thirdTurn).toBe(false)
-    // The refused first is released by its caller; the doomed second is still held, and yet the
-    // node's count (0) is handed out again.
-    nonces.release(first!)
+    // While the refused first and the doomed second are still held, the node's count (0) is handed out again.
     const fresh = await nonces.next()
     expect(fresh.nonce).toBe(0)
     expect(await nonces.turn(fresh)).toBe(true)
     expect(nonces.doomed(fresh)).toBe(false)
+    expect((await nonces.next()).nonce).toBe(1)
+  })
+
+  it('a transaction the node took behind a given-up nonce keeps its nonce: the gap is handed out, then the nonces above it', async () => {
+    let count = 5
+    const nonces = createNonceManager(async () => count)
+    const tickets = await Promise.all([nonces.next(), nonces.next(), nonces.next()])
+    for (const ticket of tickets) {
+      expect(await nonces.turn(ticket)).toBe(true)
+      nonces.queued(ticket)
+    }
+    // One batch: 5 taken, 6 refused, 7 taken and parked behind the gap (the node's pending count says 6).
+    nonces.accepted(tickets[0]!)
+    nonces.giveUp(tickets[1]!)
+    nonces.accepted(tickets[2]!)
+    for (const ticket of tickets) nonces.release(ticket)
+    count = 6
+    expect([(await nonces.next()).nonce, (await nonces.next()).nonce]).toEqual([6, 8])
+  })
+
+  it('a gap the node has used meanwhile is not handed out again', async () => {
+    let count = 0
+    const nonces = createNonceManager(async () => count)
+    const ticket = await nonces.next()
+    expect(await nonces.turn(ticket)).toBe(true)
+    nonces.queued(ticket)
+    // Unanswered: given up, but the node had it after all.
+    nonces.giveUp(ticket)
+    nonces.release(ticket)
+    count = 1
+    expect((await nonces.next()).nonce).toBe(1)
+  })
+
+  it('a re-read answered after the send on the wire was taken and released does not hand its nonce out again', async () => {
+    let answer: (count: number) => void = () => undefined
+    let reads = 0
+    const nonces = createNonceManager(() => (reads++ === 0 ? Promise.resolve(0) : new Promise<number>((resolve) => (answer = resolve))))
+    const onTheWire = await nonces.next()
+    expect(await nonces.turn(onTheWire)).toBe(true)
+    nonces.queued(onTheWire)
+    // Another settle's signing failed: reset; the re-read leaves before the node processed the send.
+    nonces.reset()
+    const fresh = nonces.next()
+    await Promise.resolve()
+    nonces.accepted(onTheWire)
+    nonces.release(onTheWire)
+    answer(0)
+    expect((await fresh).nonce).toBe(1)
   })
 
   it('a plain reset dooms nothing: queued tickets below a nonce given up elsewhere still go, and the count steps over them', async () => {

@@ -120,7 +120,12 @@ describe('settles of one key through a distant RPC', () => {
     expect(requests[cut + 1]).toEqual(requests[cut])
   })
 
-  it.each(['object', 'array'] as const)('a server that answers a batch as a whole (one error, %s) gets the same transactions one at a time, in order', async (shape) => {
+  it.each([
+    ['object', 200],
+    ['array', 200],
+    ['object', 400],
+    ['array', 413],
+  ] as const)('a server that answers a batch as a whole (one error, %s, HTTP %i) gets the same transactions one at a time, in order', async (shape, status) => {
     const f = createFacilitator({
       schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
       timeouts: { settleMs: 20_000 },
@@ -129,7 +134,7 @@ describe('settles of one key through a distant RPC', () => {
     const [signer] = world.signers
     const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
     const from = proxy.calls.length
-    proxy.setMode({ kind: 'refuse-batches', shape })
+    proxy.setMode({ kind: 'refuse-batches', shape, status })
     const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
     // Later bursts go one at a time at once, without a refused batch first.
     const second = await payments(5)
@@ -225,6 +230,10 @@ describe('createSendLane', () => {
     const filled = await lane.send({ ticket, raw: await sign(ticket), record: recorded, signal: new AbortController().signal })
     nonces.release(ticket)
     expect(filled.kind).toBe('accepted')
+    // The parked third keeps its nonce: the one after the gap is above it.
+    const after = await nonces.next()
+    nonces.release(after)
+    expect(after.nonce).toBe(start + 3)
     await world.node.testClient.mine({ blocks: 1 })
     expect(await world.node.publicClient.getTransactionCount({ address: account.address })).toBe(start + 3)
   })

@@ -19,9 +19,9 @@ export type FaultMode =
   /**
    * Answer a JSON-RPC batch as a whole with one error, as a server that takes no batches does
    * (`object`), or as geth refuses a batch above its limit, one error in an array with the first
-   * call's id (`array`); single calls pass.
+   * call's id (`array`), with HTTP `status` (200 by default); single calls pass.
    */
-  | { kind: 'refuse-batches'; shape?: 'object' | 'array' }
+  | { kind: 'refuse-batches'; shape?: 'object' | 'array'; status?: number }
 
 export interface FaultProxy {
   readonly url: string
@@ -115,7 +115,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
           return forward(req, body, res, true)
         case 'refuse-batches':
           if (!batch) return forward(req, body, res, false)
-          res.writeHead(200, { 'content-type': 'application/json' })
+          res.writeHead(active.status ?? 200, { 'content-type': 'application/json' })
           if (active.shape === 'array') {
             const [first] = JSON.parse(body.toString('utf8')) as { id: unknown }[]
             return void res.end(JSON.stringify([{ jsonrpc: '2.0', id: first?.id ?? null, error: { code: -32600, message: 'batch too large' } }]))

@@ -16,4 +16,7 @@ export default defineConfig({
   target: 'node20',
   splitting: true,
   treeshake: true,
+  // Optional packages load at run time from the embedder's node_modules: bundled, they would lose
+  // their WebAssembly files (tiny-secp256k1) or drag every hash of hash-wasm into dist.
+  external: ['tiny-secp256k1', 'secp256k1', 'hash-wasm'],
 })

@@ -10,6 +10,7 @@ import { multicall3Abi } from './abi.js'
 import { awaitReceipt } from './await-receipt.js'
 import { parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
 import { checkChainState } from './check-chain-state.js'
+import { loadKeccak } from './keccak.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
 import { createNetworkRuntime, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
 import { checkValidityWindow, preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
@@ -46,6 +47,8 @@ const TRANSACTION_BASE_GAS = 21_000n
  * })
  */
 export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
+  // The WebAssembly keccak compiles in the background; the first verifies may use viem's.
+  void loadKeccak()
   const runtimes = new Map<string, NetworkRuntime>()
   for (const entry of config.networks) {
     const runtime = createNetworkRuntime(entry, config)

@@ -4,6 +4,7 @@ export type { EvmSettlementSigner, ExactEvmAsset, ExactEvmConfig, ExactEvmNetwor
 export { EVM_REJECTION, type EvmRejectionCode } from './reasons.js'
 export { exactEvmPayloadSchema, parseExactEvmPayload, type ExactEvmAuthorization, type ExactEvmPayload } from './authorization.js'
 export { privateKeySigner } from './private-key-signer.js'
+export { cryptoBackends, type CryptoBackends } from './crypto-backends.js'
 export { signExactEvmPayment, type EvmPaymentSigner, type SignExactEvmPaymentInput } from './sign-payment.js'
 export { authorizationTypedData, hashAuthorization, type AuthorizationMessage, type TokenDomain } from './typed-data.js'
 export { MULTICALL3_ADDRESS, eip3009Abi, erc1271Abi, multicall3Abi } from './abi.js'

@@ -1,6 +1,7 @@
-import { bytesToHex, hexToBytes, keccak256, serializeTransaction, type Address, type Hex, type LocalAccount } from 'viem'
+import { bytesToHex, hexToBytes, serializeTransaction, type Address, type Hex, type LocalAccount } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { EvmSettlementSigner } from './exact-evm-config.js'
+import { keccak256, loadKeccak } from './keccak.js'
 import { loadSecp256k1, type Secp256k1 } from './secp256k1-backend.js'
 
 /**
@@ -22,6 +23,7 @@ export function privateKeySigner(privateKey: Hex): EvmSettlementSigner & { reado
 
 /** {@link privateKeySigner} on a given backend (viem's code when it gives none); the tests try each. */
 export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | undefined>): EvmSettlementSigner & { readonly address: Address } {
+  void loadKeccak()
   // Validates the key and serves every case the fast path does not.
   const account = privateKeyToAccount(privateKey)
   const key = hexToBytes(privateKey)

@@ -1,4 +1,5 @@
-import { checksumAddress, hexToBytes, keccak256, recoverAddress, type Address, type Hex } from 'viem'
+import { hexToBytes, recoverAddress, type Address, type Hex } from 'viem'
+import { checksummed, keccak256 } from './keccak.js'
 import { loadSecp256k1, type Secp256k1, type Secp256k1Name } from './secp256k1-backend.js'
 
 /** Which implementation recovers signers in this process. */
@@ -45,7 +46,7 @@ export async function recoverWith(secp: Secp256k1 | undefined, digest: Hex, sign
     return undefined
   }
   if (!publicKey || publicKey.length !== 65) return undefined
-  return checksumAddress(`0x${keccak256(publicKey.subarray(1)).slice(26)}`)
+  return checksummed(keccak256(publicKey.subarray(1), 'bytes').subarray(12))
 }
 
 /** viem's recovery: the reference the fast path must agree with. */

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -30,6 +30,19 @@ describe('package shape', () => {
     const cjs = JSON.parse(node(`console.log(JSON.stringify(Object.keys(require('${name}')).sort()))`, 'commonjs')) as string[]
     expect(cjs).toEqual(esm)
     if (subpath === '.' || subpath === './http') expect(esm.length).toBeGreaterThan(5)
+  })
+
+  it('loads the optional crypto packages from node_modules at run time, in ESM and CJS', () => {
+    // Bundled into dist, tiny-secp256k1 would lose its WebAssembly file and hash-wasm bring every hash along.
+    const esm = node(`const m = await import('x402-facilitator/evm'); console.log(JSON.stringify(await m.cryptoBackends()))`, 'module')
+    const cjs = node(`require('x402-facilitator/evm').cryptoBackends().then((b) => console.log(JSON.stringify(b)))`, 'commonjs')
+    // secp256k1 (native) is a devDependency here, tried before tiny-secp256k1.
+    expect(JSON.parse(esm)).toEqual({ signatures: 'secp256k1', keccak: 'hash-wasm' })
+    expect(JSON.parse(cjs)).toEqual(JSON.parse(esm))
+    for (const file of readdirSync(join(root, 'dist'), { recursive: true, encoding: 'utf8' }).filter((name) => /\.c?js$/.test(name))) {
+      const text = readFileSync(join(root, 'dist', file), 'utf8')
+      expect(text, file).not.toMatch(/node_modules\/(hash-wasm|tiny-secp256k1|secp256k1)\//)
+    }
   })
 
   it('exports the core API from the main entry', () => {

@@ -16,7 +16,7 @@ import { benchHttp, HTTP_COUNTS } from './http.js'
 import { formatTable, progress, type Row } from './measure.js'
 import { benchStats, STATS_COUNTS } from './stats.js'
 import { benchSvm, SVM_COUNTS } from './svm.js'
-import { recoveryBackend } from '../src/evm/recover-signer.js'
+import { cryptoBackends } from '../src/evm/crypto-backends.js'
 
 const SECTIONS = {
   evm: { run: benchEvm, counts: EVM_COUNTS },
@@ -42,7 +42,8 @@ const officialVersions = Object.fromEntries(
   ['@x402/core', '@x402/evm', '@x402/svm'].map((name) => [name, (JSON.parse(readFileSync(`node_modules/${name}/package.json`, 'utf8')) as { version: string }).version]),
 )
 
-progress(`sections: ${chosen.join(', ')}; machine: ${machine.nproc} cores, ${machine.cpu}, Node ${machine.node}; EVM recovery: ${await recoveryBackend()}`)
+const crypto = await cryptoBackends()
+progress(`sections: ${chosen.join(', ')}; machine: ${machine.nproc} cores, ${machine.cpu}, Node ${machine.node}; EVM signatures: ${crypto.signatures}, keccak: ${crypto.keccak}`)
 for (const name of chosen) progress(`iterations ${name}: ${JSON.stringify(SECTIONS[name].counts)}`)
 
 const started = performance.now()
@@ -65,7 +66,8 @@ const result = {
   date: new Date().toISOString(),
   machine,
   official: officialVersions,
-  recoveryBackend: await recoveryBackend(),
+  recoveryBackend: crypto.signatures,
+  keccakBackend: crypto.keccak,
   iterations: Object.fromEntries(chosen.map((name) => [name, SECTIONS[name].counts])),
   totalSeconds,
   rows,

@@ -16,6 +16,8 @@ interface Hasher {
   digest(format: 'binary'): Uint8Array
 }
 
+const HEX = /^0x[0-9a-fA-F]*$/
+
 // One hasher for the process: it is used synchronously from start to digest, so calls never interleave.
 let hasher: Hasher | undefined
 let loading: Promise<void> | undefined
@@ -25,13 +27,12 @@ let loading: Promise<void> | undefined
  * milliseconds). Calls made before it is ready use viem's code.
  */
 export function loadKeccak(): Promise<void> {
-  loading ??= import('hash-wasm').then(
-    async (module) => {
+  loading ??= import('hash-wasm')
+    .then(async (module) => {
       hasher = (await module.createKeccak(256)) as Hasher
-    },
-    // Not installed, or no WebAssembly here: viem's code serves.
-    () => undefined,
-  )
+    })
+    // Not installed, or no WebAssembly here (node --jitless): viem's code serves.
+    .catch(() => undefined)
   return loading
 }
 
@@ -41,12 +42,13 @@ export function keccakBackend(): 'hash-wasm' | 'viem' {
 }
 
 /**
- * Keccak-256 of bytes, or of the bytes a hex string spells. A string that is not hex
+ * Keccak-256 of bytes, or of the bytes a `0x` hex string spells. Any other string
  * throws (viem's own `keccak256` would hash something else for it).
  */
 export function keccak256(data: Uint8Array | Hex): Hex
 export function keccak256(data: Uint8Array | Hex, to: 'bytes'): Uint8Array
 export function keccak256(data: Uint8Array | Hex, to?: 'bytes'): Hex | Uint8Array {
+  if (typeof data === 'string' && !HEX.test(data)) throw new TypeError('keccak256: expected 0x-prefixed hex')
   const bytes = typeof data === 'string' ? hexToBytes(data) : data
   if (!hasher) return to === 'bytes' ? keccakWithViem(bytes, 'bytes') : keccakWithViem(bytes)
   hasher.init()

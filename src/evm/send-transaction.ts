@@ -90,6 +90,8 @@ export async function signAndSend(
           }),
           signal,
         )
+        // Throws for bytes that are not hex (a signer of the user's), before the turn.
+        attempt = { hash: keccak256(raw), raw }
         // The key's transactions reach the node in nonce order (see createNonceManager).
         if (!(await withDeadline(slot.nonces.turn(ticket), signal))) continue // a lower nonce was given up: take a fresh one
       } catch (error) {
@@ -97,8 +99,7 @@ export async function signAndSend(
         slot.nonces.reset()
         throw error
       }
-      const hash = keccak256(raw)
-      attempt = { hash, raw }
+      const { hash } = attempt
       // Not cut short here: the journal bounds its own store calls, a write that lands after a deadline
       // would record a transaction this call never sent, and the lane's retries stop at the budget.
       outcome = await slot.lane.send({ ticket, raw, record: () => record({ transaction: hash, raw }), signal })

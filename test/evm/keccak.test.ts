@@ -37,7 +37,7 @@ describe('keccak256', () => {
   })
 
   it('refuses a string that is not hex (viem would hash something for it)', () => {
-    for (const bad of ['0xzz', '0x1g', '0x12 ']) expect(() => keccak256(bad as `0x${string}`)).toThrow()
+    for (const bad of ['0xzz', '0x1g', '0x12 ', 'abcd', '0XAB', '']) expect(() => keccak256(bad as `0x${string}`)).toThrow()
   })
 
   it('checksums 1,000 random addresses as viem checksumAddress does', () => {

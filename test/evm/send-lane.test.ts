@@ -96,6 +96,32 @@ describe('settles of one key through a distant RPC', () => {
     }
   })
 
+  it('a signer of the user\'s that answers bytes which are not hex fails that settle and leaves no gap for the next', async () => {
+    const [key] = world.signers
+    let garbled = 1
+    const signer = {
+      address: key!.address,
+      signTransaction: async (transaction: Parameters<NonNullable<LocalAccount['signTransaction']>>[0]) => {
+        const raw = await key!.signTransaction!(transaction)
+        return (garbled-- > 0 ? `${raw}zz` : raw) as Hex
+      },
+    }
+    const f = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], signers: [signer as LocalAccount], receiptPollIntervalMs: 50 }))],
+      timeouts: { settleMs: 10_000 },
+    })
+    const [first, second] = await payments(2)
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: key!.address })
+    const failed = await f.settle(first!.request).then(
+      (answer) => answer,
+      (error: unknown) => error,
+    )
+    expect(failed).not.toMatchObject({ success: true })
+    // The garbled transaction's nonce was never used: the next settle takes it and lands at once.
+    expect(await f.settle(second!.request)).toMatchObject({ success: true })
+    expect(await world.node.publicClient.getTransactionCount({ address: key!.address })).toBe(nonceBefore + 1)
+  })
+
   it('a batch whose answer is cut goes again, same bytes in the same order, and every payment lands once', async () => {
     const f = createFacilitator({
       schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],

@@ -15,8 +15,8 @@ const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as
 const subpaths = Object.keys(manifest.exports).filter((key) => key !== './package.json')
 const specifier = (subpath: string) => (subpath === '.' ? 'x402-facilitator' : `x402-facilitator/${subpath.slice(2)}`)
 
-function node(code: string, type: 'module' | 'commonjs'): string {
-  return execFileSync(process.execPath, [`--input-type=${type}`, '-e', code], { cwd: root, encoding: 'utf8' })
+function node(code: string, type: 'module' | 'commonjs', flags: readonly string[] = []): string {
+  return execFileSync(process.execPath, [...flags, `--input-type=${type}`, '-e', code], { cwd: root, encoding: 'utf8' })
 }
 
 beforeAll(() => {
@@ -39,6 +39,19 @@ describe('package shape', () => {
     // secp256k1 (native) is a devDependency here, tried before tiny-secp256k1.
     expect(JSON.parse(esm)).toEqual({ signatures: 'secp256k1', keccak: 'hash-wasm' })
     expect(JSON.parse(cjs)).toEqual(JSON.parse(esm))
+    // Without the native package, the WebAssembly one serves from node_modules (bundled, it lost its .wasm file).
+    const withoutNative = ['--import', join(root, 'test/package/fixtures/without-native-secp256k1.mjs')]
+    const esmWasm = node(`const m = await import('x402-facilitator/evm'); console.log(JSON.stringify(await m.cryptoBackends()))`, 'module', withoutNative)
+    const cjsWasm = node(`require('x402-facilitator/evm').cryptoBackends().then((b) => console.log(JSON.stringify(b)))`, 'commonjs', withoutNative)
+    expect(JSON.parse(esmWasm)).toEqual({ signatures: 'tiny-secp256k1', keccak: 'hash-wasm' })
+    expect(JSON.parse(cjsWasm)).toEqual(JSON.parse(esmWasm))
+    // Without WebAssembly (node --jitless) keccak falls back to viem's, and nothing rejects unhandled.
+    const jitless = node(
+      `const m = await import('x402-facilitator/evm'); m.privateKeySigner('0x${'11'.repeat(32)}'); console.log(JSON.stringify(await m.cryptoBackends()))`,
+      'module',
+      ['--jitless'],
+    )
+    expect(JSON.parse(jitless)).toEqual({ signatures: 'secp256k1', keccak: 'viem' })
     for (const file of readdirSync(join(root, 'dist'), { recursive: true, encoding: 'utf8' }).filter((name) => /\.c?js$/.test(name))) {
       const text = readFileSync(join(root, 'dist', file), 'utf8')
       expect(text, file).not.toMatch(/node_modules\/(hash-wasm|tiny-secp256k1|secp256k1)\//)

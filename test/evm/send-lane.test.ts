@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/core/facilitator.js'
 import { FacilitatorError } from '../../src/errors/facilitator-error.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
+import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
 import { keepAliveBatchPoster } from '../../src/evm/keep-alive-transport.js'
 import { createNonceManager, type NonceManager, type NonceTicket } from '../../src/evm/nonce-manager.js'
 import { createSendLane, type LaneOutcome, type SendLane } from '../../src/evm/send-lane.js'
@@ -53,14 +54,18 @@ describe('settles of one key through a distant RPC', () => {
     return list
   }
 
-  it('go as batches in nonce order: 30 concurrent settles all land once, in far fewer send requests than transactions', async () => {
-    const f = createFacilitator({
-      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
+  /** A facilitator on the fixture's one key, through the proxy. */
+  const viaProxy = (overrides: Partial<ExactEvmConfig> = {}) =>
+    createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50, ...overrides }))],
       timeouts: { settleMs: 20_000 },
     })
+  const keyNonce = () => world.node.publicClient.getTransactionCount({ address: world.signers[0]!.address })
+
+  it('go as batches in nonce order: 30 concurrent settles all land once, in far fewer send requests than transactions', async () => {
+    const f = viaProxy()
     const list = await payments(30)
-    const [signer] = world.signers
-    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
+    const nonceBefore = await keyNonce()
     const from = proxy.calls.length
     proxy.setMode({ kind: 'delay', ms: 20 })
     const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
@@ -69,7 +74,7 @@ describe('settles of one key through a distant RPC', () => {
     figures.push(`  30 settles of one key, 20 ms RPC: ${requests.length} send requests, sizes ${requests.map((r) => r.length).join(',')}`)
     expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(30).fill('success'))
     expect(new Set(answers.map((a) => a.transaction)).size).toBe(30)
-    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 30)
+    expect(await keyNonce()).toBe(nonceBefore + 30)
     for (const { payer } of list) expect(await authorizationsUsed(world, payer.address, 0n)).toHaveLength(1)
     // Every transaction was sent once, and the node saw the nonces in order.
     const nonces = requests.flat().map(nonceOf)
@@ -80,10 +85,7 @@ describe('settles of one key through a distant RPC', () => {
 
   it('go one at a time with sendBatchSize 1 or a transport of the user\'s', async () => {
     for (const overrides of [{ sendBatchSize: 1 }, { transport: (url: string) => http(url, { retryCount: 0 }) }]) {
-      const f = createFacilitator({
-        schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50, ...overrides }))],
-        timeouts: { settleMs: 20_000 },
-      })
+      const f = viaProxy(overrides)
       const list = await payments(8)
       const from = proxy.calls.length
       proxy.setMode({ kind: 'delay', ms: 5 })
@@ -123,13 +125,9 @@ describe('settles of one key through a distant RPC', () => {
   })
 
   it('a batch whose answer is cut goes again, same bytes in the same order, and every payment lands once', async () => {
-    const f = createFacilitator({
-      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
-      timeouts: { settleMs: 20_000 },
-    })
+    const f = viaProxy()
     const list = await payments(10)
-    const [signer] = world.signers
-    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
+    const nonceBefore = await keyNonce()
     const from = proxy.calls.length
     proxy.setMode({ kind: 'delay', ms: 20 })
     proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut-after-forward' }, { times: 1, batches: true })
@@ -139,7 +137,7 @@ describe('settles of one key through a distant RPC', () => {
     figures.push(`  10 settles, first batch answer cut: send request sizes ${requests.map((r) => r.length).join(',')}`)
     expect(answers.map((a) => a.errorReason ?? 'success')).toEqual(Array(10).fill('success'))
     expect(new Set(answers.map((a) => a.transaction)).size).toBe(10)
-    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 10)
+    expect(await keyNonce()).toBe(nonceBefore + 10)
     for (const { payer } of list) expect(await authorizationsUsed(world, payer.address, 0n)).toHaveLength(1)
     // The cut batch is sent again as it was.
     const cut = requests.findIndex((raws) => raws.length > 1)
@@ -152,13 +150,9 @@ describe('settles of one key through a distant RPC', () => {
     ['object', 400],
     ['array', 413],
   ] as const)('a server that answers a batch as a whole (one error, %s, HTTP %i) gets the same transactions one at a time, in order', async (shape, status) => {
-    const f = createFacilitator({
-      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], receiptPollIntervalMs: 50 }))],
-      timeouts: { settleMs: 20_000 },
-    })
+    const f = viaProxy()
     const list = await payments(10)
-    const [signer] = world.signers
-    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer!.address })
+    const nonceBefore = await keyNonce()
     const from = proxy.calls.length
     proxy.setMode({ kind: 'refuse-batches', shape, status })
     const answers = await Promise.all(list.map(({ request }) => f.settle(request)))
@@ -168,7 +162,7 @@ describe('settles of one key through a distant RPC', () => {
     const moreAnswers = await Promise.all(second.map(({ request }) => f.settle(request)))
     proxy.setMode({ kind: 'pass' })
     expect([...answers, ...moreAnswers].map((a) => a.errorReason ?? 'success')).toEqual(Array(15).fill('success'))
-    expect(await world.node.publicClient.getTransactionCount({ address: signer!.address })).toBe(nonceBefore + 15)
+    expect(await keyNonce()).toBe(nonceBefore + 15)
     const requests = sendRequestsSince(from)
     const refused = requests.filter((raws) => raws.length > 1)
     expect(refused).toHaveLength(1)

@@ -9,7 +9,16 @@
 import { fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-import { createKeyPairSignerFromPrivateKeyBytes, createSolanaRpc, type KeyPairSigner } from '@solana/kit'
+import {
+  createKeyPairSignerFromPrivateKeyBytes,
+  createSolanaRpc,
+  getBase64EncodedWireTransaction,
+  getBase64Encoder,
+  getSignatureFromTransaction,
+  getTransactionDecoder,
+  partiallySignTransaction,
+  type KeyPairSigner,
+} from '@solana/kit'
 import { x402Client } from '@x402/core/client'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
@@ -18,6 +27,7 @@ import { ExactSvmScheme as OfficialClientScheme } from '@x402/svm/exact/client'
 import { ExactSvmScheme as OfficialFacilitatorScheme } from '@x402/svm/exact/facilitator'
 import { createFacilitator, SOLANA_DEVNET } from '../src/index.js'
 import { exactSvm } from '../src/svm/index.js'
+import { createConnectionPool, postKeepAlive } from '../src/transport/keep-alive-post.js'
 import { check, ownCpuMs, percentile, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const SVM_COUNTS = {
@@ -132,10 +142,12 @@ export async function benchSvm(): Promise<Row[]> {
     const settleFigures = async (side: Side, name: string) => {
       const mine = await makeBodies(c.settle + c.receiptSamples + 3)
       for (const body of mine.slice(c.settle + c.receiptSamples)) await side.settle(body)
+      const cpuBefore = { facilitator: ownCpuMs(), chain: (await chain.stats()).cpuMs }
       const burst = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
         const answer = await side.settle(mine[i]!)
         if (!answer.success) throw new Error(answer.errorReason)
       })
+      const cpuPerSettle = { facilitator: (ownCpuMs() - cpuBefore.facilitator) / c.settle, chain: ((await chain.stats()).cpuMs - cpuBefore.chain) / c.settle }
       const sequential = await runConcurrent(c.receiptSamples, 1, async (i) => {
         const answer = await side.settle(mine[c.settle + i]!)
         if (!answer.success) throw new Error(answer.errorReason)
@@ -143,14 +155,31 @@ export async function benchSvm(): Promise<Row[]> {
       if (burst.errors.length > 0 || sequential.errors.length > 0) {
         progress(`Solana: ${name} settle failures: ${burst.errors.length} in the burst, ${sequential.errors.length} sequential (${String(burst.errors[0] ?? sequential.errors[0])})`)
       }
-      return { burst, sequential }
+      return { burst, sequential, cpuPerSettle }
     }
+    // The chain's own rate, measured before, between and after the two bursts (median).
+    const floors: number[] = []
+    const floorChainCpu: number[] = []
+    const floor = async () => {
+      const bodies = await makeBodies(c.settle)
+      const before = (await chain.stats()).cpuMs
+      floors.push(await chainFloor(chain.url, bodies, s.feePayer))
+      floorChainCpu.push(((await chain.stats()).cpuMs - before) / c.settle)
+    }
+    await floor()
     const ourSettle = await settleFigures(ourSide, 'ours')
+    await floor()
     const theirSettle = await settleFigures(theirSide, 'theirs')
+    await floor()
+    const chainRate = percentile(floors, 50)
     const failures = (name: string, r: { burst: { errors: unknown[] } }) => (r.burst.errors.length ? `${name}: ${r.burst.errors.length} failed` : '')
     rows.push(
       row('Solana settle', `throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', ourSettle.burst.perSecond, theirSettle.burst.perSecond,
         [failures('ours', ourSettle), failures('theirs', theirSettle)].filter(Boolean).join('; ') || undefined),
+      row('Solana settle', 'chain floor: same payments co-signed ahead, all sent at once, confirmations', 'tx/s', 'higher', ourSettle.burst.perSecond, chainRate,
+        `theirs = the LiteSVM RPC alone (ours / chain), ${floors.map((rate) => rate.toFixed(0)).join(', ')}; its CPU ${percentile(floorChainCpu, 50).toFixed(2)} ms a transaction`),
+      row('Solana settle', 'facilitator CPU per settle (burst)', 'ms', 'lower', ourSettle.cpuPerSettle.facilitator, theirSettle.cpuPerSettle.facilitator, 'the bench process (every thread)'),
+      row('Solana settle', 'chain CPU per settle (burst)', 'ms', 'lower', ourSettle.cpuPerSettle.chain, theirSettle.cpuPerSettle.chain, 'the LiteSVM JSON-RPC process: simulation, send, execution, status lookups'),
       row('Solana settle', 'time to confirmation p50 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 50), percentile(theirSettle.sequential.durations, 50)),
       row('Solana settle', 'time to confirmation p99 (sequential settle)', 'ms', 'lower', percentile(ourSettle.sequential.durations, 99), percentile(theirSettle.sequential.durations, 99)),
     )
@@ -158,6 +187,45 @@ export async function benchSvm(): Promise<Row[]> {
   } finally {
     await chain.close()
   }
+}
+
+/**
+ * Transactions per second the chain itself takes: the payments co-signed by the fee payer
+ * ahead of time, sent raw all at once through our lean HTTP client, and every missing
+ * status asked for in one call every 2 ms until all are confirmed.
+ */
+async function chainFloor(url: string, bodies: readonly Body[], feePayer: KeyPairSigner): Promise<number> {
+  const signed = await Promise.all(
+    bodies.map(async (body) => {
+      const wire = (body.paymentPayload as { payload: { transaction: string } }).payload.transaction
+      const transaction = await partiallySignTransaction([feePayer.keyPair], getTransactionDecoder().decode(getBase64Encoder().encode(wire)))
+      return { wire: getBase64EncodedWireTransaction(transaction), signature: getSignatureFromTransaction(transaction) as string }
+    }),
+  )
+  const target = new URL(url)
+  const pool = createConnectionPool()
+  const call = async (method: string, params: unknown[]): Promise<unknown> => {
+    const answer = await postKeepAlive(target, JSON.stringify({ jsonrpc: '2.0', id: 0, method, params }), { pool, headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 })
+    const parsed = JSON.parse(answer.text) as { result?: unknown; error?: { message: string } }
+    if (parsed.error) throw new Error(`${method}: ${parsed.error.message}`)
+    return parsed.result
+  }
+  const started = performance.now()
+  await Promise.all(signed.map(({ wire }) => call('sendTransaction', [wire, { encoding: 'base64', skipPreflight: true }])))
+  const waiting = new Set(signed.map(({ signature }) => signature))
+  const giveUp = started + 20_000
+  while (waiting.size > 0) {
+    check(performance.now() < giveUp, 'the chain floor confirms every transaction within 20 s')
+    const asked = [...waiting]
+    const { value } = (await call('getSignatureStatuses', [asked])) as { value: ({ err: unknown; confirmationStatus?: string } | null)[] }
+    value.forEach((status, index) => {
+      if (!status) return
+      check(status.err === null, `a pre-signed payment failed on chain (${JSON.stringify(status.err)})`)
+      if (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized') waiting.delete(asked[index]!)
+    })
+    if (waiting.size > 0) await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+  return (bodies.length * 1000) / (performance.now() - started)
 }
 
 interface SolanaChain {
@@ -170,7 +238,7 @@ interface SolanaChain {
 }
 
 /** Starts bench/solana-chain.ts in a child process with keys made here, and waits until it serves. */
-async function startSolanaChain(): Promise<SolanaChain> {
+export async function startSolanaChain(): Promise<SolanaChain> {
   const seeds = [randomBytes(32), randomBytes(32)] as const
   const child = fork(fileURLToPath(new URL('./solana-chain.ts', import.meta.url)), [], {
     execArgv: ['--import', 'tsx'],

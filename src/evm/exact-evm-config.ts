@@ -97,8 +97,8 @@ export interface ExactEvmConfig {
   readonly sendBatchSize?: number
   /**
    * Builds the transport of one RPC URL (tests use it for fault injection and request counting).
-   * Give it a timeout (viem's `http()` has one): a send that never returns holds back every later
-   * transaction of its signer. @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
+   * Give it a timeout (viem's `http()` has one): a settlement send it never answers holds back
+   * the later transactions of its signer until the facilitator gives up on it after 30 s. @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
   readonly transport?: (url: string) => Transport
   /**
    * Most settlements one signer may have in flight (verify, send and confirmation)

@@ -15,6 +15,8 @@ import { createSendLane, type SendLane } from './send-lane.js'
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
 const DEFAULT_SEND_BATCH_SIZE = 20
 const MAX_SEND_BATCH_SIZE = 1_000
+// How long the send lane waits for one send through a transport of the user's (viem's http() gives up after 10 s).
+const USER_TRANSPORT_SEND_BOUND_MS = 30_000
 
 /** Fees of a type-2 transaction, or a legacy gas price on chains without EIP-1559. */
 export type FeeQuote = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint }
@@ -97,6 +99,9 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // Batches need our own client: a user's transport may send a batch's calls apart, out of order.
   const sendBatch = config.transport || sendBatchSize === 1 ? undefined : batchesUnlessRefused(keepAliveBatchPoster(entry.rpcUrls, { timeoutMs: rpcTimeoutMs, pool }))
   const sendOne = (raw: Hex) => client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+  // Our transport bounds each request itself (every URL, each retried once when alone): this bound is
+  // then never the one that fires. A transport of the user's may have none.
+  const attemptTimeoutMs = config.transport ? USER_TRANSPORT_SEND_BOUND_MS : entry.rpcUrls.length * (retryCount + 1) * rpcTimeoutMs + 1_000
   const slots: SignerSlot[] = signers.map((signer) => {
     const nonces = createNonceManager(async () =>
       Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] })),
@@ -104,7 +109,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     return {
       signer,
       nonces,
-      lane: createSendLane({ nonces, sendOne, ...(sendBatch ? { sendBatch } : {}), maxBatch: sendBatchSize }),
+      lane: createSendLane({ nonces, sendOne, ...(sendBatch ? { sendBatch } : {}), maxBatch: sendBatchSize, attemptTimeoutMs }),
       inFlight: 0,
       unfundedUntil: 0,
     }

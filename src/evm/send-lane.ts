@@ -1,4 +1,4 @@
-import { BaseError, RpcRequestError, type Hex } from 'viem'
+import { BaseError, RpcRequestError, TimeoutError, type Hex } from 'viem'
 import type { BatchEntryAnswer, BatchPoster } from './keep-alive-transport.js'
 import type { NonceManager, NonceTicket } from './nonce-manager.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
@@ -41,6 +41,11 @@ export interface SendLaneOptions {
   readonly sendBatch?: BatchPoster
   /** Most transactions in one batch. 1 sends one at a time. */
   readonly maxBatch: number
+  /**
+   * Longest wait for one send (or batch) to be answered before it counts as unanswered:
+   * a transport that never returns must not hold the key's lane for good.
+   */
+  readonly attemptTimeoutMs: number
 }
 
 /** The node has these bytes already: as good as taken. */
@@ -74,7 +79,7 @@ type Answer = { readonly kind: 'accepted' } | { readonly kind: 'refused'; readon
  * share its fault when the attempts run out, never sent.
  *
  * @example
- * const lane = createSendLane({ nonces, sendOne: (raw) => client.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20 })
+ * const lane = createSendLane({ nonces, sendOne: (raw) => client.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20, attemptTimeoutMs: 30_000 })
  * if (await nonces.turn(ticket)) outcome = await lane.send({ ticket, raw, record, signal })
  */
 export function createSendLane(options: SendLaneOptions): SendLane {
@@ -168,7 +173,7 @@ export function createSendLane(options: SendLaneOptions): SendLane {
     if (raws.length > 1 && options.sendBatch) {
       let answers: BatchEntryAnswer[] | undefined
       try {
-        answers = await options.sendBatch(raws.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] })))
+        answers = await bounded(options.sendBatch(raws.map((raw) => ({ method: 'eth_sendRawTransaction', params: [raw] }))))
       } catch (error) {
         return raws.map(() => ({ kind: 'unanswered', error }))
       }
@@ -178,7 +183,7 @@ export function createSendLane(options: SendLaneOptions): SendLane {
     const answers: Answer[] = []
     for (const raw of raws) {
       const answer = classify(
-        await options.sendOne(raw).then(
+        await bounded(options.sendOne(raw)).then(
           () => undefined,
           (error: unknown) => error,
         ),
@@ -192,6 +197,23 @@ export function createSendLane(options: SendLaneOptions): SendLane {
     }
     return answers
   }
+
+  /** The send's outcome, or a rejection once `attemptTimeoutMs` passed without one (a late answer is dropped). */
+  const bounded = <T>(sending: Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      // viem's own timeout error, so that it maps to `rpc_timeout` as a transport's would.
+      const timer = setTimeout(() => reject(new TimeoutError({ body: { method: 'eth_sendRawTransaction' }, url: 'the send lane' })), options.attemptTimeoutMs)
+      sending.then(
+        (value) => {
+          clearTimeout(timer)
+          resolve(value)
+        },
+        (error: unknown) => {
+          clearTimeout(timer)
+          reject(error)
+        },
+      )
+    })
 
   return {
     send(entry) {

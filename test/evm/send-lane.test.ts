@@ -183,6 +183,7 @@ describe('createSendLane', () => {
       sendOne: (raw) => viaProxy.request({ method: 'eth_sendRawTransaction', params: [raw] }),
       sendBatch: keepAliveBatchPoster([proxy.url], { timeoutMs: 2_000, pool }),
       maxBatch,
+      attemptTimeoutMs: 10_000,
     })
     const fees = await client.estimateFeesPerGas()
     const sign = (ticket: NonceTicket, value = 1n) =>
@@ -345,7 +346,7 @@ describe('createSendLane', () => {
     const client = world.node.publicClient
     const viaProxy = createPublicClient({ transport: http(proxy.url, { retryCount: 0 }) })
     const nonces = createNonceManager(() => client.getTransactionCount({ address: account.address, blockTag: 'pending' }))
-    const lane = createSendLane({ nonces, sendOne: (raw) => viaProxy.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20 })
+    const lane = createSendLane({ nonces, sendOne: (raw) => viaProxy.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20, attemptTimeoutMs: 10_000 })
     const fees = await client.estimateFeesPerGas()
     const sign = (ticket: NonceTicket) => account.signTransaction!({ chainId: world.node.chainId, nonce: ticket.nonce, to: account.address, value: 1n, gas: 21_000n, type: 'eip1559', ...fees })
     const start = await pending(account.address)
@@ -357,6 +358,29 @@ describe('createSendLane', () => {
     expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : 'threw'))).toEqual(['accepted', 'accepted', 'accepted', 'accepted'])
     expect(sendRequestsSince(from).map((raws) => raws.map(nonceOf))).toEqual([[start], [start + 1], [start + 1], [start + 2], [start + 3]])
     expect(await pending(account.address)).toBe(start + 4)
+  })
+
+  it('a transport that never answers holds the lane only for its bound: the send faults, what queued behind it is withdrawn, the next goes', async () => {
+    const account = await funded()
+    const client = world.node.publicClient
+    // A transport of the user's without a timeout (viem's 0), in front of a proxy that hangs the first sends.
+    const noTimeout = createPublicClient({ transport: http(proxy.url, { retryCount: 0, timeout: 0 }) })
+    const nonces = createNonceManager(() => client.getTransactionCount({ address: account.address, blockTag: 'pending' }))
+    const lane = createSendLane({ nonces, sendOne: (raw) => noTimeout.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20, attemptTimeoutMs: 100 })
+    const fees = await client.estimateFeesPerGas()
+    const sign = (ticket: NonceTicket) => account.signTransaction!({ chainId: world.node.chainId, nonce: ticket.nonce, to: account.address, value: 1n, gas: 21_000n, type: 'eip1559', ...fees })
+    const start = await pending(account.address)
+    proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'hang' }, { times: 3 })
+    const { settled } = await queueInTurn(nonces, lane, [sign, sign], [recorded, recorded])
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : (s.reason as FacilitatorError).code))).toEqual(['rpc_timeout', 'withdrawn'])
+    // The lane is free: the nonce given up is taken again and the transaction lands.
+    const ticket = await nonces.next()
+    expect(ticket.nonce).toBe(start)
+    expect(await nonces.turn(ticket)).toBe(true)
+    const outcome = await lane.send({ ticket, raw: await sign(ticket), record: recorded, signal: new AbortController().signal })
+    nonces.release(ticket)
+    expect(outcome.kind).toBe('accepted')
+    expect(await pending(account.address)).toBe(start + 1)
   })
 
   it('an entry whose budget ran out is still sent again with the higher ones behind it, so they never overtake it', async () => {

@@ -209,7 +209,7 @@ export async function benchEvm(): Promise<Row[]> {
       }
     }
     // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited,
-    // all at once (as no single key safely can: see createNonceManager) and one key's in nonce order.
+    // all at once (no order at all) and one key's in nonce order, each send after the previous answer.
     const floorOf = async (order: 'at once' | 'in nonce order', blockTimeSeconds?: number) => {
       const fresh = await startEvmFixture({ signerCount: 1 })
       try {

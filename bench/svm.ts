@@ -238,7 +238,7 @@ interface SolanaChain {
 }
 
 /** Starts bench/solana-chain.ts in a child process with keys made here, and waits until it serves. */
-export async function startSolanaChain(): Promise<SolanaChain> {
+async function startSolanaChain(): Promise<SolanaChain> {
   const seeds = [randomBytes(32), randomBytes(32)] as const
   const child = fork(fileURLToPath(new URL('./solana-chain.ts', import.meta.url)), [], {
     execArgv: ['--import', 'tsx'],

@@ -1,10 +1,10 @@
 import { keccakBackend, loadKeccak } from './keccak.js'
-import { recoveryBackend, type RecoveryBackend } from './recover-signer.js'
+import { recoveryBackend } from './recover-signer.js'
 
 /** The implementations behind the EVM hot paths; see {@link cryptoBackends}. */
 export interface CryptoBackends {
   /** Signer recovery and `privateKeySigner`: native `secp256k1`, `tiny-secp256k1` (WebAssembly) or viem's pure JS. */
-  readonly signatures: RecoveryBackend
+  readonly signatures: 'secp256k1' | 'tiny-secp256k1' | 'viem'
   /** Keccak-256 of digests, addresses and transactions: `hash-wasm` (WebAssembly) or viem's pure JS. */
   readonly keccak: 'hash-wasm' | 'viem'
 }

@@ -92,13 +92,14 @@ export interface ExactEvmConfig {
    * does a `transport` of your own (its batching may not keep the order), and
    * so does a server that answers a batch as a whole (one error, or an HTTP client
    * error such as 400 or 413). Set 1 for a provider that spreads a batch's calls
-   * over several nodes. @default 20
+   * over several nodes. An integer from 1 to 1,000; anything else is `misconfigured`. @default 20
    */
   readonly sendBatchSize?: number
   /**
    * Builds the transport of one RPC URL (tests use it for fault injection and request counting).
    * Give it a timeout (viem's `http()` has one): a settlement send it never answers holds back
-   * the later transactions of its signer until the facilitator gives up on it after 30 s. @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
+   * the later transactions of its signer; it counts as unanswered after 30 s and is sent again
+   * while its settle's budget lasts. @default JSON-RPC over our HTTP/1.1 client on keep-alive connections (TCP or TLS), bounded by `rpcTimeoutMs`, retried once when it is the only URL (errors as viem `http()` reports them) */
   readonly transport?: (url: string) => Transport
   /**
    * Most settlements one signer may have in flight (verify, send and confirmation)

@@ -99,9 +99,11 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // Batches need our own client: a user's transport may send a batch's calls apart, out of order.
   const sendBatch = config.transport || sendBatchSize === 1 ? undefined : batchesUnlessRefused(keepAliveBatchPoster(entry.rpcUrls, { timeoutMs: rpcTimeoutMs, pool }))
   const sendOne = (raw: Hex) => client.request({ method: 'eth_sendRawTransaction', params: [raw] })
-  // Our transport bounds each request itself (every URL, each retried once when alone): this bound is
-  // then never the one that fires. A transport of the user's may have none.
-  const attemptTimeoutMs = config.transport ? USER_TRANSPORT_SEND_BOUND_MS : entry.rpcUrls.length * (retryCount + 1) * rpcTimeoutMs + 1_000
+  // Our transport bounds each request itself: rpcTimeoutMs per try, one retry when a URL is alone, and
+  // viem's fallback going over the whole list up to 4 times. This bound sits above all of that; a
+  // transport of the user's may have none.
+  const ownTransportBound = 4 * entry.rpcUrls.length * (retryCount + 1) * rpcTimeoutMs + 1_000
+  const attemptTimeoutMs = config.transport ? USER_TRANSPORT_SEND_BOUND_MS : Math.min(ownTransportBound, MAX_TIMEOUT_MS)
   const slots: SignerSlot[] = signers.map((signer) => {
     const nonces = createNonceManager(async () =>
       Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] })),

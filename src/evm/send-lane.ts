@@ -9,7 +9,7 @@ export interface LaneEntry {
   readonly raw: Hex
   /** Records the transaction (the settlement journal); nothing is sent before it resolves. */
   readonly record: () => Promise<void>
-  /** The settle's budget: no new attempt to send once it is spent. */
+  /** The settle's budget: unanswered entries are sent again while the budget of any of them lasts. */
   readonly signal: AbortSignal
 }
 

@@ -90,6 +90,18 @@ describe('maxInFlightSettlesPerSigner on EVM', () => {
     }
     expect(() => exactEvm(world.adapterConfig({ rpcTimeoutMs: 2 ** 31 - 1 }))).not.toThrow()
   })
+
+  it('settles with the longest RPC timeout over several URLs: no bound derived from it outgrows a timer', async () => {
+    const f = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl, world.node.rpcUrl] }], rpcTimeoutMs: 2 ** 31 - 1, receiptPollIntervalMs: 50 }))],
+    })
+    const requirements = world.requirementsV2()
+    const payments = []
+    // Funded one after the other: the deployer's own transactions need consecutive nonces.
+    for (let i = 0; i < 2; i++) payments.push(body(await signExactEvmPayment({ signer: await world.newPayer(), requirements }), requirements))
+    const answers = await Promise.all(payments.map((payment) => f.settle(payment)))
+    expect(answers.map((answer) => answer.errorReason ?? 'success')).toEqual(['success', 'success'])
+  })
 })
 
 describe('maxInFlightSettlesPerSigner on Solana', () => {

@@ -11,6 +11,12 @@ export interface LaneEntry {
   readonly record: () => Promise<void>
   /** The settle's budget: unanswered entries are sent again while the budget of any of them lasts. */
   readonly signal: AbortSignal
+  /**
+   * What the node checks the transaction's cost by (its gas limit and fees). Only entries of one
+   * shape share a batch, so that a node that refuses one of them for its cost ("insufficient
+   * funds") refuses the others too, instead of parking them behind the refused nonce.
+   */
+  readonly shape?: string
 }
 
 /**
@@ -72,8 +78,10 @@ type Answer = { readonly kind: 'accepted' } | { readonly kind: 'refused'; readon
  * entry is refused or unanswered, its nonce is given up (see
  * NonceManager.giveUp: the next transaction of the key takes it) and the
  * entries queued behind it are withdrawn. Entries of the same batch after it
- * were sent with it: the node parks those it takes until the gap is filled,
- * and they keep their nonces. Without batches (a server that refuses them, a
+ * were sent with it; a batch holds transactions of one shape (gas limit and
+ * fees), so a node that refuses one for its cost refuses them all, and those
+ * it takes after a refusal for another reason are parked until the gap is
+ * filled, keeping their nonces. Without batches (a server that refuses them, a
  * transport of the user's), the same entries go one at a time, each after the
  * previous answer; an unanswered one holds back those above it, which then
  * share its fault when the attempts run out, never sent.
@@ -104,7 +112,7 @@ export function createSendLane(options: SendLaneOptions): SendLane {
         // A lower nonce was given up after these got their turn (they were not queued yet then).
         withdraw(queue.filter((entry) => nonces.doomed(entry.ticket)))
         queue = queue.filter((entry) => !nonces.doomed(entry.ticket))
-        const batch = queue.splice(0, maxBatch)
+        const batch = queue.splice(0, sameShape(queue, maxBatch))
         try {
           await sendTogether(batch)
         } catch (error) {
@@ -223,6 +231,13 @@ export function createSendLane(options: SendLaneOptions): SendLane {
       return answered
     },
   }
+}
+
+/** How many entries from the front of the queue share the first one's shape, up to `max`. */
+function sameShape(queue: readonly LaneEntry[], max: number): number {
+  let count = 1
+  while (count < queue.length && count < max && queue[count]!.shape === queue[0]!.shape) count++
+  return count
 }
 
 /** What one send's error (or `undefined`: no error) says about the transaction. */

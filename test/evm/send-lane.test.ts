@@ -213,6 +213,25 @@ describe('createSendLane', () => {
   const recorded = () => Promise.resolve()
   const pending = (address: Hex) => world.node.publicClient.getTransactionCount({ address, blockTag: 'pending' })
 
+  it('only transactions of one shape (gas limit and fees) share a batch; the order is kept across the cuts', async () => {
+    const account = await funded()
+    const { nonces, lane, sign } = await laneOf(account)
+    const start = await pending(account.address)
+    const from = proxy.calls.length
+    const tickets = await Promise.all(Array.from({ length: 5 }, () => nonces.next()))
+    const raws = await Promise.all(tickets.map((ticket) => sign(ticket)))
+    const shapes = ['a', 'a', 'a', 'b', 'a']
+    const outcomes: Promise<LaneOutcome>[] = []
+    for (const [i, ticket] of tickets.entries()) {
+      expect(await nonces.turn(ticket)).toBe(true)
+      outcomes.push(lane.send({ ticket, raw: raws[i]!, record: recorded, signal: new AbortController().signal, shape: shapes[i]! }))
+    }
+    expect((await Promise.all(outcomes)).map((outcome) => outcome.kind)).toEqual(Array(5).fill('accepted'))
+    for (const ticket of tickets) nonces.release(ticket)
+    // The first went alone; the rest queued behind it and left in three requests, cut where the shape changes.
+    expect(sendRequestsSince(from).map((raws) => raws.map(nonceOf))).toEqual([[start], [start + 1, start + 2], [start + 3], [start + 4]])
+  })
+
   it('a failed journal write stops its entry, leaves those behind it unwritten and unsent, and the next nonce fills the gap', async () => {
     const account = await funded()
     const { nonces, lane, sign } = await laneOf(account)

@@ -172,23 +172,35 @@ describe('settles of one key through a distant RPC', () => {
 })
 
 describe('createSendLane', () => {
-  /** A lane of a fresh funded key on anvil, through the proxy, and a way to hand it signed transfers in turn. */
-  async function laneOf(account: LocalAccount, maxBatch = 20) {
+  /**
+   * A lane of a fresh funded key on anvil, through the proxy, and a way to hand it signed transfers in turn.
+   * Without `batches`, it sends one at a time (as with a transport of the user's); `transportTimeoutMs` 0 is viem's "never".
+   */
+  async function laneOf(account: LocalAccount, options: { maxBatch?: number; batches?: boolean; transportTimeoutMs?: number; attemptTimeoutMs?: number } = {}) {
     const client = world.node.publicClient
-    const viaProxy = createPublicClient({ transport: http(proxy.url, { retryCount: 0 }) })
+    const viaProxy = createPublicClient({ transport: http(proxy.url, { retryCount: 0, ...(options.transportTimeoutMs === undefined ? {} : { timeout: options.transportTimeoutMs }) }) })
     const nonces = createNonceManager(() => client.getTransactionCount({ address: account.address, blockTag: 'pending' }))
     const pool = createConnectionPool()
     const lane = createSendLane({
       nonces,
       sendOne: (raw) => viaProxy.request({ method: 'eth_sendRawTransaction', params: [raw] }),
-      sendBatch: keepAliveBatchPoster([proxy.url], { timeoutMs: 2_000, pool }),
-      maxBatch,
-      attemptTimeoutMs: 10_000,
+      ...(options.batches === false ? {} : { sendBatch: keepAliveBatchPoster([proxy.url], { timeoutMs: 2_000, pool }) }),
+      maxBatch: options.maxBatch ?? 20,
+      attemptTimeoutMs: options.attemptTimeoutMs ?? 10_000,
     })
     const fees = await client.estimateFeesPerGas()
     const sign = (ticket: NonceTicket, value = 1n) =>
       account.signTransaction!({ chainId: world.node.chainId, nonce: ticket.nonce, to: account.address, value, gas: 21_000n, type: 'eip1559', ...fees })
     return { nonces, lane, sign, pool }
+  }
+
+  /** Takes the next ticket, sends its transfer once its turn came, and releases it: the ticket and the outcome. */
+  async function sendNext(nonces: NonceManager, lane: SendLane, sign: (ticket: NonceTicket) => Promise<Hex>) {
+    const ticket = await nonces.next()
+    expect(await nonces.turn(ticket)).toBe(true)
+    const outcome = await lane.send({ ticket, raw: await sign(ticket), record: recorded, signal: new AbortController().signal })
+    nonces.release(ticket)
+    return { ticket, outcome }
   }
 
   /** Takes `count` tickets and queues each once its turn came, the first alone on the wire and the rest behind it. */
@@ -253,7 +265,7 @@ describe('createSendLane', () => {
 
   it('a refusal stops the batches queued behind it; an entry after it in its own batch was sent, and the next nonce taken fills the gap', async () => {
     const account = await funded()
-    const { nonces, lane, sign } = await laneOf(account, 2)
+    const { nonces, lane, sign } = await laneOf(account, { maxBatch: 2 })
     const start = await pending(account.address)
     const from = proxy.calls.length
     const tooMuch = (ticket: NonceTicket) => sign(ticket, 10n ** 30n) // more than the key holds: insufficient funds
@@ -264,12 +276,9 @@ describe('createSendLane', () => {
     expect(String((refusal as Error).message)).toMatch(/insufficient funds/i)
     expect(sendRequestsSince(from).map((raws) => raws.map(nonceOf))).toEqual([[start], [start + 1, start + 2]])
     // The third waits behind the refused nonce; the count, re-read, hands that nonce out again.
-    const ticket = await nonces.next()
-    expect(ticket.nonce).toBe(start + 1)
-    expect(await nonces.turn(ticket)).toBe(true)
-    const filled = await lane.send({ ticket, raw: await sign(ticket), record: recorded, signal: new AbortController().signal })
-    nonces.release(ticket)
-    expect(filled.kind).toBe('accepted')
+    const filled = await sendNext(nonces, lane, sign)
+    expect(filled.ticket.nonce).toBe(start + 1)
+    expect(filled.outcome.kind).toBe('accepted')
     // The parked third keeps its nonce: the one after the gap is above it.
     const after = await nonces.next()
     nonces.release(after)
@@ -280,7 +289,7 @@ describe('createSendLane', () => {
 
   it('a batch that never gets an answer fails its entries with rpc faults after three sends of the same bytes, and withdraws what is queued', async () => {
     const account = await funded()
-    const { nonces, lane, sign } = await laneOf(account, 2)
+    const { nonces, lane, sign } = await laneOf(account, { maxBatch: 2 })
     const start = await pending(account.address)
     const from = proxy.calls.length
     proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'cut' }, { batches: true })
@@ -362,12 +371,7 @@ describe('createSendLane', () => {
 
   it('without batches, an unanswered send holds back the ones above it; the retry starts from it', async () => {
     const account = await funded()
-    const client = world.node.publicClient
-    const viaProxy = createPublicClient({ transport: http(proxy.url, { retryCount: 0 }) })
-    const nonces = createNonceManager(() => client.getTransactionCount({ address: account.address, blockTag: 'pending' }))
-    const lane = createSendLane({ nonces, sendOne: (raw) => viaProxy.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20, attemptTimeoutMs: 10_000 })
-    const fees = await client.estimateFeesPerGas()
-    const sign = (ticket: NonceTicket) => account.signTransaction!({ chainId: world.node.chainId, nonce: ticket.nonce, to: account.address, value: 1n, gas: 21_000n, type: 'eip1559', ...fees })
+    const { nonces, lane, sign } = await laneOf(account, { batches: false })
     const start = await pending(account.address)
     const from = proxy.calls.length
     // The first send of the second transaction is cut before it reaches the node.
@@ -381,24 +385,16 @@ describe('createSendLane', () => {
 
   it('a transport that never answers holds the lane only for its bound: the send faults, what queued behind it is withdrawn, the next goes', async () => {
     const account = await funded()
-    const client = world.node.publicClient
     // A transport of the user's without a timeout (viem's 0), in front of a proxy that hangs the first sends.
-    const noTimeout = createPublicClient({ transport: http(proxy.url, { retryCount: 0, timeout: 0 }) })
-    const nonces = createNonceManager(() => client.getTransactionCount({ address: account.address, blockTag: 'pending' }))
-    const lane = createSendLane({ nonces, sendOne: (raw) => noTimeout.request({ method: 'eth_sendRawTransaction', params: [raw] }), maxBatch: 20, attemptTimeoutMs: 100 })
-    const fees = await client.estimateFeesPerGas()
-    const sign = (ticket: NonceTicket) => account.signTransaction!({ chainId: world.node.chainId, nonce: ticket.nonce, to: account.address, value: 1n, gas: 21_000n, type: 'eip1559', ...fees })
+    const { nonces, lane, sign } = await laneOf(account, { batches: false, transportTimeoutMs: 0, attemptTimeoutMs: 100 })
     const start = await pending(account.address)
     proxy.setModeFor(['eth_sendRawTransaction'], { kind: 'hang' }, { times: 3 })
     const { settled } = await queueInTurn(nonces, lane, [sign, sign], [recorded, recorded])
     expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : (s.reason as FacilitatorError).code))).toEqual(['rpc_timeout', 'withdrawn'])
     // The lane is free: the nonce given up is taken again and the transaction lands.
-    const ticket = await nonces.next()
-    expect(ticket.nonce).toBe(start)
-    expect(await nonces.turn(ticket)).toBe(true)
-    const outcome = await lane.send({ ticket, raw: await sign(ticket), record: recorded, signal: new AbortController().signal })
-    nonces.release(ticket)
-    expect(outcome.kind).toBe('accepted')
+    const next = await sendNext(nonces, lane, sign)
+    expect(next.ticket.nonce).toBe(start)
+    expect(next.outcome.kind).toBe('accepted')
     expect(await pending(account.address)).toBe(start + 1)
   })
 

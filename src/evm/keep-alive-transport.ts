@@ -20,7 +20,7 @@ export interface KeepAliveHttpOptions {
 }
 
 // After a server answered a batch as a whole, calls issued together go alone for this long.
-export const BATCH_REFUSED_PAUSE_MS = 60_000
+const BATCH_REFUSED_PAUSE_MS = 60_000
 
 type RpcBody = {
   readonly jsonrpc: '2.0'
@@ -132,8 +132,8 @@ export type BatchPoster = (calls: readonly { readonly method: string; readonly p
  * `HttpRequestError` (no answer), an error entry an `RpcRequestError`, as if
  * it had been sent alone. Resolves `undefined` when the server answered the
  * batch as a whole (one that takes no batches, or not that many calls: a single
- * error, or an HTTP client error other than 408 and 429), and throws viem's
- * transport error of the last URL when none answered.
+ * error, or an HTTP client error other than 408 and 429), and then for a minute
+ * without posting; throws viem's transport error of the last URL when none answered.
  *
  * @example
  * const post = keepAliveBatchPoster([url], { timeoutMs: 4_000, pool })
@@ -141,7 +141,13 @@ export type BatchPoster = (calls: readonly { readonly method: string; readonly p
  */
 export function keepAliveBatchPoster(urls: readonly string[], options: Pick<KeepAliveHttpOptions, 'timeoutMs' | 'pool'>): BatchPoster {
   const targets = urls.map(parseTarget)
+  let refusedUntil = 0
+  const refused = () => {
+    refusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
+    return undefined
+  }
   return async (calls) => {
+    if (Date.now() < refusedUntil) return undefined
     const bodies: RpcBody[] = calls.map((call, id) => ({ jsonrpc: '2.0', id, method: call.method, params: call.params }))
     let failure: unknown = new Error('no RPC URL')
     for (const target of targets) {
@@ -149,12 +155,12 @@ export function keepAliveBatchPoster(urls: readonly string[], options: Pick<Keep
       try {
         answers = await exchange(target, bodies, options.timeoutMs, options.pool)
       } catch (error) {
-        if (refusesBatch(error)) return undefined
+        if (refusesBatch(error)) return refused()
         failure = error
         continue
       }
       const matched = inCallOrder(bodies, answers)
-      if (!matched) return undefined
+      if (!matched) return refused()
       return bodies.map((body, index): BatchEntryAnswer => {
         const answer = matched[index]
         if (!answer) return { error: missingAnswer(body, target) }

@@ -6,7 +6,7 @@ import { describeNetwork, evmChainId, type Caip2Network } from '../networks/netw
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
 import { createConnectionPool, MAX_TIMEOUT_MS } from '../transport/keep-alive-post.js'
-import { BATCH_REFUSED_PAUSE_MS, keepAliveBatchPoster, keepAliveHttp, type BatchPoster } from './keep-alive-transport.js'
+import { keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
 import { createSendLane, type SendLane } from './send-lane.js'
@@ -97,7 +97,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     throw new FacilitatorError('misconfigured', `exactEvm: sendBatchSize must be an integer from 1 to ${MAX_SEND_BATCH_SIZE}`)
   }
   // Batches need our own client: a user's transport may send a batch's calls apart, out of order.
-  const sendBatch = config.transport || sendBatchSize === 1 ? undefined : batchesUnlessRefused(keepAliveBatchPoster(entry.rpcUrls, { timeoutMs: rpcTimeoutMs, pool }))
+  const sendBatch = config.transport || sendBatchSize === 1 ? undefined : keepAliveBatchPoster(entry.rpcUrls, { timeoutMs: rpcTimeoutMs, pool })
   const sendOne = (raw: Hex) => client.request({ method: 'eth_sendRawTransaction', params: [raw] })
   // Our transport bounds each request itself: rpcTimeoutMs per try, one retry when a URL is alone, and
   // viem's fallback going over the whole list up to 4 times. This bound sits above all of that; a
@@ -162,15 +162,4 @@ async function readFees(client: PublicClient): Promise<FeeQuote> {
   }
   const priority = tip === undefined ? 0n : BigInt(tip)
   return { maxFeePerGas: BigInt(baseFee) * 2n + priority, maxPriorityFeePerGas: priority }
-}
-
-/** A batch poster that stops posting batches for a while once the server answered one as a whole. */
-function batchesUnlessRefused(post: BatchPoster): BatchPoster {
-  let refusedUntil = 0
-  return async (calls) => {
-    if (Date.now() < refusedUntil) return undefined
-    const answers = await post(calls)
-    if (!answers) refusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
-    return answers
-  }
 }

@@ -100,9 +100,10 @@ export async function signAndSend(
         throw error
       }
       const { hash } = attempt
+      // What the node prices the transaction by: only transactions of one shape share a batch.
+      const shape = `${call.gas}:${'gasPrice' in fees ? fees.gasPrice : `${fees.maxFeePerGas}:${fees.maxPriorityFeePerGas}`}`
       // Not cut short here: the journal bounds its own store calls, a write that lands after a deadline
       // would record a transaction this call never sent, and the lane's retries stop at the budget.
-      const shape = `${call.gas}:${'gasPrice' in fees ? fees.gasPrice : `${fees.maxFeePerGas}:${fees.maxPriorityFeePerGas}`}`
       outcome = await slot.lane.send({ ticket, raw, record: () => record({ transaction: hash, raw }), signal, shape })
       if (outcome.kind === 'withdrawn') continue // a lower nonce failed before this one was sent: take a fresh one
     } finally {

@@ -23,8 +23,8 @@ import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { eip3009Abi } from '../src/evm/abi.js'
-import { createConnectionPool, postKeepAlive, RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
-import { check, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
+import { check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const EVM_COUNTS = {
   warmup: 40,
@@ -400,12 +400,7 @@ async function rawSettleRate(
       return key.signTransaction({ chainId: world.node.chainId, type: 'eip1559', to: world.token.address, data, gas: 150_000n, nonce: nonce + i, maxFeePerGas, maxPriorityFeePerGas: 1_000_000n })
     }),
   )
-  const url = new URL(world.node.rpcUrl)
-  const pool = createConnectionPool()
-  const post = async (body: unknown): Promise<unknown> => {
-    const answer = await postKeepAlive(url, JSON.stringify(body), { pool, headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 })
-    return JSON.parse(answer.text)
-  }
+  const post = leanRpc(world.node.rpcUrl)
   const send = async (raw: Hex): Promise<Hex> => {
     const answer = (await post({ jsonrpc: '2.0', id: 0, method: 'eth_sendRawTransaction', params: [raw] })) as { result?: Hex; error?: { message: string } }
     if (!answer.result) throw new Error(`a raw settlement was refused: ${answer.error?.message}`)

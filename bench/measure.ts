@@ -4,6 +4,7 @@
  * written as JSON.
  */
 import { readFileSync } from 'node:fs'
+import { createConnectionPool, postKeepAlive } from '../src/transport/keep-alive-post.js'
 
 /** One figure of the suite. `theirs` is the official x402 facilitator (or another named reference). */
 export interface Row {
@@ -110,6 +111,20 @@ export function processCpuMs(pid: number | undefined): number | undefined {
 }
 
 /** Asserts a benchmark precondition: a figure over failing calls would be meaningless. */
+/**
+ * A lean JSON-RPC poster for the chain floors: our HTTP client on keep-alive connections, the
+ * body as given (one call or a batch), the answer parsed. What it costs is the floor's, not a
+ * client library's.
+ */
+export function leanRpc(url: string): (body: unknown) => Promise<unknown> {
+  const target = new URL(url)
+  const pool = createConnectionPool()
+  return async (body) => {
+    const answer = await postKeepAlive(target, JSON.stringify(body), { pool, headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 })
+    return JSON.parse(answer.text) as unknown
+  }
+}
+
 export function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(`benchmark precondition failed: ${message}`)
 }

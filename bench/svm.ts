@@ -27,8 +27,7 @@ import { ExactSvmScheme as OfficialClientScheme } from '@x402/svm/exact/client'
 import { ExactSvmScheme as OfficialFacilitatorScheme } from '@x402/svm/exact/facilitator'
 import { createFacilitator, SOLANA_DEVNET } from '../src/index.js'
 import { exactSvm } from '../src/svm/index.js'
-import { createConnectionPool, postKeepAlive } from '../src/transport/keep-alive-post.js'
-import { check, ownCpuMs, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+import { check, leanRpc, ownCpuMs, percentile, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const SVM_COUNTS = {
   warmup: 20,
@@ -202,11 +201,9 @@ async function chainFloor(url: string, bodies: readonly Body[], feePayer: KeyPai
       return { wire: getBase64EncodedWireTransaction(transaction), signature: getSignatureFromTransaction(transaction) as string }
     }),
   )
-  const target = new URL(url)
-  const pool = createConnectionPool()
+  const post = leanRpc(url)
   const call = async (method: string, params: unknown[]): Promise<unknown> => {
-    const answer = await postKeepAlive(target, JSON.stringify({ jsonrpc: '2.0', id: 0, method, params }), { pool, headers: { 'content-type': 'application/json' }, timeoutMs: 10_000 })
-    const parsed = JSON.parse(answer.text) as { result?: unknown; error?: { message: string } }
+    const parsed = (await post({ jsonrpc: '2.0', id: 0, method, params })) as { result?: unknown; error?: { message: string } }
     if (parsed.error) throw new Error(`${method}: ${parsed.error.message}`)
     return parsed.result
   }

@@ -12,12 +12,23 @@ export async function paymentFingerprint(ctx: PaymentContext): Promise<string> {
   const text = JSON.stringify(
     canonical({ network: ctx.network, asset: ctx.asset, payTo: ctx.payTo, amount: ctx.amount.toString(), payload: ctx.payload.payload }),
   )
-  // WebCrypto rather than node:crypto: the core also runs in workers and edge runtimes.
+  if (nodeSha256) return nodeSha256(text)
+  // The core also runs in workers and edge runtimes, where WebCrypto is what there is.
   const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
   let hex = ''
   for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, '0')
   return hex
 }
+
+type NodeCrypto = { createHash(algorithm: string): { update(text: string): { digest(encoding: 'hex'): string } } }
+
+// Node's own hash when the runtime offers it without an import (Node 20.16 and later): WebCrypto's
+// digest is a round trip through the thread pool, about 40 µs of a settle against a few for this.
+const nodeSha256 = (() => {
+  const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule
+  const nodeCrypto = typeof getBuiltin === 'function' ? (getBuiltin('node:crypto') as NodeCrypto | undefined) : undefined
+  return nodeCrypto ? (text: string) => nodeCrypto.createHash('sha256').update(text).digest('hex') : undefined
+})()
 
 function canonical(value: unknown): unknown {
   if (typeof value === 'string') return /^0x[0-9a-fA-F]*$/.test(value) ? value.toLowerCase() : value

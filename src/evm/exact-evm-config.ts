@@ -85,6 +85,16 @@ export interface ExactEvmConfig {
    */
   readonly rpcTimeoutMs?: number
   /**
+   * Most requests on the wire to one RPC URL at once, with the default transport.
+   * A call that finds one free leaves at once, alone; calls made while every one
+   * is taken (a burst of verifies) wait, and leave together as one JSON-RPC batch
+   * when a request comes back. So a burst opens this many connections at most,
+   * not one per call, and sends as many calls per round trip as queued up. A
+   * server that answers a batch as a whole gets the calls alone again. An integer
+   * from 1 to 1,000; anything else is `misconfigured`. Ignored when `transport` is given. @default 8
+   */
+  readonly maxRpcRequestsInFlight?: number
+  /**
    * Most transactions of one signer sent in one JSON-RPC batch. A signer's
    * transactions go in nonce order; those that queue up while a send is on the
    * wire go together, as one batch the node handles in order, so one signer

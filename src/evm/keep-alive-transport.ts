@@ -1,4 +1,5 @@
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
+import { createRpcCoalescer } from '../transport/rpc-coalescer.js'
 import { basicAuthorization, type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
 
 /** Options of {@link keepAliveHttp}. */
@@ -10,14 +11,27 @@ export interface KeepAliveHttpOptions {
   /** Connections shared by the transports of one network. */
   readonly pool: ConnectionPool
   /**
+   * Most requests on the wire to this URL at once. A call that finds one free
+   * leaves at once, alone, so a verify never waits for anybody else's call while
+   * the server keeps up; calls made while every one is taken wait, and leave
+   * together as one JSON-RPC batch when one comes back. A server that answers a
+   * batch as a whole gets the same calls alone, and no batch for a minute.
+   * @default 8
+   */
+  readonly maxInFlight?: number
+  /**
    * Methods whose requests issued in the same tick travel as one JSON-RPC batch
-   * (the receipt poller asks for every pending receipt at once). Other methods are
-   * sent alone, so a verify never waits for anybody else's call. A server that
-   * answers a batch as a whole gets the same calls alone, and no batch for a minute.
+   * even while requests are free (the receipt poller asks for every pending
+   * receipt at once).
    * @default none
    */
   readonly batchMethods?: ReadonlySet<string>
 }
+
+/** Default of {@link KeepAliveHttpOptions.maxInFlight}. */
+export const DEFAULT_MAX_IN_FLIGHT = 8
+// Calls per batch: at or under every node's own batch limit we know of (Erigon 100, geth 1000).
+const MAX_GROUP_CALLS = 100
 
 // After a server answered a batch as a whole, calls issued together go alone for this long.
 const BATCH_REFUSED_PAUSE_MS = 60_000
@@ -35,11 +49,8 @@ interface RpcAnswer {
   readonly error?: { code: number; message: string; data?: unknown }
 }
 
-interface Queued {
-  readonly body: RpcBody
-  resolve(answer: RpcAnswer): void
-  reject(error: unknown): void
-}
+/** One call's fate in a group: the server's answer (maybe a JSON-RPC error), or no answer. */
+type Outcome = { readonly answer: RpcAnswer } | { readonly error: unknown }
 
 /**
  * A viem transport speaking JSON-RPC over our HTTP/1.1 client on keep-alive
@@ -55,61 +66,47 @@ interface Queued {
  */
 export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Transport {
   const { timeoutMs, retryCount, pool } = options
+  const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
   const batchMethods = options.batchMethods ?? new Set<string>()
   const target = parseTarget(url)
   return (parameters) => {
     let nextId = 0
-    let queue: Queued[] = []
-
-    const post = (body: RpcBody | RpcBody[]): Promise<unknown> => exchange(target, body, timeoutMs, pool)
-
     // Until when calls go alone: the server answered a batch as a whole (it takes none, or not that many).
     let batchesRefusedUntil = 0
-    const alone = (entry: Queued) => post(entry.body).then((answer) => entry.resolve(answer as RpcAnswer), entry.reject)
-
-    const flush = () => {
-      const batch = queue
-      queue = []
-      if (batch.length === 1 || Date.now() < batchesRefusedUntil) {
-        for (const entry of batch) void alone(entry)
-        return
-      }
-      const refused = () => {
-        batchesRefusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
-        for (const entry of batch) void alone(entry)
-      }
-      post(batch.map((entry) => entry.body)).then(
-        (answers) => {
-          const matched = inCallOrder(batch.map((entry) => entry.body), answers)
-          if (!matched) return refused()
-          batch.forEach((entry, index) => {
-            const answer = matched[index]
-            if (answer) entry.resolve(answer)
-            else entry.reject(missingAnswer(entry.body, target))
-          })
-        },
-        (error: unknown) => {
-          if (refusesBatch(error)) return refused()
-          for (const entry of batch) entry.reject(error)
-        },
+    const alone = (body: RpcBody): Promise<Outcome> =>
+      exchange(target, body, timeoutMs, pool).then(
+        (answer) => ({ answer: answer as RpcAnswer }),
+        (error: unknown) => ({ error }),
       )
+    const sendGroup = async (bodies: readonly RpcBody[]): Promise<Outcome[]> => {
+      if (bodies.length === 1) return [{ answer: (await exchange(target, bodies[0]!, timeoutMs, pool)) as RpcAnswer }]
+      if (Date.now() < batchesRefusedUntil) return Promise.all(bodies.map(alone))
+      let answers: unknown
+      try {
+        answers = await exchange(target, bodies as RpcBody[], timeoutMs, pool)
+      } catch (error) {
+        if (!refusesBatch(error)) throw error
+      }
+      const matched = inCallOrder(bodies, answers)
+      if (!matched) {
+        batchesRefusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
+        return Promise.all(bodies.map(alone))
+      }
+      return bodies.map((body, index): Outcome => {
+        const answer = matched[index]
+        return answer ? { answer } : { error: missingAnswer(body, target) }
+      })
     }
+    const calls = createRpcCoalescer(sendGroup, { maxInFlight, maxCalls: MAX_GROUP_CALLS })
 
     const transport = custom(
       {
         async request({ method, params }: { method: string; params?: unknown }) {
           const body: RpcBody = { jsonrpc: '2.0', id: nextId++, method, params }
-          let answer: RpcAnswer
-          if (batchMethods.has(method)) {
-            answer = await new Promise<RpcAnswer>((resolve, reject) => {
-              if (queue.length === 0) queueMicrotask(flush)
-              queue.push({ body, resolve, reject })
-            })
-          } else {
-            answer = (await post(body)) as RpcAnswer
-          }
-          if (answer.error) throw new RpcRequestError({ body, error: answer.error, url: target.href })
-          return answer.result
+          const [outcome] = await calls.request([body], { together: batchMethods.has(method) })
+          if (!outcome || 'error' in outcome) throw outcome?.error
+          if (outcome.answer.error) throw new RpcRequestError({ body, error: outcome.answer.error, url: target.href })
+          return outcome.answer.result
         },
       },
       { key: 'http', name: 'HTTP JSON-RPC (keep-alive)', retryCount },

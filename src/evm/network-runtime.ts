@@ -6,7 +6,7 @@ import { describeNetwork, evmChainId, type Caip2Network } from '../networks/netw
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
 import { createConnectionPool, MAX_TIMEOUT_MS } from '../transport/keep-alive-post.js'
-import { keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
+import { DEFAULT_MAX_IN_FLIGHT, keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
 import { createSendLane, type SendLane } from './send-lane.js'
@@ -15,6 +15,7 @@ import { createSendLane, type SendLane } from './send-lane.js'
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
 const DEFAULT_SEND_BATCH_SIZE = 20
 const MAX_SEND_BATCH_SIZE = 1_000
+const MAX_RPC_REQUESTS_IN_FLIGHT = 1_000
 // How long the send lane waits for one send through a transport of the user's (viem's http() gives up after 10 s).
 const USER_TRANSPORT_SEND_BOUND_MS = 30_000
 
@@ -70,10 +71,15 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // Behind a fallback a failing URL hands over at once (the fallback retries the whole list itself);
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
+  const maxInFlight = config.maxRpcRequestsInFlight ?? DEFAULT_MAX_IN_FLIGHT
+  if (!(Number.isInteger(maxInFlight) && maxInFlight >= 1 && maxInFlight <= MAX_RPC_REQUESTS_IN_FLIGHT)) {
+    throw new FacilitatorError('misconfigured', `exactEvm: maxRpcRequestsInFlight must be an integer from 1 to ${MAX_RPC_REQUESTS_IN_FLIGHT}`)
+  }
   // One keep-alive pool per network; receipt lookups issued together travel as one JSON-RPC batch.
   const pool = createConnectionPool()
   const batchMethods = new Set(['eth_getTransactionReceipt'])
-  const makeTransport = config.transport ?? ((url: string) => keepAliveHttp(url, { retryCount, timeoutMs: rpcTimeoutMs, pool, batchMethods }))
+  const makeTransport =
+    config.transport ?? ((url: string) => keepAliveHttp(url, { retryCount, timeoutMs: rpcTimeoutMs, pool, maxInFlight, batchMethods }))
   const transports = entry.rpcUrls.map((url) => makeTransport(url))
   const [only] = transports
   const client = createPublicClient({

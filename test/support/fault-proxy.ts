@@ -31,6 +31,11 @@ export interface FaultProxy {
   readonly calls: { method: string; params: unknown }[][]
   /** Requests received (a JSON-RPC batch is one request). */
   requests: number
+  /** Most requests open at once (received, not yet answered or cut), since the start or the last `resetPeak()`. */
+  readonly peakOpen: number
+  /** TCP connections accepted since the start. */
+  readonly connections: number
+  resetPeak(): void
   setMode(mode: FaultMode): void
   /**
    * Applies `mode` only to requests whose body contains one of these JSON-RPC
@@ -58,7 +63,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     | { methods: Set<string>; mode: FaultMode; left: number; batches: boolean; matching: (calls: readonly { method: string; params: unknown }[]) => boolean }
     | undefined
   const hanging = new Set<ServerResponse>()
-  const state = { requests: 0 }
+  const state = { requests: 0, open: 0, peakOpen: 0, connections: 0 }
   const methods: string[] = []
   const calls: { method: string; params: unknown }[][] = []
 
@@ -80,6 +85,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   }
 
   const server = createServer((req, res) => {
+    state.open++
+    state.peakOpen = Math.max(state.peakOpen, state.open)
+    res.once('close', () => state.open--)
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
@@ -124,6 +132,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       }
     })
   })
+  server.on('connection', () => state.connections++)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
   return {
@@ -135,6 +144,15 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     },
     set requests(value: number) {
       state.requests = value
+    },
+    get peakOpen() {
+      return state.peakOpen
+    },
+    get connections() {
+      return state.connections
+    },
+    resetPeak() {
+      state.peakOpen = state.open
     },
     setMode(next) {
       mode = next

@@ -80,6 +80,15 @@ export interface ExactSvmConfig {
   rebroadcastIntervalMs?: number
   /** Budget of one RPC round trip. @default 10_000 */
   rpcTimeoutMs?: number
+  /**
+   * Most requests on the wire to a network's RPC at once, with the default transport. A
+   * request that finds one free leaves at once; those made while every one is taken (a
+   * burst of verifies) wait, and leave together as one JSON-RPC batch when one comes back,
+   * so a burst opens this many connections at most. A node that refuses the merged batch
+   * gets each request alone again. An integer from 1 to 1,000; anything else is
+   * `misconfigured`. Ignored with `rpc`. @default 8
+   */
+  maxRpcRequestsInFlight?: number
   /** Protocol versions served. @default [1, 2] */
   versions?: readonly (1 | 2)[]
   /**
@@ -198,7 +207,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       : undefined
     const rpc = config.rpc
       ? config.rpc({ caip2: info.caip2, urls, headers: entry.rpcHeaders })
-      : createHttpRpcTransport({ urls, headers: entry.rpcHeaders, timeoutMs: config.rpcTimeoutMs })
+      : createHttpRpcTransport({ urls, headers: entry.rpcHeaders, timeoutMs: config.rpcTimeoutMs, maxInFlight: config.maxRpcRequestsInFlight })
     runtimes.set(info.caip2, {
       info: { caip2: info.caip2, ...(info.v1Name ? { v1Name: info.v1Name } : {}), extra: { feePayer } },
       rpc,

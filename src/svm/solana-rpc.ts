@@ -1,6 +1,8 @@
+import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { createConnectionPool, MAX_TIMEOUT_MS, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
+import { createRpcCoalescer } from '../transport/rpc-coalescer.js'
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
 export interface RpcCall {
@@ -36,6 +38,12 @@ export interface HttpRpcTransportOptions {
    * @default our HTTP/1.1 client over keep-alive connections (TCP or TLS)
    */
   fetch?: typeof globalThis.fetch
+  /**
+   * Most requests on the wire at once. A request that finds one free leaves at once;
+   * those made while every one is taken wait, and leave together as one JSON-RPC batch
+   * when one comes back. @default 8
+   */
+  maxInFlight?: number
 }
 
 /** An HTTP answer, read whole. */
@@ -45,7 +53,7 @@ interface HttpAnswer {
 }
 
 /** Posts a JSON body and reads the whole answer; throws {@link PostFailure}. */
-type Exchange = (url: string, body: string, signal: AbortSignal | undefined) => Promise<HttpAnswer>
+type Exchange = (url: string, body: string) => Promise<HttpAnswer>
 
 /**
  * A JSON-RPC-over-HTTP transport with batching and fail-over. Errors never
@@ -60,42 +68,89 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   if (urls.length === 0) throw new FacilitatorError('misconfigured', 'a Solana network needs at least one RPC URL')
   const timeoutMs = options.timeoutMs ?? 10_000
   if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) throw new FacilitatorError('misconfigured', `the Solana RPC timeout must be above 0 and at most ${MAX_TIMEOUT_MS} ms`)
+  const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
+  if (!(Number.isInteger(maxInFlight) && maxInFlight >= 1 && maxInFlight <= MAX_IN_FLIGHT)) {
+    throw new FacilitatorError('misconfigured', `the Solana RPC's requests in flight must be an integer from 1 to ${MAX_IN_FLIGHT}`)
+  }
   const headers = { 'content-type': 'application/json', ...options.headers }
   const exchange = options.fetch ? fetchExchange(options.fetch, headers, timeoutMs) : nodeExchange(headers, timeoutMs)
 
+  /** One batch of calls to each URL in turn until one answers. */
+  const post = async (calls: readonly RpcCall[]): Promise<RpcOutcome[]> => {
+    const body = JSON.stringify(calls.map((call, id) => ({ jsonrpc: '2.0', id, method: call.method, params: call.params })))
+    let lastFault: FacilitatorError | undefined
+    for (const url of urls) {
+      let answer: HttpAnswer
+      try {
+        answer = await exchange(url, body)
+      } catch (error) {
+        lastFault =
+          error instanceof PostFailure && error.timedOut
+            ? new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`, { cause: error })
+            : new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable', { cause: error })
+        continue
+      }
+      if (answer.status >= 500 || answer.status === 429) {
+        lastFault = new FacilitatorError('rpc_unavailable', `the Solana RPC answered HTTP ${answer.status}`)
+        continue
+      }
+      if (answer.status < 200 || answer.status > 299) throw new FacilitatorError('rpc_error', `the Solana RPC answered HTTP ${answer.status}`)
+      let json: unknown
+      try {
+        json = JSON.parse(answer.text)
+      } catch (error) {
+        throw new FacilitatorError('rpc_error', 'the Solana RPC answered something that is not JSON', { cause: error })
+      }
+      return matchBatch(json, calls.length)
+    }
+    throw lastFault ?? new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable')
+  }
+
+  // Requests that wait for a free slot leave together, their calls in one batch. A node that
+  // refuses that batch as a whole (too many calls for it) gets each request alone, as it was
+  // made, and no merged batch for a minute.
+  let mergingRefusedUntil = 0
+  const alone = (calls: readonly RpcCall[]): Promise<Fate> =>
+    post(calls).then(
+      (outcomes) => ({ outcomes }),
+      (error: unknown) => ({ error }),
+    )
+  const sendGroup = async (requests: readonly (readonly RpcCall[])[]): Promise<Fate[]> => {
+    if (requests.length === 1) return [{ outcomes: await post(requests[0]!) }]
+    if (Date.now() < mergingRefusedUntil) return Promise.all(requests.map(alone))
+    let outcomes: RpcOutcome[]
+    try {
+      outcomes = await post(requests.flat())
+    } catch (error) {
+      if (!(error instanceof FacilitatorError && error.code === 'rpc_error')) throw error
+      mergingRefusedUntil = Date.now() + MERGING_REFUSED_PAUSE_MS
+      return Promise.all(requests.map(alone))
+    }
+    let at = 0
+    return requests.map((calls) => ({ outcomes: outcomes.slice(at, (at += calls.length)) }))
+  }
+  const coalescer = createRpcCoalescer(sendGroup, { maxInFlight, maxCalls: MAX_MERGED_REQUESTS })
+
   return {
     async request(calls, signal) {
-      const body = JSON.stringify(calls.map((call, id) => ({ jsonrpc: '2.0', id, method: call.method, params: call.params })))
-      let lastFault: FacilitatorError | undefined
-      for (const url of urls) {
-        let answer: HttpAnswer
-        try {
-          answer = await exchange(url, body, signal)
-        } catch (error) {
-          if (signal?.aborted) throw new FacilitatorError('timeout', 'the operation did not finish within its time budget', { cause: error })
-          lastFault =
-            error instanceof PostFailure && error.timedOut
-              ? new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`, { cause: error })
-              : new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable', { cause: error })
-          continue
-        }
-        if (answer.status >= 500 || answer.status === 429) {
-          lastFault = new FacilitatorError('rpc_unavailable', `the Solana RPC answered HTTP ${answer.status}`)
-          continue
-        }
-        if (answer.status < 200 || answer.status > 299) throw new FacilitatorError('rpc_error', `the Solana RPC answered HTTP ${answer.status}`)
-        let json: unknown
-        try {
-          json = JSON.parse(answer.text)
-        } catch (error) {
-          throw new FacilitatorError('rpc_error', 'the Solana RPC answered something that is not JSON', { cause: error })
-        }
-        return matchBatch(json, calls.length)
-      }
-      throw lastFault ?? new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable')
+      const sent = coalescer.request([calls])
+      // The exchange may carry other requests' calls too, so it is not cut short: the caller stops waiting.
+      const [fate] = signal ? await withDeadline(sent, signal) : await sent
+      if (!fate || 'error' in fate) throw fate?.error
+      return fate.outcomes
     },
   }
 }
+
+/** One request's fate in a group: the outcome of each of its calls, or the fault of its exchange. */
+type Fate = { readonly outcomes: RpcOutcome[] } | { readonly error: unknown }
+
+/** Default of {@link HttpRpcTransportOptions.maxInFlight}. */
+const DEFAULT_MAX_IN_FLIGHT = 8
+const MAX_IN_FLIGHT = 1_000
+// Requests merged into one batch: a verify is 2 calls, so about 100 calls at most.
+const MAX_MERGED_REQUESTS = 50
+const MERGING_REFUSED_PAUSE_MS = 60_000
 
 /** Our HTTP/1.1 client over keep-alive connections owned by the transport (see keep-alive-post.ts). */
 function nodeExchange(headers: Record<string, string>, timeoutMs: number): Exchange {
@@ -114,22 +169,21 @@ function nodeExchange(headers: Record<string, string>, timeoutMs: number): Excha
     }
     return target
   }
-  return async (url, body, signal) => {
+  return async (url, body) => {
     const target = targetOf(url)
     if (target instanceof PostFailure) throw target
     // postKeepAlive rejects with PostFailure only.
-    const answer = await postKeepAlive(target, body, { pool, headers, timeoutMs, ...(signal ? { signal } : {}) })
+    const answer = await postKeepAlive(target, body, { pool, headers, timeoutMs })
     return { status: answer.status, text: answer.text }
   }
 }
 
 /** The exchange through a caller-supplied fetch. */
 function fetchExchange(doFetch: typeof globalThis.fetch, headers: Record<string, string>, timeoutMs: number): Exchange {
-  return async (url, body, signal) => {
+  return async (url, body) => {
     const timeout = AbortSignal.timeout(timeoutMs)
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout
     try {
-      const response = await doFetch(url, { method: 'POST', headers, body, signal: combined })
+      const response = await doFetch(url, { method: 'POST', headers, body, signal: timeout })
       return { status: response.status, text: await response.text() }
     } catch (error) {
       throw new PostFailure(timeout.aborted, error)

@@ -44,6 +44,12 @@ export const EVM_COUNTS = {
   farSignerKeys: 4,
   receiptSamples: 15,
   recoverIterations: 300,
+  /**
+   * Untimed settles of each side, in bursts like the timed ones, on a chain of their own before
+   * the settle rounds: the timed bursts then measure a facilitator whose hot code V8 has
+   * compiled, as in a server that has been running, not the JIT's warm-up.
+   */
+  jitWarmupSettles: 1_000,
 }
 
 interface Side {
@@ -96,6 +102,10 @@ export async function benchEvm(): Promise<Row[]> {
       const used = backend.name === (await recoveryBackend()) ? ' (used below)' : ''
       rows.push(row('EVM', `signer recovery (offline) on ${backend.name}${used}`, 'µs/op', 'lower', fast, viem, 'theirs: viem recoverAddress (what the official verifier uses)'))
     }
+
+    // --- JIT warm-up of both sides' settle path (verify included), untimed, before anything is timed ---
+    progress(`EVM: JIT warm-up, ${c.jitWarmupSettles} untimed settles each on a chain of their own`)
+    await jitWarmUp(c.jitWarmupSettles, c.settleConcurrency)
 
     // --- verify: the same payloads for both ---
     progress(`EVM: signing ${c.warmup + c.latency + c.concurrent} payloads`)
@@ -349,6 +359,35 @@ function sidesOf(
     requests: () => theirRequests,
   }
   return { ourSide, theirSide, stop: () => diagnostics.unsubscribe(RPC_REQUEST_CHANNEL, countOurs) }
+}
+
+/**
+ * Settles `count` payments on each side, `concurrency` at a time, on a fresh chain, and checks
+ * they all landed. Nothing is measured: until V8 has compiled the hot code (a few hundred
+ * settles in, here), a burst spends as much CPU on the compiler's threads as on the settles.
+ */
+async function jitWarmUp(count: number, concurrency: number): Promise<void> {
+  const world = await startEvmFixture({ signerCount: 2 })
+  const [ourKey, theirKey] = world.signers
+  check(ourKey !== undefined && theirKey !== undefined, 'two facilitator keys for the warm-up')
+  const sides = sidesOf(world, ourKey, theirKey)
+  try {
+    const requirements = world.requirementsV2({ amount: '1000' })
+    for (const [name, side] of [['ours', sides.ourSide], ['theirs', sides.theirSide]] as const) {
+      const payer = await world.newPayer(10n ** 15n)
+      const payments = await Promise.all(Array.from({ length: count }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
+      for (let from = 0; from < count; from += concurrency) {
+        const burst = await runConcurrent(Math.min(concurrency, count - from), concurrency, async (i) => {
+          const answer = await side.settle(payments[from + i]!, requirements)
+          if (!answer.success) throw new Error(answer.errorReason)
+        })
+        check(burst.errors.length === 0, `every warm-up settle of ${name} lands (${String(burst.errors[0])})`)
+      }
+    }
+  } finally {
+    sides.stop()
+    await world.stop()
+  }
 }
 
 /**

@@ -5,7 +5,11 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
  * aborts, so a hung RPC never holds a caller past its budget.
  */
 export function withDeadline<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(timeoutFault(signal.reason))
+  if (signal.aborted) {
+    // Nobody waits for the work any more; its failure must not become an unhandled rejection.
+    work.catch(() => undefined)
+    return Promise.reject(timeoutFault(signal.reason))
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(timeoutFault(signal.reason))
     signal.addEventListener('abort', onAbort, { once: true })

@@ -1,5 +1,5 @@
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
-import { createRpcCoalescer } from '../transport/rpc-coalescer.js'
+import { createRpcCoalescer, Regroup } from '../transport/rpc-coalescer.js'
 import { basicAuthorization, type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
 
 /** Options of {@link keepAliveHttp}. */
@@ -57,8 +57,10 @@ type Outcome = { readonly answer: RpcAnswer } | { readonly error: unknown }
  * connections (../transport/keep-alive-post.ts): per request it costs a fraction
  * of what viem's fetch-based `http()` does. Its errors
  * are viem's own (`HttpRequestError`, `RpcRequestError`, `TimeoutError`, quoting
- * the URL without user info, as viem does), so retries, `fallback` and the fault
- * mapping behave exactly as with `http(url, { retryCount, timeout })`.
+ * the URL without user info and the call's own request, as viem does), so retries,
+ * `fallback` and the fault mapping behave as with `http(url, { retryCount, timeout })`.
+ * At most `maxInFlight` requests are on the wire (sends aside); a call waits for a
+ * free one at most `timeoutMs`, then fails with `TimeoutError` unsent.
  *
  * @example
  * const pool = createConnectionPool() // from ../transport/keep-alive-post.js
@@ -69,41 +71,45 @@ export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Trans
   const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
   const batchMethods = options.batchMethods ?? new Set<string>()
   const target = parseTarget(url)
-  return (parameters) => {
-    let nextId = 0
-    // Until when calls go alone: the server answered a batch as a whole (it takes none, or not that many).
-    let batchesRefusedUntil = 0
-    const alone = (body: RpcBody): Promise<Outcome> =>
-      exchange(target, body, timeoutMs, pool).then(
-        (answer) => ({ answer: answer as RpcAnswer }),
-        (error: unknown) => ({ error }),
-      )
-    const sendGroup = async (bodies: readonly RpcBody[]): Promise<Outcome[]> => {
-      if (bodies.length === 1) return [{ answer: (await exchange(target, bodies[0]!, timeoutMs, pool)) as RpcAnswer }]
-      if (Date.now() < batchesRefusedUntil) return Promise.all(bodies.map(alone))
-      let answers: unknown
-      try {
-        answers = await exchange(target, bodies as RpcBody[], timeoutMs, pool)
-      } catch (error) {
-        if (!refusesBatch(error)) throw error
-      }
-      const matched = inCallOrder(bodies, answers)
-      if (!matched) {
-        batchesRefusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
-        return Promise.all(bodies.map(alone))
-      }
-      return bodies.map((body, index): Outcome => {
-        const answer = matched[index]
-        return answer ? { answer } : { error: missingAnswer(body, target) }
-      })
+  // One queue per URL, not per viem client: viem's fallback builds the transport again for every request.
+  let nextId = 0
+  // Until when calls go alone: the server answered a batch as a whole (it takes none, or not that many).
+  let batchesRefusedUntil = 0
+  const sendGroup = async (bodies: readonly RpcBody[]): Promise<Outcome[]> => {
+    if (bodies.length === 1) return [{ answer: (await exchange(target, bodies[0]!, timeoutMs, pool)) as RpcAnswer }]
+    let answers: unknown
+    try {
+      answers = await exchange(target, bodies as RpcBody[], timeoutMs, pool)
+    } catch (error) {
+      // Each call gets an error quoting its own request only, never the other callers' calldata.
+      if (!refusesBatch(error)) return bodies.map((body) => ({ error: errorForCall(error, body, target) }))
     }
-    const calls = createRpcCoalescer(sendGroup, { maxInFlight, maxCalls: MAX_GROUP_CALLS })
+    const matched = inCallOrder(bodies, answers)
+    if (!matched) {
+      batchesRefusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
+      throw new Regroup('the server refused the batch as a whole')
+    }
+    return bodies.map((body, index): Outcome => {
+      const answer = matched[index]
+      return answer ? { answer } : { error: missingAnswer(body, target) }
+    })
+  }
+  const calls = createRpcCoalescer<RpcBody, Outcome>(sendGroup, {
+    maxInFlight,
+    maxGroup: () => (Date.now() < batchesRefusedUntil ? 1 : MAX_GROUP_CALLS),
+    // A call that waited its whole budget for a slot is never sent: it failed as if sent and unanswered.
+    maxWaitMs: timeoutMs,
+    expired: ([body]) => new TimeoutError({ body: body!, url: target.href }),
+  })
 
+  return (parameters) => {
     const transport = custom(
       {
         async request({ method, params }: { method: string; params?: unknown }) {
           const body: RpcBody = { jsonrpc: '2.0', id: nextId++, method, params }
-          const [outcome] = await calls.request([body], { together: batchMethods.has(method) })
+          // A send leaves at once: the send lane bounds its wait, and a send still queued when the lane
+          // gave up its nonce must not leave later.
+          const [outcome] = await calls.request([body], { together: batchMethods.has(method), now: method === 'eth_sendRawTransaction' })
           if (!outcome || 'error' in outcome) throw outcome?.error
           if (outcome.answer.error) throw new RpcRequestError({ body, error: outcome.answer.error, url: target.href })
           return outcome.answer.result
@@ -113,6 +119,18 @@ export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Trans
     )
     return transport(parameters)
   }
+}
+
+/** A group's failure as the same call sent alone would have got it, quoting that call only. */
+function errorForCall(error: unknown, body: RpcBody, target: Target): unknown {
+  if (error instanceof TimeoutError) return new TimeoutError({ body, url: target.href })
+  if (error instanceof RpcRequestError) {
+    return new RpcRequestError({ body, error: { code: error.code, message: error.details, data: error.data }, status: error.status, url: target.href })
+  }
+  if (error instanceof HttpRequestError) {
+    return new HttpRequestError({ body, cause: error.cause as Error | undefined, details: error.details, status: error.status, url: target.href })
+  }
+  return error
 }
 
 /** One call's answer in a JSON-RPC batch: its result, or the error the same call sent alone would throw. */

@@ -50,7 +50,7 @@ interface Waiter {
 /**
  * One polling loop per network instead of one per settle: every tick looks up
  * the hashes that are due, all issued in the same tick so the default transport
- * sends them as one JSON-RPC batch (one HTTP request however many settles wait).
+ * sends them as JSON-RPC batches (one HTTP request per 100 settles waiting).
  * Each hash keeps its own schedule (at once, then 10 ms doubling up to its
  * `maxIntervalMs`, never past its deadline); a hash due within a quarter of its interval
  * joins the current tick rather than costing a request of its own. A receipt from

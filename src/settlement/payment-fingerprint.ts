@@ -25,8 +25,8 @@ type NodeCrypto = { createHash(algorithm: string): { update(text: string): { dig
 // Node's own hash when the runtime offers it without an import (Node 20.16 and later): WebCrypto's
 // digest is a round trip through the thread pool, about 40 µs of a settle against a few for this.
 const nodeSha256 = (() => {
-  const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule
-  const nodeCrypto = typeof getBuiltin === 'function' ? (getBuiltin('node:crypto') as NodeCrypto | undefined) : undefined
+  const runtime = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process
+  const nodeCrypto = typeof runtime?.getBuiltinModule === 'function' ? (runtime.getBuiltinModule('node:crypto') as NodeCrypto | undefined) : undefined
   return nodeCrypto ? (text: string) => nodeCrypto.createHash('sha256').update(text).digest('hex') : undefined
 })()
 

@@ -2,7 +2,7 @@ import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { createConnectionPool, MAX_TIMEOUT_MS, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
-import { createRpcCoalescer } from '../transport/rpc-coalescer.js'
+import { createRpcCoalescer, Regroup } from '../transport/rpc-coalescer.js'
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
 export interface RpcCall {
@@ -20,6 +20,8 @@ export type RpcOutcome =
  * `calls` as one JSON-RPC batch (one HTTP round trip) and answers them in order.
  * It throws `FacilitatorError('rpc_unavailable' | 'rpc_error' | 'rpc_timeout')`
  * when the node cannot answer; a per-call JSON-RPC error is an outcome, not a throw.
+ * An aborted `signal` ends the caller's wait with `FacilitatorError('timeout')`
+ * (the default transport then drops a request still waiting for a slot unsent).
  */
 export interface SvmRpcTransport {
   request(calls: readonly RpcCall[], signal?: AbortSignal): Promise<RpcOutcome[]>
@@ -70,7 +72,7 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) throw new FacilitatorError('misconfigured', `the Solana RPC timeout must be above 0 and at most ${MAX_TIMEOUT_MS} ms`)
   const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
   if (!(Number.isInteger(maxInFlight) && maxInFlight >= 1 && maxInFlight <= MAX_IN_FLIGHT)) {
-    throw new FacilitatorError('misconfigured', `the Solana RPC's requests in flight must be an integer from 1 to ${MAX_IN_FLIGHT}`)
+    throw new FacilitatorError('misconfigured', `maxRpcRequestsInFlight of a Solana network must be an integer from 1 to ${MAX_IN_FLIGHT}`)
   }
   const headers = { 'content-type': 'application/json', ...options.headers }
   const exchange = options.fetch ? fetchExchange(options.fetch, headers, timeoutMs) : nodeExchange(headers, timeoutMs)
@@ -107,50 +109,58 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   }
 
   // Requests that wait for a free slot leave together, their calls in one batch. A node that
-  // refuses that batch as a whole (too many calls for it) gets each request alone, as it was
-  // made, and no merged batch for a minute.
+  // refuses that batch as a whole (too many calls or bytes for it) gets each request alone, as
+  // it was made, and no merged batch for a minute.
   let mergingRefusedUntil = 0
-  const alone = (calls: readonly RpcCall[]): Promise<Fate> =>
-    post(calls).then(
-      (outcomes) => ({ outcomes }),
-      (error: unknown) => ({ error }),
-    )
-  const sendGroup = async (requests: readonly (readonly RpcCall[])[]): Promise<Fate[]> => {
-    if (requests.length === 1) return [{ outcomes: await post(requests[0]!) }]
-    if (Date.now() < mergingRefusedUntil) return Promise.all(requests.map(alone))
+  const sendGroup = async (requests: readonly (readonly RpcCall[])[]): Promise<RpcOutcome[][]> => {
+    if (requests.length === 1) return [await post(requests[0]!)]
     let outcomes: RpcOutcome[]
     try {
       outcomes = await post(requests.flat())
     } catch (error) {
       if (!(error instanceof FacilitatorError && error.code === 'rpc_error')) throw error
       mergingRefusedUntil = Date.now() + MERGING_REFUSED_PAUSE_MS
-      return Promise.all(requests.map(alone))
+      throw new Regroup('the Solana RPC refused the merged batch')
     }
     let at = 0
-    return requests.map((calls) => ({ outcomes: outcomes.slice(at, (at += calls.length)) }))
+    return requests.map((calls) => outcomes.slice(at, (at += calls.length)))
   }
-  const coalescer = createRpcCoalescer(sendGroup, { maxInFlight, maxCalls: MAX_MERGED_REQUESTS })
+  const coalescer = createRpcCoalescer<readonly RpcCall[], RpcOutcome[]>(sendGroup, {
+    maxInFlight,
+    maxGroup: () => (Date.now() < mergingRefusedUntil ? 1 : MAX_MERGED_BYTES),
+    weigh: weightOf,
+    // A request that waited its whole budget for a slot is never sent.
+    maxWaitMs: timeoutMs,
+    expired: () => new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`),
+  })
 
   return {
     async request(calls, signal) {
-      const sent = coalescer.request([calls])
-      // The exchange may carry other requests' calls too, so it is not cut short: the caller stops waiting.
-      const [fate] = signal ? await withDeadline(sent, signal) : await sent
-      if (!fate || 'error' in fate) throw fate?.error
-      return fate.outcomes
+      if (signal?.aborted) throw new FacilitatorError('timeout', 'the operation did not finish within its time budget', { cause: signal.reason })
+      // A request still waiting for a slot when the signal aborts is dropped unsent; one on the wire
+      // may carry other requests' calls too, so it is not cut short: the caller stops waiting.
+      const [outcomes] = await (signal ? withDeadline(coalescer.request([calls], { signal }), signal) : coalescer.request([calls]))
+      return outcomes!
     },
   }
 }
 
-/** One request's fate in a group: the outcome of each of its calls, or the fault of its exchange. */
-type Fate = { readonly outcomes: RpcOutcome[] } | { readonly error: unknown }
-
 /** Default of {@link HttpRpcTransportOptions.maxInFlight}. */
 const DEFAULT_MAX_IN_FLIGHT = 8
 const MAX_IN_FLIGHT = 1_000
-// Requests merged into one batch: a verify is 2 calls, so about 100 calls at most.
-const MAX_MERGED_REQUESTS = 50
+// Bytes of one merged batch, about: under the 50 KiB request body that Agave's RPC takes.
+const MAX_MERGED_BYTES = 40_000
 const MERGING_REFUSED_PAUSE_MS = 60_000
+
+/** About the bytes one request adds to a batch: its string params (a transaction) and some framing. */
+function weightOf(calls: readonly RpcCall[]): number {
+  let bytes = 0
+  for (const call of calls) {
+    bytes += 64 + call.method.length
+    for (const param of call.params) bytes += typeof param === 'string' ? param.length : 64
+  }
+  return bytes
+}
 
 /** Our HTTP/1.1 client over keep-alive connections owned by the transport (see keep-alive-post.ts). */
 function nodeExchange(headers: Record<string, string>, timeoutMs: number): Exchange {
@@ -183,8 +193,11 @@ function fetchExchange(doFetch: typeof globalThis.fetch, headers: Record<string,
   return async (url, body) => {
     const timeout = AbortSignal.timeout(timeoutMs)
     try {
-      const response = await doFetch(url, { method: 'POST', headers, body, signal: timeout })
-      return { status: response.status, text: await response.text() }
+      // Bounded here too: a fetch that ignores its signal would hold a request slot for good.
+      return await withDeadline(
+        doFetch(url, { method: 'POST', headers, body, signal: timeout }).then(async (response) => ({ status: response.status, text: await response.text() })),
+        timeout,
+      )
     } catch (error) {
       throw new PostFailure(timeout.aborted, error)
     }
@@ -197,6 +210,12 @@ function matchBatch(json: unknown, count: number): RpcOutcome[] {
     // Some nodes answer a whole rejected batch with one error object.
     const message = isRecord(json) && isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : 'not a batch answer'
     throw new FacilitatorError('rpc_error', `the Solana RPC rejected the request: ${message}`)
+  }
+  // One error for several calls refuses the batch as a whole (geth-style "batch too large").
+  const [only] = json as unknown[]
+  if (json.length === 1 && count > 1 && isRecord(only) && isRecord(only.error)) {
+    const message = typeof only.error.message === 'string' ? only.error.message : 'one error for the whole batch'
+    throw new FacilitatorError('rpc_error', `the Solana RPC rejected the batch: ${message}`)
   }
   const outcomes: (RpcOutcome | undefined)[] = new Array(count).fill(undefined)
   for (const entry of json) {

@@ -77,10 +77,11 @@ describe('requests in flight to one RPC URL', () => {
     expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([['eth_call'], ['eth_call'], ['eth_call'], ['eth_call']])
   })
 
-  it('a server that refuses batches gets the waiting calls alone, and every verify still answers', async () => {
+  it('a server that refuses batches gets the waiting calls alone, still at most maxRpcRequestsInFlight at once, and every verify answers', async () => {
     const requests = await verifyBodies(12)
     const facilitator = viaProxy({ maxRpcRequestsInFlight: 2 })
     proxy.setMode({ kind: 'refuse-batches', shape: 'array' })
+    proxy.resetPeak()
     const from = proxy.calls.length
     const answers = await Promise.all(requests.map((request) => facilitator.verify(request)))
     expect(answers.map((answer) => answer.isValid)).toEqual(requests.map(() => true))
@@ -90,6 +91,28 @@ describe('requests in flight to one RPC URL', () => {
     expect(batches.length).toBeGreaterThan(0)
     const alone = sent.filter((calls) => calls.length === 1).flat()
     expect(alone.filter((call) => call.method === 'eth_call')).toHaveLength(12)
+    expect(proxy.peakOpen).toBeLessThanOrEqual(2)
+  })
+
+  it('with several RPC URLs the bound and the batches hold for the URL in use (viem builds the transport again per request)', async () => {
+    const second = await startFaultProxy(world.node.rpcUrl)
+    try {
+      const requests = await verifyBodies(30)
+      const facilitator = createFacilitator({
+        schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url, second.url] }], maxRpcRequestsInFlight: 2 }))],
+      })
+      proxy.setMode({ kind: 'delay', ms: 20 })
+      proxy.resetPeak()
+      const from = proxy.calls.length
+      const answers = await Promise.all(requests.map((request) => facilitator.verify(request)))
+      expect(answers.map((answer) => answer.isValid)).toEqual(requests.map(() => true))
+      const sent = proxy.calls.slice(from)
+      expect(proxy.peakOpen).toBeLessThanOrEqual(2)
+      expect(sent.length).toBeLessThan(15)
+      expect(second.requests).toBe(0)
+    } finally {
+      await second.close()
+    }
   })
 
   it('one call that fails in a batch fails alone; the others in its batch get their answers', async () => {
@@ -130,6 +153,17 @@ describe('requests in flight to one RPC URL', () => {
     ])
   })
 
+  it('a send leaves at once even while every request is taken, so it never waits behind reads', async () => {
+    const client = createPublicClient({ transport: keepAliveHttp(proxy.url, { timeoutMs: 1_500, retryCount: 0, pool: createConnectionPool(), maxInFlight: 1 }) })
+    proxy.setModeFor(['eth_blockNumber'], { kind: 'hang' }, { times: 1 })
+    const read = client.getBlockNumber()
+    const started = performance.now()
+    // Bytes that are no transaction: the node answers with an error at once.
+    await expect(client.request({ method: 'eth_sendRawTransaction', params: ['0x02'] })).rejects.toThrow()
+    expect(performance.now() - started).toBeLessThan(1_000)
+    await expect(read).rejects.toMatchObject({ name: 'TimeoutError' })
+  })
+
   it('a group never carries more than 100 calls', async () => {
     const client = clientOf(1)
     proxy.setMode({ kind: 'delay', ms: 20 })
@@ -144,9 +178,15 @@ describe('requests in flight to one RPC URL', () => {
     const client = clientOf(1)
     const slow = createPublicClient({ transport: keepAliveHttp(proxy.url, { timeoutMs: 300, retryCount: 0, pool: createConnectionPool(), maxInFlight: 1 }) })
     proxy.setMode({ kind: 'hang' })
-    const outcomes = await Promise.allSettled([slow.getBlockNumber(), slow.getChainId(), slow.getChainId()])
+    const from = proxy.calls.length
+    // Raw requests: viem's getChainId would fold identical concurrent calls into one.
+    const outcomes = await Promise.allSettled([slow.getBlockNumber(), slow.request({ method: 'eth_chainId' }), slow.request({ method: 'eth_gasPrice' })])
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected'])
     for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason.name).toBe('TimeoutError')
+    // The two that waited went together; each error quotes its own call only.
+    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([['eth_blockNumber'], ['eth_chainId', 'eth_gasPrice']])
+    expect(String((outcomes[1] as PromiseRejectedResult).reason.message)).toContain('eth_chainId')
+    expect(String((outcomes[1] as PromiseRejectedResult).reason.message)).not.toContain('eth_gasPrice')
     proxy.setMode({ kind: 'pass' })
     expect(await slow.getChainId()).toBe(world.node.chainId)
     expect(await client.getChainId()).toBe(world.node.chainId)

@@ -55,36 +55,74 @@ describe('requests in flight to a Solana RPC', () => {
     figures.push(`30 verifies, 20 ms RPC, 2 in flight: ${sent.length} requests (largest ${Math.max(...sent.map((c) => c.length))} calls), peak open ${proxy.peakOpen}`)
   })
 
-  it('a node that refuses the merged batch gets each request alone, as it was made, and every verify answers', async () => {
+  it.each(['object', 'array'] as const)('a node that refuses the merged batch (one error, %s) gets each request alone, as it was made, and every verify answers', async (shape) => {
     const requests = await bodies(10)
     const facilitator = viaProxy({ maxRpcRequestsInFlight: 1 })
     // A node that takes a verify's own batch of 2 calls but no more.
-    proxy.setModeFor(['simulateTransaction'], { kind: 'refuse-batches' }, { batches: true, matching: (calls) => calls.length > 2 })
+    proxy.setModeFor(['simulateTransaction'], { kind: 'refuse-batches', shape }, { batches: true, matching: (calls) => calls.length > 2 })
     const from = proxy.calls.length
     const answers = await Promise.all(requests.map((request) => facilitator.verify(request)))
     expect(answers.map((answer) => answer.isValid)).toEqual(requests.map(() => true))
     const sent = proxy.calls.slice(from)
     expect(sent.some((calls) => calls.length > 2)).toBe(true)
+    // The requests sent again alone still went one at a time.
+    expect(proxy.peakOpen).toBeLessThanOrEqual(1)
     // Every simulation that got an answer went in a request of its own verify's calls.
     expect(sent.filter((calls) => calls.length <= 2).flat().filter((call) => call.method === 'simulateTransaction')).toHaveLength(10)
   })
 
-  it('a caller whose budget runs out stops waiting with a timeout; the others of its batch get their answers', async () => {
+  it('a caller whose budget runs out while its request waits for a slot gets a timeout, and the request is never sent', async () => {
+    const rpc = createHttpRpcTransport({ urls: [proxy.url], maxInFlight: 1 })
+    proxy.setMode({ kind: 'delay', ms: 150 })
+    const from = proxy.calls.length
+    const [first, impatient, patient] = await Promise.allSettled([
+      rpc.request([{ method: 'getSlot', params: [] }]),
+      rpc.request([{ method: 'getBlockHeight', params: [] }], AbortSignal.timeout(60)),
+      rpc.request([{ method: 'getLatestBlockhash', params: [] }]),
+    ])
+    expect(first.status).toBe('fulfilled')
+    expect((impatient as PromiseRejectedResult).reason).toMatchObject({ code: 'timeout' })
+    expect((patient as PromiseFulfilledResult<{ ok: boolean }[]>).value[0]?.ok).toBe(true)
+    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([['getSlot'], ['getLatestBlockhash']])
+  })
+
+  it('a caller whose budget runs out while its batch is on the wire stops waiting; the others of the batch get their answers', async () => {
     const rpc = createHttpRpcTransport({ urls: [proxy.url], maxInFlight: 1 })
     proxy.setMode({ kind: 'delay', ms: 150 })
     const from = proxy.calls.length
     const started = performance.now()
     const [first, impatient, patient] = await Promise.allSettled([
       rpc.request([{ method: 'getSlot', params: [] }]),
-      rpc.request([{ method: 'getSlot', params: [] }], AbortSignal.timeout(60)),
+      rpc.request([{ method: 'getBlockHeight', params: [] }], AbortSignal.timeout(220)),
       rpc.request([{ method: 'getLatestBlockhash', params: [] }]),
     ])
     expect(first.status).toBe('fulfilled')
-    expect(patient.status).toBe('fulfilled')
-    expect((patient as PromiseFulfilledResult<{ ok: boolean }[]>).value[0]?.ok).toBe(true)
-    expect(impatient.status).toBe('rejected')
     expect((impatient as PromiseRejectedResult).reason).toMatchObject({ code: 'timeout' })
+    expect((patient as PromiseFulfilledResult<{ ok: boolean }[]>).value[0]?.ok).toBe(true)
     expect(performance.now() - started).toBeGreaterThanOrEqual(290) // two round trips: the first alone, then the two that waited
+    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([['getSlot'], ['getBlockHeight', 'getLatestBlockhash']])
+  })
+
+  it('an aborted budget sends nothing', async () => {
+    const rpc = createHttpRpcTransport({ urls: [proxy.url] })
+    const from = proxy.calls.length
+    const aborted = AbortSignal.abort()
+    await expect(rpc.request([{ method: 'getSlot', params: [] }], aborted)).rejects.toMatchObject({ code: 'timeout' })
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(proxy.calls.length).toBe(from)
+  })
+
+  it('one request whose call fails in a merged batch gets its error outcome; the others get their results', async () => {
+    const rpc = createHttpRpcTransport({ urls: [proxy.url], maxInFlight: 1 })
+    proxy.setMode({ kind: 'delay', ms: 20 })
+    const from = proxy.calls.length
+    const [, bad, good] = await Promise.all([
+      rpc.request([{ method: 'getSlot', params: [] }]),
+      rpc.request([{ method: 'getBalance', params: ['not-a-key'] }]),
+      rpc.request([{ method: 'getBalance', params: [spl.feePayer.address] }]),
+    ])
+    expect(bad?.[0]?.ok).toBe(false)
+    expect(good?.[0]).toMatchObject({ ok: true })
     expect(proxy.calls.slice(from).map((calls) => calls.length)).toEqual([1, 2])
   })
 

@@ -77,14 +77,13 @@ export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Trans
   let batchesRefusedUntil = 0
   const sendGroup = async (bodies: readonly RpcBody[]): Promise<Outcome[]> => {
     if (bodies.length === 1) return [{ answer: (await exchange(target, bodies[0]!, timeoutMs, pool)) as RpcAnswer }]
-    let answers: unknown
+    let matched: (RpcAnswer | undefined)[] | undefined
     try {
-      answers = await exchange(target, bodies as RpcBody[], timeoutMs, pool)
+      matched = await exchangeBatch(target, bodies, timeoutMs, pool)
     } catch (error) {
       // Each call gets an error quoting its own request only, never the other callers' calldata.
-      if (!refusesBatch(error)) return bodies.map((body) => ({ error: errorForCall(error, body, target) }))
+      return bodies.map((body) => ({ error: errorForCall(error, body, target) }))
     }
-    const matched = inCallOrder(bodies, answers)
     if (!matched) {
       batchesRefusedUntil = Date.now() + BATCH_REFUSED_PAUSE_MS
       throw new Regroup('the server refused the batch as a whole')
@@ -166,15 +165,13 @@ export function keepAliveBatchPoster(urls: readonly string[], options: Pick<Keep
     const bodies: RpcBody[] = calls.map((call, id) => ({ jsonrpc: '2.0', id, method: call.method, params: call.params }))
     let failure: unknown = new Error('no RPC URL')
     for (const target of targets) {
-      let answers: unknown
+      let matched: (RpcAnswer | undefined)[] | undefined
       try {
-        answers = await exchange(target, bodies, options.timeoutMs, options.pool)
+        matched = await exchangeBatch(target, bodies, options.timeoutMs, options.pool)
       } catch (error) {
-        if (refusesBatch(error)) return refused()
         failure = error
         continue
       }
-      const matched = inCallOrder(bodies, answers)
       if (!matched) return refused()
       return bodies.map((body, index): BatchEntryAnswer => {
         const answer = matched[index]
@@ -185,6 +182,23 @@ export function keepAliveBatchPoster(urls: readonly string[], options: Pick<Keep
     }
     throw failure
   }
+}
+
+/**
+ * Posts calls as one batch: their answers in call order (`undefined` for a call
+ * the answer left out), or `undefined` when the server answered the batch as a
+ * whole (see {@link inCallOrder}, {@link refusesBatch}). Throws viem's transport
+ * error when no answer came.
+ */
+async function exchangeBatch(target: Target, bodies: readonly RpcBody[], timeoutMs: number, pool: ConnectionPool): Promise<(RpcAnswer | undefined)[] | undefined> {
+  let answers: unknown
+  try {
+    answers = await exchange(target, bodies as RpcBody[], timeoutMs, pool)
+  } catch (error) {
+    if (refusesBatch(error)) return undefined
+    throw error
+  }
+  return inCallOrder(bodies, answers)
 }
 
 /**

@@ -73,9 +73,12 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
   // request made meanwhile with a free slot still leaves alone.
   let held: Entry<Call, Answer>[] = []
 
+  /** The request leaves the queue: its wait bound and abort listener go with it. */
   const leave = (entry: Entry<Call, Answer>) => {
-    if (entry.timer !== undefined) clearTimeout(entry.timer)
+    clearTimeout(entry.timer)
     if (entry.onAbort) entry.signal?.removeEventListener('abort', entry.onAbort)
+    entry.timer = undefined
+    entry.onAbort = undefined
   }
   const drop = (entry: Entry<Call, Answer>, error: unknown) => {
     const index = waiting.indexOf(entry)
@@ -87,11 +90,9 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
   const enqueue = (entry: Entry<Call, Answer>, atHead = false) => {
     if (atHead) waiting.unshift(entry)
     else waiting.push(entry)
-    if (entry.timer === undefined) {
-      entry.timer = setTimeout(() => drop(entry, expired(entry.calls)), maxWaitMs)
-      entry.timer.unref?.()
-    }
-    if (entry.signal && !entry.onAbort) {
+    entry.timer = setTimeout(() => drop(entry, expired(entry.calls)), maxWaitMs)
+    entry.timer.unref?.()
+    if (entry.signal) {
       entry.onAbort = () => drop(entry, entry.signal?.reason)
       entry.signal.addEventListener('abort', entry.onAbort, { once: true })
     }
@@ -119,11 +120,7 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
       .catch((error: unknown) => {
         if (error instanceof Regroup && group.length > 1) {
           // Back at the head, in their order, each with a fresh wait budget.
-          for (const entry of group.reverse()) {
-            entry.timer = undefined
-            entry.onAbort = undefined
-            enqueue(entry, true)
-          }
+          for (const entry of group.reverse()) enqueue(entry, true)
           return
         }
         for (const entry of group) entry.reject(error)

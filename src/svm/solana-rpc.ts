@@ -76,6 +76,7 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   }
   const headers = { 'content-type': 'application/json', ...options.headers }
   const exchange = options.fetch ? fetchExchange(options.fetch, headers, timeoutMs) : nodeExchange(headers, timeoutMs)
+  const noAnswerInTime = (cause?: unknown) => new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`, { cause })
 
   /** One batch of calls to each URL in turn until one answers. */
   const post = async (calls: readonly RpcCall[]): Promise<RpcOutcome[]> => {
@@ -88,7 +89,7 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
       } catch (error) {
         lastFault =
           error instanceof PostFailure && error.timedOut
-            ? new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`, { cause: error })
+            ? noAnswerInTime(error)
             : new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable', { cause: error })
         continue
       }
@@ -131,14 +132,13 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
     weigh: weightOf,
     // A request that waited its whole budget for a slot is never sent.
     maxWaitMs: timeoutMs,
-    expired: () => new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`),
+    expired: () => noAnswerInTime(),
   })
 
   return {
     async request(calls, signal) {
-      if (signal?.aborted) throw new FacilitatorError('timeout', 'the operation did not finish within its time budget', { cause: signal.reason })
-      // A request still waiting for a slot when the signal aborts is dropped unsent; one on the wire
-      // may carry other requests' calls too, so it is not cut short: the caller stops waiting.
+      // A request not yet sent when the signal aborts (or already aborted) is dropped unsent; one on the
+      // wire may carry other requests' calls too, so it is not cut short: the caller stops waiting.
       const [outcomes] = await (signal ? withDeadline(coalescer.request([calls], { signal }), signal) : coalescer.request([calls]))
       return outcomes!
     },

@@ -24,7 +24,7 @@ import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { eip3009Abi } from '../src/evm/abi.js'
 import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
-import { check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+import { check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
 export const EVM_COUNTS = {
   warmup: 40,
@@ -376,13 +376,7 @@ async function jitWarmUp(count: number, concurrency: number): Promise<void> {
     for (const [name, side] of [['ours', sides.ourSide], ['theirs', sides.theirSide]] as const) {
       const payer = await world.newPayer(10n ** 15n)
       const payments = await Promise.all(Array.from({ length: count }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
-      for (let from = 0; from < count; from += concurrency) {
-        const burst = await runConcurrent(Math.min(concurrency, count - from), concurrency, async (i) => {
-          const answer = await side.settle(payments[from + i]!, requirements)
-          if (!answer.success) throw new Error(answer.errorReason)
-        })
-        check(burst.errors.length === 0, `every warm-up settle of ${name} lands (${String(burst.errors[0])})`)
-      }
+      await settleInBursts(payments, concurrency, (payment) => side.settle(payment, requirements), name)
     }
   } finally {
     sides.stop()

@@ -161,3 +161,22 @@ export function formatTable(rows: readonly Row[]): string {
 export function progress(message: string): void {
   process.stderr.write(`[bench] ${message}\n`)
 }
+
+/**
+ * Settles every payment, `concurrency` at a time in bursts like the timed ones, measuring nothing:
+ * the JIT warm-up before a section's timed rounds. Each must land.
+ */
+export async function settleInBursts<P>(
+  payments: readonly P[],
+  concurrency: number,
+  settle: (payment: P) => Promise<{ success: boolean; errorReason?: string }>,
+  who: string,
+): Promise<void> {
+  for (let from = 0; from < payments.length; from += concurrency) {
+    const burst = await runConcurrent(Math.min(concurrency, payments.length - from), concurrency, async (i) => {
+      const answer = await settle(payments[from + i]!)
+      if (!answer.success) throw new Error(answer.errorReason)
+    })
+    check(burst.errors.length === 0, `every warm-up settle of ${who} lands (${String(burst.errors[0])})`)
+  }
+}

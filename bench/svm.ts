@@ -27,7 +27,7 @@ import { ExactSvmScheme as OfficialClientScheme } from '@x402/svm/exact/client'
 import { ExactSvmScheme as OfficialFacilitatorScheme } from '@x402/svm/exact/facilitator'
 import { createFacilitator, SOLANA_DEVNET } from '../src/index.js'
 import { exactSvm } from '../src/svm/index.js'
-import { check, leanRpc, ownCpuMs, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+import { check, leanRpc, ownCpuMs, percentile, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
 export const SVM_COUNTS = {
   warmup: 20,
@@ -93,14 +93,7 @@ export async function benchSvm(): Promise<Row[]> {
     // on the compiler's threads as on the settles: each side settles untimed payments first.
     progress(`Solana: JIT warm-up, ${c.jitWarmupSettles} untimed settles each`)
     for (const [name, side] of [['ours', ourSide], ['theirs', theirSide]] as const) {
-      const warmup = await makeBodies(c.jitWarmupSettles)
-      for (let from = 0; from < warmup.length; from += c.settleConcurrency) {
-        const burst = await runConcurrent(Math.min(c.settleConcurrency, warmup.length - from), c.settleConcurrency, async (i) => {
-          const answer = await side.settle(warmup[from + i]!)
-          if (!answer.success) throw new Error(answer.errorReason)
-        })
-        check(burst.errors.length === 0, `every warm-up settle of ${name} lands (${String(burst.errors[0])})`)
-      }
+      await settleInBursts(await makeBodies(c.jitWarmupSettles), c.settleConcurrency, side.settle, name)
     }
     progress(`Solana: building ${c.warmup + Math.max(c.latency, c.concurrent)} payloads with the official client`)
     const bodies = await makeBodies(c.warmup + Math.max(c.latency, c.concurrent))

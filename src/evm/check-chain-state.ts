@@ -1,6 +1,7 @@
-import { decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Address, type Hex } from 'viem'
+import { decodeErrorResult, type Hex } from 'viem'
 import { FacilitatorError } from '../errors/facilitator-error.js'
-import { eip3009Abi, ERC1271_MAGIC_VALUE, erc1271Abi, multicall3Abi } from './abi.js'
+import { ERC1271_MAGIC_VALUE } from './abi.js'
+import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import type { PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
@@ -14,12 +15,6 @@ export interface ChainVerdict {
   readonly walletDeployed: boolean
 }
 
-interface Call {
-  target: Address
-  allowFailure: boolean
-  callData: Hex
-}
-
 /**
  * Checks signature (smart wallets), nonce, balance and a simulation of the
  * exact settlement call in ONE `eth_call` to Multicall3 `aggregate3`.
@@ -31,12 +26,12 @@ interface Call {
 export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment): Promise<ChainVerdict> {
   const { payer, asset, digest, signature, deployment, kind } = payment
   const { nonce } = payment.payload.authorization
-  const isValidSignature: Call = {
+  const isValidSignature: Aggregate3Call = {
     target: payer,
     allowFailure: true,
-    callData: encodeFunctionData({ abi: erc1271Abi, functionName: 'isValidSignature', args: [digest, signature] }),
+    callData: isValidSignatureCalldata(digest, signature),
   }
-  const calls: Call[] = []
+  const calls: Aggregate3Call[] = []
   if (deployment) {
     // Before the factory runs: does the wallet already exist?
     calls.push(isValidSignature)
@@ -45,12 +40,12 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   if (kind !== 'eoa') calls.push(isValidSignature)
   const readsAt = calls.length
   calls.push(
-    { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: eip3009Abi, functionName: 'balanceOf', args: [payer] }) },
-    { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: eip3009Abi, functionName: 'authorizationState', args: [payer, nonce] }) },
+    { target: asset, allowFailure: true, callData: balanceOfCalldata(payer) },
+    { target: asset, allowFailure: true, callData: authorizationStateCalldata(payer, nonce) },
     { target: asset, allowFailure: true, callData: payment.transferCalldata },
   )
 
-  const data = encodeFunctionData({ abi: multicall3Abi, functionName: 'aggregate3', args: [calls] })
+  const data = aggregate3Calldata(calls)
   let raw: Hex
   try {
     raw = await runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] })
@@ -60,7 +55,12 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   if (raw === '0x') {
     throw new FacilitatorError('misconfigured', `Multicall3 is not deployed at ${runtime.multicall3} on ${runtime.network.caip2}`)
   }
-  const results = decodeFunctionResult({ abi: multicall3Abi, functionName: 'aggregate3', data: raw })
+  let results: Aggregate3Result[]
+  try {
+    results = decodeAggregate3Result(raw)
+  } catch (error) {
+    throw new FacilitatorError('rpc_error', 'reading the chain state: the RPC answered the Multicall3 call with data that is not an aggregate3 result', { cause: error })
+  }
   const at = (index: number) => results[index] ?? { success: false, returnData: '0x' as Hex }
 
   const walletDeployed = deployment ? hasCode(at(0)) : true
@@ -80,7 +80,7 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   if (readBool(used.returnData)) {
     return verdict({ reason: EVM_REJECTION.nonceUsed, message: 'the authorization nonce has already been used or canceled' })
   }
-  const amount = decodeFunctionResult({ abi: eip3009Abi, functionName: 'balanceOf', data: balance.returnData })
+  const amount = BigInt(balance.returnData.slice(0, 66))
   if (amount < payment.payload.authorization.value) {
     return verdict({ reason: EVM_REJECTION.insufficientFunds, message: `the payer's balance ${amount} is below ${payment.payload.authorization.value}` })
   }

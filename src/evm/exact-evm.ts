@@ -1,4 +1,4 @@
-import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
+import { isAddress, type Address, type Hex } from 'viem'
 import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
@@ -6,7 +6,7 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
-import { multicall3Abi } from './abi.js'
+import { aggregate3Calldata } from './calldata.js'
 import { awaitReceipt } from './await-receipt.js'
 import { parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
 import { checkChainState } from './check-chain-state.js'
@@ -244,14 +244,10 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       }
       // The transfer cannot be estimated before the wallet exists, but the deployment followed by the
       // transfer can (one Multicall3 call): the difference is the transfer's share.
-      const both = encodeFunctionData({
-        abi: multicall3Abi,
-        functionName: 'aggregate3',
-        args: [[
-          { target: deployment.factory, allowFailure: false, callData: deployment.data },
-          { target: payment.asset, allowFailure: false, callData: payment.transferCalldata },
-        ]],
-      })
+      const both = aggregate3Calldata([
+        { target: deployment.factory, allowFailure: false, callData: deployment.data },
+        { target: payment.asset, allowFailure: false, callData: payment.transferCalldata },
+      ])
       const [deployGas, bothGas] = await Promise.all([
         estimateGas(runtime, from, deployment.factory, deployment.data, signal),
         estimateGas(runtime, from, runtime.multicall3, both, signal),

@@ -79,17 +79,18 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
   // Tickets handed out and not released; `sending` once their turn came (they may be on the wire),
   // `queued` once handed to the send lane (they no longer hold back the next turn), `doomed` once
   // behind a nonce given up (they no longer keep the count above them).
-  const held = new Map<NonceTicket, { sending: boolean; queued: boolean; doomed: boolean }>()
+  // Each hold repeats its ticket's nonce, so scans walk values alone (no [key, value] pair per entry).
+  const held = new Map<NonceTicket, { nonce: number; sending: boolean; queued: boolean; doomed: boolean }>()
   const waiting = new Set<{ ticket: NonceTicket; go(fresh: boolean): void }>()
 
   const lowestUnqueued = (): number => {
     let lowest = Number.POSITIVE_INFINITY
-    for (const [ticket, hold] of held) if (!hold.queued && !hold.doomed && ticket.nonce < lowest) lowest = ticket.nonce
+    for (const hold of held.values()) if (!hold.queued && !hold.doomed && hold.nonce < lowest) lowest = hold.nonce
     return lowest
   }
   const highestSending = (): number => {
     let highest = Number.NEGATIVE_INFINITY
-    for (const [ticket, hold] of held) if (hold.sending && !hold.doomed && ticket.nonce > highest) highest = ticket.nonce
+    for (const hold of held.values()) if (hold.sending && !hold.doomed && hold.nonce > highest) highest = hold.nonce
     return highest
   }
   const wake = () => {
@@ -137,7 +138,7 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
       }
       const nonce = gaps.shift() ?? nextNonce++
       const ticket: NonceTicket = { nonce, generation }
-      held.set(ticket, { sending: false, queued: false, doomed: false })
+      held.set(ticket, { nonce, sending: false, queued: false, doomed: false })
       return ticket
     },
     turn(ticket) {
@@ -159,7 +160,7 @@ export function createNonceManager(readPendingCount: () => Promise<number>): Non
       floor = Math.max(floor, ticket.nonce + 1)
     },
     giveUp(given) {
-      for (const [ticket, hold] of held) if (hold.sending && ticket.nonce > given.nonce) hold.doomed = true
+      for (const hold of held.values()) if (hold.sending && hold.nonce > given.nonce) hold.doomed = true
       if (!gaps.includes(given.nonce)) gaps = [...gaps, given.nonce].sort((a, b) => a - b)
       reset()
     },

@@ -1,7 +1,7 @@
-import { encodeFunctionData, parseErc6492Signature, parseSignature, type Address, type Hex } from 'viem'
+import { parseErc6492Signature, parseSignature, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
-import { eip3009Abi } from './abi.js'
 import { isHexAddress, parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
+import { transferWithAuthorizationBytesCalldata, transferWithAuthorizationVrsCalldata } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
@@ -145,13 +145,11 @@ function unwrapErc6492(signature: Hex): { factory: Address; data: Hex; signature
 
 /** The (v,r,s) overload for a plain account's signature, the `bytes` overload for smart wallets. */
 function transferCalldata(payload: ExactEvmPayload, kind: SignatureKind, signature: Hex): Hex {
-  const a = payload.authorization
-  const head = [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce] as const
   if (kind === 'eoa') {
     const { r, s, yParity } = parseSignature(signature)
-    return encodeFunctionData({ abi: eip3009Abi, functionName: 'transferWithAuthorization', args: [...head, yParity + 27, r, s] })
+    return transferWithAuthorizationVrsCalldata(payload.authorization, yParity + 27, r, s)
   }
-  return encodeFunctionData({ abi: eip3009Abi, functionName: 'transferWithAuthorization', args: [...head, signature] })
+  return transferWithAuthorizationBytesCalldata(payload.authorization, signature)
 }
 
 function sameAddress(a: string, b: string): boolean {

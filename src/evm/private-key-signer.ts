@@ -1,6 +1,7 @@
 import { bytesToHex, hexToBytes, serializeTransaction, type Address, type Hex, type LocalAccount } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { EvmSettlementSigner } from './exact-evm-config.js'
+import { encodeEip1559, type Eip1559Fields } from './eip1559-transaction.js'
 import { keccak256, loadKeccak } from './keccak.js'
 import { loadSecp256k1, type Secp256k1 } from './secp256k1-backend.js'
 
@@ -31,6 +32,14 @@ export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | und
     const type = transaction.type
     const secp = options?.serializer || (type !== 'eip1559' && type !== 'legacy') ? undefined : await backend()
     if (!secp) return account.signTransaction(transaction, options)
+    const plain = plainEip1559(transaction)
+    if (plain) {
+      // A settlement's own shape: encoded once, on bytes (./eip1559-transaction.ts).
+      const encoded = encodeEip1559(plain)
+      const { signature, recoveryId } = secp.sign(keccak256(encoded.unsigned, 'bytes'), key)
+      if (recoveryId !== 0 && recoveryId !== 1) return account.signTransaction(transaction, options)
+      return encoded.signed(recoveryId, signature)
+    }
     const { signature, recoveryId } = secp.sign(keccak256(serializeTransaction(transaction), 'bytes'), key)
     // A transaction's y parity is 0 or 1; the practically impossible overflowed r goes to viem.
     if (recoveryId !== 0 && recoveryId !== 1) return account.signTransaction(transaction, options)
@@ -42,4 +51,18 @@ export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | und
     })
   }
   return { address: account.address, signTransaction: signTransaction as LocalAccount['signTransaction'] }
+}
+
+/**
+ * The transaction as {@link Eip1559Fields} when it is an EIP-1559 call with nothing the lean encoder
+ * leaves out (an access list, `input` for data, a missing recipient or chain id); else undefined, and
+ * viem serializes it.
+ */
+function plainEip1559(transaction: Parameters<LocalAccount['signTransaction']>[0]): Eip1559Fields | undefined {
+  if (transaction.type !== 'eip1559') return undefined
+  const t = transaction as typeof transaction & { input?: Hex; accessList?: readonly unknown[]; authorizationList?: unknown }
+  if (t.to == null || t.chainId === undefined || t.chainId <= 0 || t.input !== undefined || (t.accessList && t.accessList.length > 0) || t.authorizationList !== undefined) {
+    return undefined
+  }
+  return { chainId: t.chainId, nonce: t.nonce, maxPriorityFeePerGas: t.maxPriorityFeePerGas, maxFeePerGas: t.maxFeePerGas, gas: t.gas, to: t.to, value: t.value, data: t.data }
 }

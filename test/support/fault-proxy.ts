@@ -22,6 +22,8 @@ export type FaultMode =
    * call's id (`array`), with HTTP `status` (200 by default); single calls pass.
    */
   | { kind: 'refuse-batches'; shape?: 'object' | 'array'; status?: number }
+  /** Answer every call with this `result` without forwarding (a node or gateway that answers garbage). */
+  | { kind: 'result'; result: unknown }
 
 export interface FaultProxy {
   readonly url: string
@@ -121,6 +123,12 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
           return void res.socket?.destroy()
         case 'cut-after-forward':
           return forward(req, body, res, true)
+        case 'result': {
+          const parsed = JSON.parse(body.toString('utf8')) as { id: unknown } | { id: unknown }[]
+          const answer = (call: { id: unknown }) => ({ jsonrpc: '2.0', id: call.id, result: active.result })
+          res.writeHead(200, { 'content-type': 'application/json' })
+          return void res.end(JSON.stringify(Array.isArray(parsed) ? parsed.map(answer) : answer(parsed)))
+        }
         case 'refuse-batches':
           if (!batch) return forward(req, body, res, false)
           res.writeHead(active.status ?? 200, { 'content-type': 'application/json' })

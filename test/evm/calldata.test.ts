@@ -1,0 +1,92 @@
+/**
+ * The hand-written calldata must be viem's ABI coder's, byte for byte (the chain reads it), and the
+ * aggregate3 reader must read what viem reads and refuse what does not fit: its input comes from an RPC.
+ */
+import { randomBytes } from 'node:crypto'
+import { bytesToHex, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, type Address, type Hex } from 'viem'
+import { describe, expect, it } from 'vitest'
+import { eip3009Abi, erc1271Abi, multicall3Abi } from '../../src/evm/abi.js'
+import {
+  aggregate3Calldata,
+  authorizationStateCalldata,
+  balanceOfCalldata,
+  decodeAggregate3Result,
+  isValidSignatureCalldata,
+  transferWithAuthorizationBytesCalldata,
+  transferWithAuthorizationVrsCalldata,
+  type TransferAuthorization,
+} from '../../src/evm/calldata.js'
+import { UINT256_MAX } from '../../src/evm/typed-data.js'
+
+const random = (bytes: number) => bytesToHex(randomBytes(bytes))
+const pick = <T>(values: readonly T[]): T => values[Math.floor(Math.random() * values.length)]!
+const randomUint = (): bigint => pick([0n, 1n, UINT256_MAX, BigInt(random(pick([1, 8, 31, 32])))])
+// Data lengths on and off the 32-byte word boundary, empty included.
+const randomData = (): Hex => random(pick([0, 1, 31, 32, 33, 65, 228, 1000]))
+const address = (): Address => random(20) as Address
+
+function randomAuthorization(): TransferAuthorization {
+  return { from: address(), to: address(), value: randomUint(), validAfter: randomUint(), validBefore: randomUint(), nonce: random(32) as Hex }
+}
+const head = (a: TransferAuthorization) => [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce] as const
+
+describe('calldata', () => {
+  it('encodes 200 random calls of each shape as viem does', () => {
+    for (let i = 0; i < 200; i++) {
+      const a = randomAuthorization()
+      expect(balanceOfCalldata(a.from)).toBe(encodeFunctionData({ abi: eip3009Abi, functionName: 'balanceOf', args: [a.from] }))
+      expect(authorizationStateCalldata(a.from, a.nonce)).toBe(encodeFunctionData({ abi: eip3009Abi, functionName: 'authorizationState', args: [a.from, a.nonce] }))
+      const [v, r, s] = [pick([27, 28, 0, 255]), random(32) as Hex, random(32) as Hex]
+      expect(transferWithAuthorizationVrsCalldata(a, v, r, s)).toBe(encodeFunctionData({ abi: eip3009Abi, functionName: 'transferWithAuthorization', args: [...head(a), v, r, s] }))
+      const signature = randomData()
+      expect(transferWithAuthorizationBytesCalldata(a, signature)).toBe(encodeFunctionData({ abi: eip3009Abi, functionName: 'transferWithAuthorization', args: [...head(a), signature] }))
+      expect(isValidSignatureCalldata(a.nonce, signature)).toBe(encodeFunctionData({ abi: erc1271Abi, functionName: 'isValidSignature', args: [a.nonce, signature] }))
+      const calls = Array.from({ length: pick([0, 1, 3, 5]) }, () => ({ target: address(), allowFailure: pick([true, false]), callData: randomData() }))
+      expect(aggregate3Calldata(calls)).toBe(encodeFunctionData({ abi: multicall3Abi, functionName: 'aggregate3', args: [calls] }))
+    }
+  })
+
+  it('writes lowercase hex whatever the casing of its input', () => {
+    const a = { ...randomAuthorization(), from: '0xABCDEF0123456789ABCDEF0123456789ABCDEF01' as Address }
+    expect(balanceOfCalldata(a.from)).toBe(balanceOfCalldata(a.from.toLowerCase() as Address))
+    expect(balanceOfCalldata(a.from)).toMatch(/^0x[0-9a-f]+$/)
+  })
+
+  it('refuses input out of shape instead of encoding something else', () => {
+    const a = randomAuthorization()
+    expect(() => balanceOfCalldata('0x1234' as Address)).toThrow(/20-byte address/)
+    expect(() => authorizationStateCalldata(a.from, '0x12' as Hex)).toThrow(/32 bytes/)
+    expect(() => transferWithAuthorizationVrsCalldata({ ...a, value: UINT256_MAX + 1n }, 27, a.nonce, a.nonce)).toThrow(/uint256/)
+    expect(() => transferWithAuthorizationVrsCalldata({ ...a, value: -1n }, 27, a.nonce, a.nonce)).toThrow(/uint256/)
+    expect(() => transferWithAuthorizationVrsCalldata(a, 256, a.nonce, a.nonce)).toThrow(/uint8/)
+    expect(() => transferWithAuthorizationBytesCalldata(a, '0x123' as Hex)).toThrow(/hex bytes/)
+  })
+
+  it('reads 200 random aggregate3 answers as viem does', () => {
+    const outputs = multicall3Abi[0].outputs
+    for (let i = 0; i < 200; i++) {
+      const results = Array.from({ length: pick([0, 1, 3, 7]) }, () => ({ success: pick([true, false]), returnData: randomData() }))
+      const data = encodeAbiParameters(outputs, [results])
+      const viem = decodeFunctionResult({ abi: multicall3Abi, functionName: 'aggregate3', data })
+      expect(decodeAggregate3Result(data)).toEqual(viem)
+      expect(decodeAggregate3Result(data)).toEqual(results)
+    }
+  })
+
+  it('refuses an aggregate3 answer that is not one: truncated, pointing past its end, or with a bool of 2', () => {
+    const data = encodeAbiParameters(multicall3Abi[0].outputs, [[{ success: true, returnData: random(40) as Hex }]])
+    const word = (n: bigint) => n.toString(16).padStart(64, '0')
+    const at = (hex: Hex, index: number, value: string) => `0x${hex.slice(2, 2 + index * 64)}${value}${hex.slice(2 + (index + 1) * 64)}` as Hex
+    // Layout: [0] array offset, [1] count, [2] tuple offset, [3] success, [4] bytes offset, [5] length, [6..7] bytes.
+    expect(decodeAggregate3Result(data)).toHaveLength(1)
+    expect(() => decodeAggregate3Result('0x')).toThrow(/ends before/)
+    expect(() => decodeAggregate3Result('0x12345' as Hex)).toThrow(/not hex bytes/)
+    expect(() => decodeAggregate3Result(data.slice(0, -64) as Hex)).toThrow(/runs past its end/)
+    const size = BigInt((data.length - 2) / 2)
+    expect(() => decodeAggregate3Result(at(data, 0, word(size + 1n)))).toThrow(/points past its end/)
+    expect(() => decodeAggregate3Result(at(data, 1, word(2n ** 200n)))).toThrow(/out-of-range word/)
+    expect(() => decodeAggregate3Result(at(data, 1, word(9n)))).toThrow(/shorter than its result count/)
+    expect(() => decodeAggregate3Result(at(data, 3, word(2n)))).toThrow(/neither 0 nor 1/)
+    expect(() => decodeAggregate3Result(at(data, 5, word(200n)))).toThrow(/points past its end|runs past its end/)
+  })
+})

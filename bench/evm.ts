@@ -9,7 +9,7 @@ import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { bytesToHex, createWalletClient, encodeFunctionData, http, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
+import { bytesToHex, createWalletClient, decodeFunctionResult, encodeFunctionData, http, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
 import { createNonceManager, jsonRpc } from 'viem/nonce'
 import { mnemonicToAccount } from 'viem/accounts'
 import { createFacilitator } from '../src/index.js'
@@ -22,7 +22,7 @@ import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
-import { eip3009Abi } from '../src/evm/abi.js'
+import { eip3009Abi, MULTICALL3_ADDRESS, multicall3Abi } from '../src/evm/abi.js'
 import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
@@ -220,12 +220,12 @@ export async function benchEvm(): Promise<Row[]> {
     }
     // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited,
     // all at once (no order at all) and one key's in nonce order, each send after the previous answer.
-    const floorOf = async (order: 'at once' | 'in nonce order', blockTimeSeconds?: number) => {
+    const floorOf = async (order: 'at once' | 'in nonce order', blockTimeSeconds?: number, withChecks = false) => {
       const fresh = await startEvmFixture({ signerCount: 1 })
       try {
         const key = fresh.signers[0]
         check(key !== undefined, 'a key for the chain floor')
-        return await rawSettleRate(fresh, await fresh.newPayer(10n ** 15n), fresh.requirementsV2({ amount: '1000' }), key, c.settle, order, blockTimeSeconds)
+        return await rawSettleRate(fresh, await fresh.newPayer(10n ** 15n), fresh.requirementsV2({ amount: '1000' }), key, c.settle, order, { blockTimeSeconds, withChecks })
       } finally {
         await fresh.stop()
       }
@@ -237,6 +237,7 @@ export async function benchEvm(): Promise<Row[]> {
       theirs: [] as Burst[],
       atOnce: [] as number[],
       ordered: [] as number[],
+      orderedChecked: [] as number[],
       oursTimed: [] as Burst[],
       theirsTimed: [] as Burst[],
       orderedTimed: [] as number[],
@@ -251,6 +252,7 @@ export async function benchEvm(): Promise<Row[]> {
       async (first: boolean) => void rounds.theirs.push(await settleFigures('theirs', first)),
       async () => void rounds.atOnce.push(await floorOf('at once')),
       async () => void rounds.ordered.push(await floorOf('in nonce order')),
+      async () => void rounds.orderedChecked.push(await floorOf('in nonce order', undefined, true)),
       async () => void rounds.oursTimed.push(await settleFigures('ours', false, bt)),
       async () => void rounds.theirsTimed.push(await settleFigures('theirs', false, bt)),
       async () => void rounds.orderedTimed.push(await floorOf('in nonce order', bt)),
@@ -276,6 +278,7 @@ export async function benchEvm(): Promise<Row[]> {
         `median of ${c.settleRounds} bursts each, each on a fresh chain (ours ${spread(rounds.ours.map((r) => r.burst.perSecond))})${failures ? `; ${failures}` : ''}`),
       row('EVM settle', 'chain floor: same calls pre-signed, all sent at once, receipts', 'tx/s', 'higher', ourSettle.rate, median(rounds.atOnce), `theirs = anvil alone (ours / chain), ${spread(rounds.atOnce)}`),
       row('EVM settle', 'chain floor: same calls pre-signed, one key in nonce order, receipts', 'tx/s', 'higher', ourSettle.rate, median(rounds.ordered), `theirs = anvil alone, each send after the previous answer (ours / chain), ${spread(rounds.ordered)}`),
+      row('EVM settle', 'chain floor with the checks: verify\'s eth_calls in one batch, then as above', 'tx/s', 'higher', ourSettle.rate, median(rounds.orderedChecked), `theirs = anvil alone: the chain's whole share of a settle (ours / chain), ${spread(rounds.orderedChecked)}`),
       row('EVM settle', `${bt} s blocks: throughput, ${c.settle} payments of one payer, concurrency ${c.settleConcurrency}`, 'settle/s', 'higher', rate(rounds.oursTimed), rate(rounds.theirsTimed),
         `burst started just after a block; ours ${spread(rounds.oursTimed.map((r) => r.burst.perSecond))}, theirs ${spread(rounds.theirsTimed.map((r) => r.burst.perSecond))}${failed(rounds.oursTimed) + failed(rounds.theirsTimed) ? `; failed: ours ${failed(rounds.oursTimed)}, theirs ${failed(rounds.theirsTimed)}` : ''}`),
       row('EVM settle', `${bt} s blocks: chain floor, same calls pre-signed, one key in nonce order`, 'tx/s', 'higher', rate(rounds.oursTimed), median(rounds.orderedTimed), `theirs = anvil alone (ours / chain), ${spread(rounds.orderedTimed)}`),
@@ -404,7 +407,9 @@ async function startBlockTime(world: EvmFixture, seconds: number): Promise<void>
  * after another in nonce order, and waits for every receipt: transactions per second.
  * It talks to anvil through our own lean HTTP client, and asks for every missing
  * receipt in one batch every 2 ms, so that the figure is the chain's, not a client's
- * (through viem's fetch transport the same floor measured half as high).
+ * (through viem's fetch transport the same floor measured half as high). `withChecks`
+ * first asks the chain, in one batch, what a verify asks it for each payment (the same
+ * Multicall3 eth_call): the chain's whole share of a settle, with no facilitator's CPU.
  */
 async function rawSettleRate(
   world: Awaited<ReturnType<typeof startEvmFixture>>,
@@ -413,13 +418,14 @@ async function rawSettleRate(
   key: LocalAccount,
   count: number,
   order: 'at once' | 'in nonce order',
-  blockTimeSeconds?: number,
+  { blockTimeSeconds, withChecks = false }: { blockTimeSeconds?: number | undefined; withChecks?: boolean } = {},
 ): Promise<number> {
   const client = world.node.publicClient
   const payments = await Promise.all(Array.from({ length: count }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
   const nonce = await client.getTransactionCount({ address: key.address, blockTag: 'pending' })
   const block = await client.getBlock()
   const maxFeePerGas = (block.baseFeePerGas ?? 1_000_000_000n) * 2n + 1_000_000n
+  const checks: Hex[] = []
   const raws = await Promise.all(
     payments.map((payment, i) => {
       const p = payment.payload as { signature: Hex; authorization: Record<string, string> }
@@ -429,6 +435,17 @@ async function rawSettleRate(
         abi: eip3009Abi,
         functionName: 'transferWithAuthorization',
         args: [a.from as Hex, a.to as Hex, BigInt(a.value!), BigInt(a.validAfter!), BigInt(a.validBefore!), a.nonce as Hex, yParity + 27, r, s],
+      })
+      // What a verify asks the chain for an EOA payer (src/evm/check-chain-state.ts): balance, nonce state
+      // and a simulation of this very transfer, in one Multicall3 eth_call.
+      checks[i] = encodeFunctionData({
+        abi: multicall3Abi,
+        functionName: 'aggregate3',
+        args: [[
+          { target: world.token.address, allowFailure: true, callData: encodeFunctionData({ abi: eip3009Abi, functionName: 'balanceOf', args: [a.from as Hex] }) },
+          { target: world.token.address, allowFailure: true, callData: encodeFunctionData({ abi: eip3009Abi, functionName: 'authorizationState', args: [a.from as Hex, a.nonce as Hex] }) },
+          { target: world.token.address, allowFailure: true, callData: data },
+        ]],
       })
       return key.signTransaction({ chainId: world.node.chainId, type: 'eip1559', to: world.token.address, data, gas: 150_000n, nonce: nonce + i, maxFeePerGas, maxPriorityFeePerGas: 1_000_000n })
     }),
@@ -457,10 +474,17 @@ async function rawSettleRate(
       await new Promise((resolve) => setTimeout(resolve, 2))
     }
   }
+  // With checks: every payment's eth_call in one batch (the chain's work, not a client's), then the sends.
+  let checkAnswers: { result?: Hex; error?: unknown }[] = []
+  const checkAll = async () => {
+    const batch = checks.map((data, id) => ({ jsonrpc: '2.0', id, method: 'eth_call', params: [{ to: MULTICALL3_ADDRESS, data }, 'latest'] }))
+    checkAnswers = (await post(batch)) as typeof checkAnswers
+  }
   if (blockTimeSeconds) await startBlockTime(world, blockTimeSeconds)
   const started = performance.now()
   const mined = receipts()
   try {
+    if (withChecks) await checkAll()
     if (order === 'in nonce order') for (const raw of raws) waiting.add(await send(raw))
     else for (const hash of await Promise.all(raws.map(send))) waiting.add(hash)
     sending = false
@@ -471,5 +495,15 @@ async function rawSettleRate(
     progress(`EVM: chain floor ${order} failed: ${String(error)}`)
     return Number.NaN
   }
-  return (count * 1000) / (performance.now() - started)
+  const rate = (count * 1000) / (performance.now() - started)
+  if (withChecks) {
+    // Read after the clock stopped: every check answered, and its simulated transfer succeeded.
+    check(checkAnswers.length === count, 'every check of the chain floor answered')
+    for (const answer of checkAnswers) {
+      check(answer.result !== undefined, `a check of the chain floor failed: ${JSON.stringify(answer.error)}`)
+      const [, , transfer] = decodeFunctionResult({ abi: multicall3Abi, functionName: 'aggregate3', data: answer.result })
+      check(transfer?.success === true, 'the simulated transfer of each check succeeds')
+    }
+  }
+  return rate
 }

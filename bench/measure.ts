@@ -110,7 +110,6 @@ export function processCpuMs(pid: number | undefined): number | undefined {
   }
 }
 
-/** Asserts a benchmark precondition: a figure over failing calls would be meaningless. */
 /**
  * A lean JSON-RPC poster for the chain floors: our HTTP client on keep-alive connections, the
  * body as given (one call or a batch), the answer parsed. What it costs is the floor's, not a
@@ -125,6 +124,7 @@ export function leanRpc(url: string): (body: unknown) => Promise<unknown> {
   }
 }
 
+/** Asserts a benchmark precondition: a figure over failing calls would be meaningless. */
 export function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(`benchmark precondition failed: ${message}`)
 }

@@ -220,12 +220,12 @@ export async function benchEvm(): Promise<Row[]> {
     }
     // The chain's own rate: the same transferWithAuthorization calls, pre-signed, sent raw and awaited,
     // all at once (no order at all) and one key's in nonce order, each send after the previous answer.
-    const floorOf = async (order: 'at once' | 'in nonce order', blockTimeSeconds?: number, withChecks = false) => {
+    const floorOf = async (order: 'at once' | 'in nonce order', options: { blockTimeSeconds?: number; withChecks?: boolean } = {}) => {
       const fresh = await startEvmFixture({ signerCount: 1 })
       try {
         const key = fresh.signers[0]
         check(key !== undefined, 'a key for the chain floor')
-        return await rawSettleRate(fresh, await fresh.newPayer(10n ** 15n), fresh.requirementsV2({ amount: '1000' }), key, c.settle, order, { blockTimeSeconds, withChecks })
+        return await rawSettleRate(fresh, await fresh.newPayer(10n ** 15n), fresh.requirementsV2({ amount: '1000' }), key, c.settle, order, options)
       } finally {
         await fresh.stop()
       }
@@ -252,10 +252,10 @@ export async function benchEvm(): Promise<Row[]> {
       async (first: boolean) => void rounds.theirs.push(await settleFigures('theirs', first)),
       async () => void rounds.atOnce.push(await floorOf('at once')),
       async () => void rounds.ordered.push(await floorOf('in nonce order')),
-      async () => void rounds.orderedChecked.push(await floorOf('in nonce order', undefined, true)),
+      async () => void rounds.orderedChecked.push(await floorOf('in nonce order', { withChecks: true })),
       async () => void rounds.oursTimed.push(await settleFigures('ours', false, bt)),
       async () => void rounds.theirsTimed.push(await settleFigures('theirs', false, bt)),
-      async () => void rounds.orderedTimed.push(await floorOf('in nonce order', bt)),
+      async () => void rounds.orderedTimed.push(await floorOf('in nonce order', { blockTimeSeconds: bt })),
       async () => void rounds.oursFar.push(await settleFigures('ours', false, bt, far(1))),
       async () => void rounds.oursFarKeys.push(await settleFigures('ours', false, bt, far(c.farSignerKeys))),
       async () => void rounds.theirsFar.push(await settleFigures('theirs', false, bt, far(1))),

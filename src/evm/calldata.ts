@@ -6,7 +6,8 @@ import { UINT256_MAX } from './typed-data.js'
  * These few fixed shapes cost viem's generic ABI coder about 60 µs a settle (measured), a tenth
  * of the facilitator's CPU; here they cost a few. Inputs are the validated payload's; anything
  * out of shape throws instead of encoding something else. test/evm/calldata.test.ts holds every
- * function to viem's coder byte for byte. Output hex is lowercase.
+ * function to viem's coder byte for byte. Output hex is lowercase. Addresses are taken in any
+ * casing: their checksum, when mixed case, was checked upstream (`addressRejection` in exact-evm.ts).
  */
 
 const SELECTOR = {
@@ -22,6 +23,7 @@ const SELECTOR = {
 } as const
 
 const ZEROS = '0'.repeat(64)
+const TRUE_WORD = `${ZEROS.slice(1)}1`
 const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 const BYTES32 = /^0x[0-9a-fA-F]{64}$/
@@ -49,12 +51,10 @@ export interface Aggregate3Result {
   readonly returnData: Hex
 }
 
-/** `balanceOf(account)` */
 export function balanceOfCalldata(account: Address): Hex {
   return `0x${SELECTOR.balanceOf}${addressWord(account)}`
 }
 
-/** `authorizationState(authorizer, nonce)` */
 export function authorizationStateCalldata(authorizer: Address, nonce: Hex): Hex {
   return `0x${SELECTOR.authorizationState}${addressWord(authorizer)}${bytes32Word(nonce)}`
 }
@@ -71,12 +71,10 @@ export function transferWithAuthorizationBytesCalldata(a: TransferAuthorization,
   return `0x${SELECTOR.transferWithAuthorizationBytes}${authorizationWords(a)}${uintWord(7n * 32n)}${bytesTail(signature)}`
 }
 
-/** ERC-1271 `isValidSignature(digest, signature)` */
 export function isValidSignatureCalldata(digest: Hex, signature: Hex): Hex {
   return `0x${SELECTOR.isValidSignature}${bytes32Word(digest)}${uintWord(2n * 32n)}${bytesTail(signature)}`
 }
 
-/** Multicall3 `aggregate3(calls)` */
 export function aggregate3Calldata(calls: readonly Aggregate3Call[]): Hex {
   // The array's head is one offset per tuple, counted from the start of those offsets.
   let offset = calls.length * 32
@@ -93,45 +91,43 @@ export function aggregate3Calldata(calls: readonly Aggregate3Call[]): Hex {
 }
 
 /**
- * Reads an `aggregate3` answer: `(bool success, bytes returnData)[]`. The answer comes from an RPC,
- * so every offset and length is checked against the data's size; a malformed answer throws.
+ * Reads an `aggregate3` answer to `expected` calls: `(bool success, bytes returnData)[]`. The answer
+ * comes from an RPC, so every offset and length is checked against the data's size, and an answer
+ * with another number of results (a gateway's cached or empty answer) is refused: a missing result
+ * must not read as a failed check of the payment. A malformed answer throws.
  */
-export function decodeAggregate3Result(data: Hex): Aggregate3Result[] {
+export function decodeAggregate3Result(data: Hex, expected: number): Aggregate3Result[] {
   if (!HEX_BYTES.test(data)) throw new TypeError('the aggregate3 answer is not hex bytes')
-  const hex = data.slice(2)
+  const hex = data.slice(2).toLowerCase()
   const size = hex.length / 2
-  /** The word at byte `at` as a number no larger than the data (an offset or a length). */
-  const index = (at: number): number => {
+  const wordAt = (at: number): string => {
     if (at + 32 > size) throw new RangeError(`the aggregate3 answer ends before byte ${at + 32}`)
-    const word = hex.slice(at * 2, at * 2 + 64)
-    // Anything above the data's size cannot be an offset or length in it.
+    return hex.slice(at * 2, at * 2 + 64)
+  }
+  /** The word at byte `at` as an offset or a length: no larger than the data. */
+  const sizeAt = (at: number): number => {
+    const word = wordAt(at)
+    // Anything above the data's size cannot be an offset or length in it (and 8 hex digits stay exact).
     if (word.slice(0, 56) !== ZEROS.slice(0, 56)) throw new RangeError(`the aggregate3 answer has an out-of-range word at byte ${at}`)
     const value = Number.parseInt(word.slice(56), 16)
     if (value > size) throw new RangeError(`the aggregate3 answer points past its end (byte ${at})`)
     return value
   }
-  const array = index(0)
-  const count = index(array)
-  const heads = array + 32
-  if (heads + count * 32 > size) throw new RangeError('the aggregate3 answer is shorter than its result count')
+  const arrayAt = sizeAt(0)
+  const count = sizeAt(arrayAt)
+  if (count !== expected) throw new RangeError(`the aggregate3 answer has ${count} results for ${expected} calls`)
+  const headsAt = arrayAt + 32
   const results: Aggregate3Result[] = []
   for (let i = 0; i < count; i++) {
-    const tuple = heads + index(heads + i * 32)
-    const success = boolWord(hex, tuple, size)
-    const bytes = tuple + index(tuple + 32)
-    const length = index(bytes)
-    if (bytes + 32 + length > size) throw new RangeError(`the aggregate3 answer's result ${i} runs past its end`)
-    results.push({ success, returnData: `0x${hex.slice((bytes + 32) * 2, (bytes + 32 + length) * 2)}` })
+    const tupleAt = headsAt + sizeAt(headsAt + i * 32)
+    const flag = wordAt(tupleAt)
+    if (flag !== ZEROS && flag !== TRUE_WORD) throw new RangeError(`the aggregate3 answer has a bool that is neither 0 nor 1 at byte ${tupleAt}`)
+    const bytesAt = tupleAt + sizeAt(tupleAt + 32)
+    const length = sizeAt(bytesAt)
+    if (bytesAt + 32 + length > size) throw new RangeError(`the aggregate3 answer's result ${i} runs past its end`)
+    results.push({ success: flag === TRUE_WORD, returnData: `0x${hex.slice((bytesAt + 32) * 2, (bytesAt + 32 + length) * 2)}` })
   }
   return results
-}
-
-function boolWord(hex: string, at: number, size: number): boolean {
-  if (at + 32 > size) throw new RangeError(`the aggregate3 answer ends before byte ${at + 32}`)
-  const word = hex.slice(at * 2, at * 2 + 64)
-  if (word === ZEROS) return false
-  if (word === `${ZEROS.slice(1)}1`) return true
-  throw new RangeError(`the aggregate3 answer has a bool that is neither 0 nor 1 at byte ${at}`)
 }
 
 function authorizationWords(a: TransferAuthorization): string {

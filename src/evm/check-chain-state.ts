@@ -57,11 +57,13 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   }
   let results: Aggregate3Result[]
   try {
-    results = decodeAggregate3Result(raw)
+    results = decodeAggregate3Result(raw, calls.length)
   } catch (error) {
-    throw new FacilitatorError('rpc_error', 'reading the chain state: the RPC answered the Multicall3 call with data that is not an aggregate3 result', { cause: error })
+    const why = error instanceof Error ? ` (${error.message})` : ''
+    throw new FacilitatorError('rpc_error', `reading the chain state: the RPC answered the Multicall3 call with data that is not an aggregate3 result${why}`, { cause: error })
   }
-  const at = (index: number) => results[index] ?? { success: false, returnData: '0x' as Hex }
+  // One result per call (the decoder checked the count).
+  const at = (index: number) => results[index]!
 
   const walletDeployed = deployment ? hasCode(at(0)) : true
   const verdict = (rejection: Rejection | undefined): ChainVerdict => ({ rejection, walletDeployed })

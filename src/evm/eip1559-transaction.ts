@@ -1,4 +1,5 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
+import { UINT256_MAX } from './typed-data.js'
 
 /** The fields of an EIP-1559 transaction with no access list (what a settlement sends). */
 export interface Eip1559Fields {
@@ -26,25 +27,28 @@ export interface EncodedEip1559 {
  * the two serializations of a settlement, measured). The bytes are viem's; the test holds it to that.
  */
 export function encodeEip1559(tx: Eip1559Fields): EncodedEip1559 {
+  // viem's own checks of an EIP-1559 transaction, so that nothing it would refuse gets signed here.
   if (!Number.isSafeInteger(tx.chainId) || tx.chainId <= 0) throw new RangeError(`chain id ${tx.chainId} is not a positive integer`)
+  if (!ADDRESS.test(tx.to)) throw new TypeError(`${tx.to} is not a 20-byte address`)
+  if ((tx.maxPriorityFeePerGas ?? 0n) > (tx.maxFeePerGas ?? 0n)) throw new RangeError('the tip (maxPriorityFeePerGas) is above the fee cap (maxFeePerGas)')
   const fields = [
-    uint(BigInt(tx.chainId)),
-    uint(BigInt(tx.nonce ?? 0)),
-    uint(tx.maxPriorityFeePerGas ?? 0n),
-    uint(tx.maxFeePerGas ?? 0n),
-    uint(tx.gas ?? 0n),
-    string(hexToBytes(tx.to)),
-    uint(tx.value ?? 0n),
-    string(hexToBytes(tx.data ?? '0x')),
+    rlpUint(BigInt(tx.chainId)),
+    rlpUint(BigInt(tx.nonce ?? 0)),
+    rlpUint(tx.maxPriorityFeePerGas ?? 0n),
+    rlpUint(tx.maxFeePerGas ?? 0n),
+    rlpUint(tx.gas ?? 0n),
+    rlpString(hexToBytes(tx.to)),
+    rlpUint(tx.value ?? 0n),
+    rlpString(hexToBytes(tx.data ?? '0x')),
     EMPTY_LIST,
   ]
   return {
-    unsigned: typed(list(fields)),
+    unsigned: typed(rlpList(fields)),
     signed(yParity, signature) {
       if (signature.length !== 64) throw new RangeError('a signature is 64 bytes (r || s)')
-      const r = string(trimZeros(signature.subarray(0, 32)))
-      const s = string(trimZeros(signature.subarray(32, 64)))
-      const signed = typed(list([...fields, uint(BigInt(yParity)), r, s]))
+      const r = rlpString(trimZeros(signature.subarray(0, 32)))
+      const s = rlpString(trimZeros(signature.subarray(32, 64)))
+      const signed = typed(rlpList([...fields, rlpUint(BigInt(yParity)), r, s]))
       // Buffer's hex is one native copy; viem's bytesToHex concatenates a string per byte.
       return `0x${Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength).toString('hex')}`
     },
@@ -52,6 +56,7 @@ export function encodeEip1559(tx: Eip1559Fields): EncodedEip1559 {
 }
 
 const EMPTY_LIST = Uint8Array.of(0xc0)
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 const TYPE = 0x02
 
 function typed(payload: Uint8Array): Uint8Array {
@@ -62,22 +67,22 @@ function typed(payload: Uint8Array): Uint8Array {
 }
 
 /** An unsigned integer as RLP: big-endian without leading zeros (zero is the empty string). */
-function uint(value: bigint): Uint8Array {
-  if (value < 0n) throw new RangeError(`${value} is negative`)
-  if (value === 0n) return string(new Uint8Array(0))
+function rlpUint(value: bigint): Uint8Array {
+  if (value < 0n || value > UINT256_MAX) throw new RangeError(`${value} is negative or above 2^256 - 1`)
+  if (value === 0n) return rlpString(new Uint8Array(0))
   let hex = value.toString(16)
   if (hex.length % 2 === 1) hex = `0${hex}`
-  return string(hexToBytes(`0x${hex}`))
+  return rlpString(hexToBytes(`0x${hex}`))
 }
 
 /** A byte string as RLP. */
-function string(bytes: Uint8Array): Uint8Array {
+function rlpString(bytes: Uint8Array): Uint8Array {
   if (bytes.length === 1 && bytes[0]! < 0x80) return bytes
   return withHeader(0x80, bytes)
 }
 
 /** A list of RLP items as RLP. */
-function list(items: readonly Uint8Array[]): Uint8Array {
+function rlpList(items: readonly Uint8Array[]): Uint8Array {
   let length = 0
   for (const item of items) length += item.length
   const payload = new Uint8Array(length)

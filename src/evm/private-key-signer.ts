@@ -32,17 +32,13 @@ export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | und
     const type = transaction.type
     const secp = options?.serializer || (type !== 'eip1559' && type !== 'legacy') ? undefined : await backend()
     if (!secp) return account.signTransaction(transaction, options)
+    // A settlement's own shape is encoded once, on bytes (./eip1559-transaction.ts); anything else by viem.
     const plain = plainEip1559(transaction)
-    if (plain) {
-      // A settlement's own shape: encoded once, on bytes (./eip1559-transaction.ts).
-      const encoded = encodeEip1559(plain)
-      const { signature, recoveryId } = secp.sign(keccak256(encoded.unsigned, 'bytes'), key)
-      if (recoveryId !== 0 && recoveryId !== 1) return account.signTransaction(transaction, options)
-      return encoded.signed(recoveryId, signature)
-    }
-    const { signature, recoveryId } = secp.sign(keccak256(serializeTransaction(transaction), 'bytes'), key)
+    const encoded = plain ? encodeEip1559(plain) : undefined
+    const { signature, recoveryId } = secp.sign(keccak256(encoded ? encoded.unsigned : serializeTransaction(transaction), 'bytes'), key)
     // A transaction's y parity is 0 or 1; the practically impossible overflowed r goes to viem.
     if (recoveryId !== 0 && recoveryId !== 1) return account.signTransaction(transaction, options)
+    if (encoded) return encoded.signed(recoveryId, signature)
     return serializeTransaction(transaction, {
       r: bytesToHex(signature.subarray(0, 32)),
       s: bytesToHex(signature.subarray(32, 64)),
@@ -53,16 +49,18 @@ export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | und
   return { address: account.address, signTransaction: signTransaction as LocalAccount['signTransaction'] }
 }
 
+/** The fields the lean encoder writes (and `from`, which no serializer writes). */
+const PLAIN_FIELDS = new Set(['type', 'chainId', 'nonce', 'to', 'data', 'gas', 'value', 'maxFeePerGas', 'maxPriorityFeePerGas', 'accessList', 'from'])
+
 /**
- * The transaction as {@link Eip1559Fields} when it is an EIP-1559 call with nothing the lean encoder
- * leaves out (an access list, `input` for data, a missing recipient or chain id); else undefined, and
- * viem serializes it.
+ * The transaction as {@link Eip1559Fields} when it is an EIP-1559 call with no field beyond those
+ * the lean encoder writes (an allowlist: a signature already on it, `input`, an authorization list,
+ * or any field viem adds later goes to viem), an empty access list at most, a recipient and a chain id.
  */
 function plainEip1559(transaction: Parameters<LocalAccount['signTransaction']>[0]): Eip1559Fields | undefined {
   if (transaction.type !== 'eip1559') return undefined
-  const t = transaction as typeof transaction & { input?: Hex; accessList?: readonly unknown[]; authorizationList?: unknown }
-  if (t.to == null || t.chainId === undefined || t.chainId <= 0 || t.input !== undefined || (t.accessList && t.accessList.length > 0) || t.authorizationList !== undefined) {
-    return undefined
-  }
+  for (const [field, value] of Object.entries(transaction)) if (value !== undefined && !PLAIN_FIELDS.has(field)) return undefined
+  const t = transaction
+  if (t.to == null || t.chainId === undefined || (t.accessList && t.accessList.length > 0)) return undefined
   return { chainId: t.chainId, nonce: t.nonce, maxPriorityFeePerGas: t.maxPriorityFeePerGas, maxFeePerGas: t.maxFeePerGas, gas: t.gas, to: t.to, value: t.value, data: t.data }
 }

@@ -3,7 +3,7 @@
  * aggregate3 reader must read what viem reads and refuse what does not fit: its input comes from an RPC.
  */
 import { randomBytes } from 'node:crypto'
-import { bytesToHex, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, type Address, type Hex } from 'viem'
+import { bytesToHex, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, getAddress, type Address, type Hex } from 'viem'
 import { describe, expect, it } from 'vitest'
 import { eip3009Abi, erc1271Abi, multicall3Abi } from '../../src/evm/abi.js'
 import {
@@ -23,7 +23,8 @@ const pick = <T>(values: readonly T[]): T => values[Math.floor(Math.random() * v
 const randomUint = (): bigint => pick([0n, 1n, UINT256_MAX, BigInt(random(pick([1, 8, 31, 32])))])
 // Data lengths on and off the 32-byte word boundary, empty included.
 const randomData = (): Hex => random(pick([0, 1, 31, 32, 33, 65, 228, 1000]))
-const address = (): Address => random(20) as Address
+// Lowercase and EIP-55 checksummed, as payloads carry them.
+const address = (): Address => pick([(a: Address) => a, getAddress])(random(20) as Address)
 
 function randomAuthorization(): TransferAuthorization {
   return { from: address(), to: address(), value: randomUint(), validAfter: randomUint(), validBefore: randomUint(), nonce: random(32) as Hex }
@@ -68,25 +69,28 @@ describe('calldata', () => {
       const results = Array.from({ length: pick([0, 1, 3, 7]) }, () => ({ success: pick([true, false]), returnData: randomData() }))
       const data = encodeAbiParameters(outputs, [results])
       const viem = decodeFunctionResult({ abi: multicall3Abi, functionName: 'aggregate3', data })
-      expect(decodeAggregate3Result(data)).toEqual(viem)
-      expect(decodeAggregate3Result(data)).toEqual(results)
+      expect(decodeAggregate3Result(data, results.length)).toEqual(viem)
+      expect(decodeAggregate3Result(data, results.length)).toEqual(results)
+      // Hex digits in either case are read the same, and come back lowercase as viem gives them.
+      expect(decodeAggregate3Result(data.toUpperCase().replace('0X', '0x') as Hex, results.length)).toEqual(viem)
     }
   })
 
-  it('refuses an aggregate3 answer that is not one: truncated, pointing past its end, or with a bool of 2', () => {
+  it('refuses an aggregate3 answer that is not one: truncated, pointing past its end, a bool of 2, another number of results', () => {
     const data = encodeAbiParameters(multicall3Abi[0].outputs, [[{ success: true, returnData: random(40) as Hex }]])
     const word = (n: bigint) => n.toString(16).padStart(64, '0')
     const at = (hex: Hex, index: number, value: string) => `0x${hex.slice(2, 2 + index * 64)}${value}${hex.slice(2 + (index + 1) * 64)}` as Hex
     // Layout: [0] array offset, [1] count, [2] tuple offset, [3] success, [4] bytes offset, [5] length, [6..7] bytes.
-    expect(decodeAggregate3Result(data)).toHaveLength(1)
-    expect(() => decodeAggregate3Result('0x')).toThrow(/ends before/)
-    expect(() => decodeAggregate3Result('0x12345' as Hex)).toThrow(/not hex bytes/)
-    expect(() => decodeAggregate3Result(data.slice(0, -64) as Hex)).toThrow(/runs past its end/)
+    expect(decodeAggregate3Result(data, 1)).toHaveLength(1)
+    expect(() => decodeAggregate3Result(data, 3)).toThrow(/has 1 results for 3 calls/)
+    expect(() => decodeAggregate3Result(encodeAbiParameters(multicall3Abi[0].outputs, [[]]), 3)).toThrow(/has 0 results for 3 calls/)
+    expect(() => decodeAggregate3Result('0x', 1)).toThrow(/ends before/)
+    expect(() => decodeAggregate3Result('0x12345' as Hex, 1)).toThrow(/not hex bytes/)
+    expect(() => decodeAggregate3Result(data.slice(0, -64) as Hex, 1)).toThrow(/runs past its end/)
     const size = BigInt((data.length - 2) / 2)
-    expect(() => decodeAggregate3Result(at(data, 0, word(size + 1n)))).toThrow(/points past its end/)
-    expect(() => decodeAggregate3Result(at(data, 1, word(2n ** 200n)))).toThrow(/out-of-range word/)
-    expect(() => decodeAggregate3Result(at(data, 1, word(9n)))).toThrow(/shorter than its result count/)
-    expect(() => decodeAggregate3Result(at(data, 3, word(2n)))).toThrow(/neither 0 nor 1/)
-    expect(() => decodeAggregate3Result(at(data, 5, word(200n)))).toThrow(/points past its end|runs past its end/)
+    expect(() => decodeAggregate3Result(at(data, 0, word(size + 1n)), 1)).toThrow(/points past its end/)
+    expect(() => decodeAggregate3Result(at(data, 1, word(2n ** 200n)), 1)).toThrow(/out-of-range word/)
+    expect(() => decodeAggregate3Result(at(data, 3, word(2n)), 1)).toThrow(/neither 0 nor 1/)
+    expect(() => decodeAggregate3Result(at(data, 5, word(200n)), 1)).toThrow(/runs past its end/)
   })
 })

@@ -52,11 +52,23 @@ describe('encodeEip1559', () => {
     }
   })
 
-  it('refuses what it does not encode: a chain id of 0, a short signature, a negative number', () => {
+  it('refuses what viem refuses or it does not encode: a chain id of 0, a short signature, numbers out of range, no recipient, a tip above the cap', () => {
     const fields = randomFields()
     expect(() => encodeEip1559({ ...fields, chainId: 0 })).toThrow(/chain id/)
     expect(() => encodeEip1559(fields).signed(0, new Uint8Array(63))).toThrow(/64 bytes/)
     expect(() => encodeEip1559({ ...fields, gas: -1n })).toThrow(/negative/)
+    expect(() => encodeEip1559({ ...fields, value: 2n ** 256n })).toThrow(/above 2\^256/)
+    expect(() => encodeEip1559({ ...fields, to: '0x' })).toThrow(/20-byte address/)
+    expect(() => encodeEip1559({ ...fields, maxFeePerGas: 1n, maxPriorityFeePerGas: 2n })).toThrow(/tip/)
+  })
+
+  it('encodes the RLP boundaries as viem does: data of 55 and 56 bytes, a list just under and over 55 bytes', () => {
+    const small: Eip1559Fields = { chainId: 1, nonce: 0, maxPriorityFeePerGas: 0n, maxFeePerGas: 0n, gas: 0n, to: `0x${'11'.repeat(20)}`, data: '0x' }
+    // The list of the fields above with no data is 29 bytes; 26 to 28 bytes of data take it across 55.
+    for (const dataBytes of [0, 1, 25, 26, 27, 28, 54, 55, 56, 255, 256]) {
+      const fields = { ...small, data: `0x${'ab'.repeat(dataBytes)}` as Hex }
+      expect(bytesToHex(encodeEip1559(fields).unsigned)).toBe(serializeTransaction({ ...fields, type: 'eip1559' }))
+    }
   })
 
   it('keeps a signature of all zero r and s as two empty strings', () => {

@@ -3,7 +3,7 @@
  * exactly viem's bytes: the transaction hash is recorded before broadcast, and
  * a different signature would be a different transaction.
  */
-import { bytesToHex, parseTransaction, recoverTransactionAddress, type Hex, type TransactionSerializable } from 'viem'
+import { bytesToHex, parseTransaction, recoverTransactionAddress, type Hex, type TransactionSerializable, type TransactionSerializableEIP1559 } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
 import { privateKeySigner } from '../../src/evm/index.js'
@@ -51,6 +51,20 @@ describe('privateKeySigner', () => {
     const signed = await signer.signTransaction(transaction)
     expect(signed).toBe(await privateKeyToAccount(key).signTransaction(transaction))
     expect(parseTransaction(signed).type).toBe('eip2930')
+  })
+
+  it('signs as viem does EIP-1559 transactions beyond a settlement\'s shape: an access list, input for data, a signature already on it', async () => {
+    const key = generatePrivateKey()
+    const base = randomTransaction('eip1559') as TransactionSerializableEIP1559
+    const unusual = [
+      { ...base, accessList: [{ address: random(20) as Hex, storageKeys: [random(32) as Hex] }] },
+      { ...base, data: undefined, input: random(40) as Hex },
+      // viem's serializer writes a signature it finds on the transaction into the bytes it signs.
+      { ...base, r: random(32) as Hex, s: random(32) as Hex, yParity: 1 },
+    ] as TransactionSerializable[]
+    for (const transaction of unusual) {
+      expect(await privateKeySigner(key).signTransaction(transaction)).toBe(await privateKeyToAccount(key).signTransaction(transaction))
+    }
   })
 
   it('refuses a malformed key when it is made, not when it signs', () => {

@@ -104,11 +104,12 @@ describe('EVM behind the fault proxy (anvil)', () => {
   it('an eth_call answer that is not a Multicall3 aggregate3 result is an rpc_error naming it, for verify and settle', async () => {
     const f = facilitatorVia([proxy.url])
     const { request } = await payment()
-    // Truncated, and a well-formed word count pointing past the end.
-    for (const result of ['0x1234', `0x${'20'.padStart(64, '0')}${'ff'.padStart(64, '0')}`]) {
+    // Truncated, a result count pointing past the end, and a well-formed answer with no results (a gateway's empty answer).
+    const word = (n: number) => n.toString(16).padStart(64, '0')
+    for (const result of ['0x1234', `0x${word(32)}${word(255)}`, `0x${word(32)}${word(0)}`]) {
       proxy.setModeFor(['eth_call'], { kind: 'result', result })
-      for (const attempt of [f.verify(request), f.settle(request)]) {
-        const error = await attempt.then(() => undefined, (e: unknown) => e)
+      for (const attempt of [() => f.verify(request), () => f.settle(request)]) {
+        const error = await attempt().then(() => undefined, (e: unknown) => e)
         expect(error).toBeInstanceOf(FacilitatorError)
         expect((error as FacilitatorError).code).toBe('rpc_error')
         expect((error as FacilitatorError).message).toMatch(/not an aggregate3 result/)

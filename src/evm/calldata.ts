@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem'
-import { UINT256_MAX } from './typed-data.js'
+import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js'
 
 /**
  * The calldata a verify and a settle send, and the one answer they read, written word by word.
@@ -26,17 +26,6 @@ const ZEROS = '0'.repeat(64)
 const TRUE_WORD = `${ZEROS.slice(1)}1`
 const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
-const BYTES32 = /^0x[0-9a-fA-F]{64}$/
-
-/** An EIP-3009 authorization's fields, as the payload carries them. */
-export interface TransferAuthorization {
-  readonly from: Address
-  readonly to: Address
-  readonly value: bigint
-  readonly validAfter: bigint
-  readonly validBefore: bigint
-  readonly nonce: Hex
-}
 
 /** One call of a Multicall3 `aggregate3`. */
 export interface Aggregate3Call {
@@ -60,13 +49,13 @@ export function authorizationStateCalldata(authorizer: Address, nonce: Hex): Hex
 }
 
 /** `transferWithAuthorization` with the signature as (v, r, s): what a plain account's signature goes as. */
-export function transferWithAuthorizationVrsCalldata(a: TransferAuthorization, v: number, r: Hex, s: Hex): Hex {
+export function transferWithAuthorizationVrsCalldata(a: AuthorizationMessage, v: number, r: Hex, s: Hex): Hex {
   if (!Number.isInteger(v) || v < 0 || v > 255) throw new RangeError(`v ${v} is not a uint8`)
   return `0x${SELECTOR.transferWithAuthorizationVrs}${authorizationWords(a)}${uintWord(BigInt(v))}${bytes32Word(r)}${bytes32Word(s)}`
 }
 
 /** `transferWithAuthorization` with the signature as bytes: what a smart wallet's signature goes as. */
-export function transferWithAuthorizationBytesCalldata(a: TransferAuthorization, signature: Hex): Hex {
+export function transferWithAuthorizationBytesCalldata(a: AuthorizationMessage, signature: Hex): Hex {
   // Six head words, then the offset of the bytes, which follow the seven words of the head.
   return `0x${SELECTOR.transferWithAuthorizationBytes}${authorizationWords(a)}${uintWord(7n * 32n)}${bytesTail(signature)}`
 }
@@ -130,7 +119,7 @@ export function decodeAggregate3Result(data: Hex, expected: number): Aggregate3R
   return results
 }
 
-function authorizationWords(a: TransferAuthorization): string {
+function authorizationWords(a: AuthorizationMessage): string {
   return `${addressWord(a.from)}${addressWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${bytes32Word(a.nonce)}`
 }
 

@@ -14,9 +14,8 @@ import {
   isValidSignatureCalldata,
   transferWithAuthorizationBytesCalldata,
   transferWithAuthorizationVrsCalldata,
-  type TransferAuthorization,
 } from '../../src/evm/calldata.js'
-import { UINT256_MAX } from '../../src/evm/typed-data.js'
+import { UINT256_MAX, type AuthorizationMessage } from '../../src/evm/typed-data.js'
 
 const random = (bytes: number) => bytesToHex(randomBytes(bytes))
 const pick = <T>(values: readonly T[]): T => values[Math.floor(Math.random() * values.length)]!
@@ -26,10 +25,10 @@ const randomData = (): Hex => random(pick([0, 1, 31, 32, 33, 65, 228, 1000]))
 // Lowercase and EIP-55 checksummed, as payloads carry them.
 const address = (): Address => pick([(a: Address) => a, getAddress])(random(20) as Address)
 
-function randomAuthorization(): TransferAuthorization {
+function randomAuthorization(): AuthorizationMessage {
   return { from: address(), to: address(), value: randomUint(), validAfter: randomUint(), validBefore: randomUint(), nonce: random(32) as Hex }
 }
-const head = (a: TransferAuthorization) => [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce] as const
+const head = (a: AuthorizationMessage) => [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce] as const
 
 describe('calldata', () => {
   it('encodes 200 random calls of each shape as viem does', () => {

@@ -1,4 +1,5 @@
 import type { Address, Hex } from 'viem'
+import { isHexAddress } from './authorization.js'
 import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js'
 
 /**
@@ -25,7 +26,6 @@ const SELECTOR = {
 const ZEROS = '0'.repeat(64)
 const TRUE_WORD = `${ZEROS.slice(1)}1`
 const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
 /** One call of a Multicall3 `aggregate3`. */
 export interface Aggregate3Call {
@@ -129,7 +129,7 @@ function uintWord(value: bigint): string {
 }
 
 function addressWord(address: Address): string {
-  if (!ADDRESS.test(address)) throw new TypeError(`${address} is not a 20-byte address`)
+  if (!isHexAddress(address)) throw new TypeError(`${address} is not a 20-byte address`)
   return `000000000000000000000000${address.slice(2).toLowerCase()}`
 }
 

@@ -1,4 +1,5 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
+import { isHexAddress } from './authorization.js'
 import { UINT256_MAX } from './typed-data.js'
 
 /** The fields of an EIP-1559 transaction with no access list (what a settlement sends). */
@@ -29,7 +30,7 @@ export interface EncodedEip1559 {
 export function encodeEip1559(tx: Eip1559Fields): EncodedEip1559 {
   // viem's own checks of an EIP-1559 transaction, so that nothing it would refuse gets signed here.
   if (!Number.isSafeInteger(tx.chainId) || tx.chainId <= 0) throw new RangeError(`chain id ${tx.chainId} is not a positive integer`)
-  if (!ADDRESS.test(tx.to)) throw new TypeError(`${tx.to} is not a 20-byte address`)
+  if (!isHexAddress(tx.to)) throw new TypeError(`${tx.to} is not a 20-byte address`)
   if ((tx.maxPriorityFeePerGas ?? 0n) > (tx.maxFeePerGas ?? 0n)) throw new RangeError('the tip (maxPriorityFeePerGas) is above the fee cap (maxFeePerGas)')
   const fields = [
     rlpUint(BigInt(tx.chainId)),
@@ -56,7 +57,6 @@ export function encodeEip1559(tx: Eip1559Fields): EncodedEip1559 {
 }
 
 const EMPTY_LIST = Uint8Array.of(0xc0)
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 const TYPE = 0x02
 
 function typed(payload: Uint8Array): Uint8Array {

@@ -1,6 +1,6 @@
 import diagnostics from 'node:diagnostics_channel'
 import type { ConnectionPool } from './connection-pool.js'
-import { createResponseReader, type HttpResponse, type ResponseLimits } from './response-reader.js'
+import { createResponseReader, HTTP_TOKEN, type HttpResponse, type ResponseLimits } from './response-reader.js'
 
 /**
  * JSON-RPC POSTs over HTTP/1.1 keep-alive connections, shared by the EVM and
@@ -155,7 +155,6 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
 }
 
 const FRAMING_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection'])
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // Visible ASCII, spaces and tabs: what node:http lets through, minus bytes above 0x7f (sent as UTF-8 they would not be what was configured).
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/
 
@@ -165,7 +164,7 @@ function encodeRequest(url: URL, body: string, headers: Readonly<Record<string, 
   for (const name in headers) {
     const value = headers[name]!
     // Names and values come from configuration: a line break or a stray byte would forge or garble a header.
-    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(value)) throw new Error(`the header ${JSON.stringify(name)} has a character HTTP does not allow in a header`)
+    if (!HTTP_TOKEN.test(name) || !HEADER_VALUE.test(value)) throw new Error(`the header ${JSON.stringify(name)} has a character HTTP does not allow in a header`)
     // Framing is ours to write: a configured copy would contradict it.
     if (FRAMING_HEADERS.has(name.toLowerCase())) continue
     head += `${name}: ${value}\r\n`

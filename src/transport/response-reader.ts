@@ -49,7 +49,8 @@ interface Head {
   readonly minor: 0 | 1
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+/** An HTTP token (RFC 9110): what a header name is made of. */
+export const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: ([^\r\n]*))?$/
 const CHUNK_SIZE = /^([0-9a-fA-F]{1,15})[ \t]*(?:;.*)?$/
 // A chunk-size line is a few bytes; its extensions are bounded too.
@@ -256,7 +257,7 @@ function readHead(text: string): Head {
     const colon = line.indexOf(':')
     const name = colon > 0 ? line.slice(0, colon) : ''
     // Folded lines (leading whitespace) and names with spaces are refused, as RFC 9112 requires.
-    if (!TOKEN.test(name)) throw new HttpProtocolError('the answer has a malformed header line')
+    if (!HTTP_TOKEN.test(name)) throw new HttpProtocolError('the answer has a malformed header line')
     const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '')
     if (/[\0\n\r]/.test(value)) throw new HttpProtocolError('the answer has a malformed header value')
     const key = name.toLowerCase()

@@ -1,5 +1,5 @@
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
-import { createRpcCoalescer, Regroup } from '../transport/rpc-coalescer.js'
+import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, Regroup } from '../transport/rpc-coalescer.js'
 import { basicAuthorization, type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
 
 /** Options of {@link keepAliveHttp}. */
@@ -28,8 +28,6 @@ export interface KeepAliveHttpOptions {
   readonly batchMethods?: ReadonlySet<string>
 }
 
-/** Default of {@link KeepAliveHttpOptions.maxInFlight}. */
-export const DEFAULT_MAX_IN_FLIGHT = 8
 // Calls per batch: at or under every node's own batch limit we know of (Erigon 100, geth 1000).
 const MAX_GROUP_CALLS = 100
 

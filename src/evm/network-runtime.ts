@@ -1,12 +1,14 @@
 import { createPublicClient, fallback, type Address, type Hex, type PublicClient } from 'viem'
 import type { AdapterNetwork } from '../core/adapter.js'
+import { countOption } from '../core/count-option.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { describeNetwork, evmChainId, type Caip2Network } from '../networks/networks.js'
 import { MULTICALL3_ADDRESS } from './abi.js'
 import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
 import { createConnectionPool, MAX_TIMEOUT_MS } from '../transport/keep-alive-post.js'
-import { DEFAULT_MAX_IN_FLIGHT, keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
+import { DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT } from '../transport/rpc-coalescer.js'
+import { keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
 import { createSendLane, type SendLane } from './send-lane.js'
@@ -15,7 +17,6 @@ import { createSendLane, type SendLane } from './send-lane.js'
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
 const DEFAULT_SEND_BATCH_SIZE = 20
 const MAX_SEND_BATCH_SIZE = 1_000
-const MAX_RPC_REQUESTS_IN_FLIGHT = 1_000
 // How long the send lane waits for one send through a transport of the user's (viem's http() gives up after 10 s).
 const USER_TRANSPORT_SEND_BOUND_MS = 30_000
 
@@ -71,10 +72,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // Behind a fallback a failing URL hands over at once (the fallback retries the whole list itself);
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
-  const maxInFlight = config.maxRpcRequestsInFlight ?? DEFAULT_MAX_IN_FLIGHT
-  if (!(Number.isInteger(maxInFlight) && maxInFlight >= 1 && maxInFlight <= MAX_RPC_REQUESTS_IN_FLIGHT)) {
-    throw new FacilitatorError('misconfigured', `exactEvm: maxRpcRequestsInFlight must be an integer from 1 to ${MAX_RPC_REQUESTS_IN_FLIGHT}`)
-  }
+  const maxInFlight = countOption(config.maxRpcRequestsInFlight, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, 'exactEvm: maxRpcRequestsInFlight')
   // One keep-alive pool per network; receipt lookups issued together travel as one JSON-RPC batch.
   const pool = createConnectionPool()
   const batchMethods = new Set(['eth_getTransactionReceipt'])
@@ -98,10 +96,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     })),
   )
 
-  const sendBatchSize = config.sendBatchSize ?? DEFAULT_SEND_BATCH_SIZE
-  if (!(Number.isInteger(sendBatchSize) && sendBatchSize >= 1 && sendBatchSize <= MAX_SEND_BATCH_SIZE)) {
-    throw new FacilitatorError('misconfigured', `exactEvm: sendBatchSize must be an integer from 1 to ${MAX_SEND_BATCH_SIZE}`)
-  }
+  const sendBatchSize = countOption(config.sendBatchSize, DEFAULT_SEND_BATCH_SIZE, MAX_SEND_BATCH_SIZE, 'exactEvm: sendBatchSize')
   // Batches need our own client: a user's transport may send a batch's calls apart, out of order.
   const sendBatch = config.transport || sendBatchSize === 1 ? undefined : keepAliveBatchPoster(entry.rpcUrls, { timeoutMs: rpcTimeoutMs, pool })
   const sendOne = (raw: Hex) => client.request({ method: 'eth_sendRawTransaction', params: [raw] })

@@ -1,8 +1,9 @@
+import { countOption } from '../core/count-option.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { createConnectionPool, MAX_TIMEOUT_MS, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
-import { createRpcCoalescer, Regroup } from '../transport/rpc-coalescer.js'
+import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, Regroup } from '../transport/rpc-coalescer.js'
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
 export interface RpcCall {
@@ -70,10 +71,7 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   if (urls.length === 0) throw new FacilitatorError('misconfigured', 'a Solana network needs at least one RPC URL')
   const timeoutMs = options.timeoutMs ?? 10_000
   if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) throw new FacilitatorError('misconfigured', `the Solana RPC timeout must be above 0 and at most ${MAX_TIMEOUT_MS} ms`)
-  const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
-  if (!(Number.isInteger(maxInFlight) && maxInFlight >= 1 && maxInFlight <= MAX_IN_FLIGHT)) {
-    throw new FacilitatorError('misconfigured', `maxRpcRequestsInFlight of a Solana network must be an integer from 1 to ${MAX_IN_FLIGHT}`)
-  }
+  const maxInFlight = countOption(options.maxInFlight, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, 'maxRpcRequestsInFlight of a Solana network')
   const headers = { 'content-type': 'application/json', ...options.headers }
   const exchange = options.fetch ? fetchExchange(options.fetch, headers, timeoutMs) : nodeExchange(headers, timeoutMs)
   const noAnswerInTime = (cause?: unknown) => new FacilitatorError('rpc_timeout', `the Solana RPC did not answer within ${timeoutMs} ms`, { cause })
@@ -145,9 +143,6 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   }
 }
 
-/** Default of {@link HttpRpcTransportOptions.maxInFlight}. */
-const DEFAULT_MAX_IN_FLIGHT = 8
-const MAX_IN_FLIGHT = 1_000
 // Bytes of one merged batch, about: under the 50 KiB request body that Agave's RPC takes.
 const MAX_MERGED_BYTES = 40_000
 const MERGING_REFUSED_PAUSE_MS = 60_000

@@ -8,6 +8,11 @@
  * maybe a TLS, handshake on both sides), and sends as many calls per round trip
  * as queued up.
  */
+/** The default bound of requests in flight to one server, for the transports built on this queue. */
+export const DEFAULT_MAX_IN_FLIGHT = 8
+/** The highest bound a transport accepts. */
+export const MAX_IN_FLIGHT = 1_000
+
 export interface RpcCoalescerOptions<Call> {
   /** Most groups on the wire at once (`now` requests aside). */
   readonly maxInFlight: number

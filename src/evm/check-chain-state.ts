@@ -3,7 +3,7 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
 import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
-import type { PreparedPayment } from './prepare-payment.js'
+import { proveSigner, transferCalldata, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 
@@ -13,6 +13,8 @@ export interface ChainVerdict {
   readonly rejection: Rejection | undefined
   /** ERC-6492: whether the payer's wallet already has code. */
   readonly walletDeployed: boolean
+  /** The payment as checked: an `unproven` signature comes back `eoa` or `erc1271`. */
+  readonly payment: PreparedPayment
 }
 
 /**
@@ -22,6 +24,17 @@ export interface ChainVerdict {
  * The calls run in order inside one simulated block, so state changes carry
  * over: an ERC-6492 factory call deploys the wallet before its ERC-1271 check,
  * and the reads come before the simulated transfer that would change them.
+ *
+ * An `unproven` signature (see `preparePayment`'s `deferSignerCheck`) is checked
+ * by the chain first. The same call also asks the payer's address for ERC-1271's
+ * `isValidSignature`, which tells whether it holds code. A payer without code is
+ * a plain account: when the reads pass and the simulated transfer succeeds, the
+ * token itself recovered the signature and found the payer, and nothing is
+ * recovered here (the recovery is most of a verify's CPU). Otherwise the signer
+ * is recovered offline, as for any payment, so that a bad signature is named as
+ * one and a smart wallet is told from a plain account; a smart wallet whose
+ * token refused the (v,r,s) overload is asked again with the `bytes` overload
+ * (a second request, for smart wallets only).
  */
 export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment): Promise<ChainVerdict> {
   const { payer, asset, digest, signature, deployment, kind } = payment
@@ -66,30 +79,45 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   const at = (index: number) => results[index]!
 
   const walletDeployed = deployment ? hasCode(at(0)) : true
-  const verdict = (rejection: Rejection | undefined): ChainVerdict => ({ rejection, walletDeployed })
+  const verdict = (rejection: Rejection | undefined, checked = payment): ChainVerdict => ({ rejection, walletDeployed, payment: checked })
+  const badSignature: Rejection = { reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' }
 
-  if (kind !== 'eoa' && !isMagicValue(at(readsAt - 1))) {
-    return verdict({ reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' })
+  if (kind === 'unproven') {
+    const probe = at(readsAt - 1)
+    const rejection = readsVerdict(payment, results, readsAt)
+    if (!hasCode(probe) && !rejection) return verdict(undefined, { ...payment, kind: 'eoa' })
+    if ((await proveSigner(digest, signature, payer)) === 'eoa') return verdict(rejection, { ...payment, kind: 'eoa' })
+    if (!isMagicValue(probe)) return verdict(badSignature)
+    // A smart wallet: its token took the (v,r,s) overload, or is asked the `bytes` one.
+    if (!rejection) return verdict(undefined, { ...payment, kind: 'erc1271' })
+    return checkChainState(runtime, { ...payment, kind: 'erc1271', transferCalldata: transferCalldata(payment.payload, 'erc1271', signature) })
   }
-  const balance = at(readsAt)
-  const used = at(readsAt + 1)
-  const simulation = at(readsAt + 2)
+  if (kind !== 'eoa' && !isMagicValue(at(readsAt - 1))) return verdict(badSignature)
+  return verdict(readsVerdict(payment, results, readsAt))
+}
+
+/** The first failed read or the failed simulation, in the order a payer should hear of them. */
+function readsVerdict(payment: PreparedPayment, results: readonly Aggregate3Result[], readsAt: number): Rejection | undefined {
+  const { asset } = payment
+  const balance = results[readsAt]!
+  const used = results[readsAt + 1]!
+  const simulation = results[readsAt + 2]!
   // A call to an address without code "succeeds" with no return data, and so would the simulated
   // transfer: settle would then pay gas for a transaction that moves nothing. A token answers both reads.
   if (!isWord(balance) || !isWord(used)) {
-    return verdict({ reason: EVM_REJECTION.assetNotAToken, message: `asset ${asset} does not answer balanceOf and authorizationState (not an EIP-3009 token)` })
+    return { reason: EVM_REJECTION.assetNotAToken, message: `asset ${asset} does not answer balanceOf and authorizationState (not an EIP-3009 token)` }
   }
   if (readBool(used.returnData)) {
-    return verdict({ reason: EVM_REJECTION.nonceUsed, message: 'the authorization nonce has already been used or canceled' })
+    return { reason: EVM_REJECTION.nonceUsed, message: 'the authorization nonce has already been used or canceled' }
   }
   const amount = BigInt(balance.returnData.slice(0, 66))
   if (amount < payment.payload.authorization.value) {
-    return verdict({ reason: EVM_REJECTION.insufficientFunds, message: `the payer's balance ${amount} is below ${payment.payload.authorization.value}` })
+    return { reason: EVM_REJECTION.insufficientFunds, message: `the payer's balance ${amount} is below ${payment.payload.authorization.value}` }
   }
   if (!simulation.success) {
-    return verdict({ reason: EVM_REJECTION.simulationFailed, message: `a simulation of transferWithAuthorization reverted${revertReason(simulation.returnData)}` })
+    return { reason: EVM_REJECTION.simulationFailed, message: `a simulation of transferWithAuthorization reverted${revertReason(simulation.returnData)}` }
   }
-  return verdict(undefined)
+  return undefined
 }
 
 /** An ERC-1271 answer counts only when the call succeeded and returned the magic value. */

@@ -63,6 +63,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     erc6492Factories: new Set((config.erc6492Factories ?? []).map((factory) => factory.toLowerCase())),
     nowSeconds: () => BigInt(Math.floor(Date.now() / 1000)),
   }
+  // Verify's own preparation: its chain check proves a plain signature (see checkChainState).
+  const checkedPrepareOptions: PrepareOptions = { ...prepareOptions, deferSignerCheck: true }
   const deployWallets = config.deployErc6492Wallets ?? false
   const maxInFlight = config.maxInFlightSettlesPerSigner ?? Number.POSITIVE_INFINITY
   if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactEvm: maxInFlightSettlesPerSigner must be at least 1')
@@ -105,10 +107,11 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
   /** Offline checks then the one chain round trip; shared by verify and settle. */
   async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
-    const payment = await prepareOffline(ctx, runtime)
-    if ('reason' in payment) return payment
-    const verdict = await withDeadline(checkChainState(runtime, payment), ctx.signal)
+    const offline = await prepareOffline(ctx, runtime, checkedPrepareOptions)
+    if ('reason' in offline) return offline
+    const verdict = await withDeadline(checkChainState(runtime, offline), ctx.signal)
     if (verdict.rejection) return verdict.rejection
+    const { payment } = verdict
     if (payment.deployment && !verdict.walletDeployed && !deployWallets) {
       return NOT_DEPLOYING
     }
@@ -129,8 +132,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   }
 
   /** The checks that need no chain: addresses, then the payload, signature and digest. */
-  async function prepareOffline(ctx: PaymentContext, runtime: NetworkRuntime): Promise<PreparedPayment | Rejection> {
-    return addressRejection(ctx, payloadOf(ctx)) ?? preparePayment(ctx, runtime, prepareOptions, payloadOf(ctx))
+  async function prepareOffline(ctx: PaymentContext, runtime: NetworkRuntime, options = prepareOptions): Promise<PreparedPayment | Rejection> {
+    return addressRejection(ctx, payloadOf(ctx)) ?? preparePayment(ctx, runtime, options, payloadOf(ctx))
   }
 
   const adapter: SchemeAdapter = {

@@ -9,10 +9,12 @@ import { hashAuthorization, type TokenDomain } from './typed-data.js'
 
 /**
  * How the payer's signature is proven, which also decides the overload settle sends:
- * `eoa` recovered offline (the (v,r,s) overload), `erc1271` a deployed smart
+ * `eoa` a plain account's signature (the (v,r,s) overload), `erc1271` a deployed smart
  * wallet, `erc6492` a wallet a factory deploys (both with the `bytes` overload).
+ * `unproven` is a 65-byte signature left for the chain check to settle (see
+ * `checkChainState`): it becomes `eoa` or `erc1271` there, and is never sent as it is.
  */
-export type SignatureKind = 'eoa' | 'erc1271' | 'erc6492'
+export type SignatureKind = 'eoa' | 'erc1271' | 'erc6492' | 'unproven'
 
 /** A payment that passed every offline check, ready for the chain. */
 export interface PreparedPayment {
@@ -32,6 +34,12 @@ export interface PreparedPayment {
 }
 
 export interface PrepareOptions {
+  /**
+   * Leave a plain 65-byte signature `unproven` instead of recovering its signer here: the
+   * chain check that follows proves it for less (see `checkChainState`). Only for a caller
+   * that runs that check before anything is sent.
+   */
+  readonly deferSignerCheck?: boolean
   readonly settleMarginSeconds: number
   /** Lower-cased allowed ERC-6492 factories. */
   readonly erc6492Factories: ReadonlySet<string>
@@ -125,12 +133,26 @@ async function classifySignature(payload: ExactEvmPayload, digest: Hex, options:
     }
     return { kind: 'erc6492' as const, signature: wrapped.signature, deployment: { factory: wrapped.factory, data: wrapped.data } }
   }
-  const recovered = await recoverAuthorizationSigner(digest, payload.signature)
-  if (recovered !== undefined && sameAddress(recovered, payload.authorization.from)) {
-    return { kind: 'eoa' as const, signature: payload.signature, deployment: undefined }
+  if (options.deferSignerCheck && isPlainSignature(payload.signature)) {
+    return { kind: 'unproven' as const, signature: payload.signature, deployment: undefined }
   }
-  // Not the payer's key: maybe a deployed smart wallet, which only the chain can tell (ERC-1271).
-  return { kind: 'erc1271' as const, signature: payload.signature, deployment: undefined }
+  return { kind: await proveSigner(digest, payload.signature, payload.authorization.from), signature: payload.signature, deployment: undefined }
+}
+
+/**
+ * `eoa` when the signature recovers to the payer offline; otherwise `erc1271`: maybe a
+ * deployed smart wallet, which only the chain can tell.
+ */
+export async function proveSigner(digest: Hex, signature: Hex, payer: Address): Promise<'eoa' | 'erc1271'> {
+  const recovered = await recoverAuthorizationSigner(digest, signature)
+  return recovered !== undefined && sameAddress(recovered, payer) ? 'eoa' : 'erc1271'
+}
+
+/** 65 bytes with a `v` the (v,r,s) overload can carry: the only shape a plain account signs. */
+function isPlainSignature(signature: Hex): boolean {
+  if (signature.length !== 132 || !/^0x[0-9a-fA-F]*$/.test(signature)) return false
+  const v = Number.parseInt(signature.slice(130), 16)
+  return v === 0 || v === 1 || v === 27 || v === 28
 }
 
 function unwrapErc6492(signature: Hex): { factory: Address; data: Hex; signature: Hex } | undefined {
@@ -143,9 +165,9 @@ function unwrapErc6492(signature: Hex): { factory: Address; data: Hex; signature
   }
 }
 
-/** The (v,r,s) overload for a plain account's signature, the `bytes` overload for smart wallets. */
-function transferCalldata(payload: ExactEvmPayload, kind: SignatureKind, signature: Hex): Hex {
-  if (kind === 'eoa') {
+/** The (v,r,s) overload for a plain account's signature (or one still unproven), the `bytes` overload for smart wallets. */
+export function transferCalldata(payload: ExactEvmPayload, kind: SignatureKind, signature: Hex): Hex {
+  if (kind === 'eoa' || kind === 'unproven') {
     const { r, s, yParity } = parseSignature(signature)
     return transferWithAuthorizationVrsCalldata(payload.authorization, yParity + 27, r, s)
   }

@@ -9,7 +9,7 @@ import { exactEvm, EVM_REJECTION, privateKeySigner, signExactEvmPayment } from '
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
-import { deployGasBurningWallet, deploySmartWallet, deployWalletFactory, fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { deployGasBurningWallet, deploySmartWallet, deployTestToken, deployWalletFactory, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 let world: EvmFixture
@@ -57,18 +57,24 @@ describe('exactEvm settle', () => {
     expect(await tokenBalance(world.node, world.token, world.payTo)).toBeGreaterThanOrEqual(1000n)
   })
 
-  it('settles an ERC-1271 wallet with the bytes overload', async () => {
+  it('settles an ERC-1271 wallet: with the (v,r,s) overload where the token checks it as bytes (USDC v2.2), else with the bytes overload', async () => {
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
-    const owner = privateKeyToAccount(generatePrivateKey())
-    const wallet = await deploySmartWallet(world.node, owner.address)
-    await fundPayer(world.node, world.token, wallet, 5_000n)
-    const requirements = world.requirementsV2()
-    const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
-    const answer = await facilitator.settle(body(paymentPayload, requirements))
-    expect(answer.success).toBe(true)
-    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
-    expect(tx.input.slice(0, 10)).toBe('0xcf092995') // the `bytes signature` overload
-    expect(await tokenBalance(world.node, world.token, wallet)).toBe(4_000n)
+    const legacy = await deployTestToken(world.node, { vrsRecoversOnly: true })
+    for (const [token, selector] of [[world.token, '0xe3ee160e'], [legacy, '0xcf092995']] as const) {
+      const owner = privateKeyToAccount(generatePrivateKey())
+      const wallet = await deploySmartWallet(world.node, owner.address)
+      await fundPayer(world.node, token, wallet, 5_000n)
+      const requirements = world.requirementsV2({ asset: token.address })
+      const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
+      const answer = await facilitator.settle(body(paymentPayload, requirements))
+      expect(answer).toMatchObject({ success: true, payer: wallet })
+      const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+      expect(tx.input.slice(0, 10)).toBe(selector)
+      // Priced by an estimate, as every smart wallet's settle is (its isValidSignature runs at our
+      // expense), not sent with the fixed 150,000 of a plain account's.
+      expect(tx.gas).not.toBe(150_000n)
+      expect(await tokenBalance(world.node, token, wallet)).toBe(4_000n)
+    }
   })
 
   it('deploys an undeployed ERC-6492 wallet through the allowed factory, then settles', async () => {

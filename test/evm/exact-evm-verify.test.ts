@@ -131,6 +131,24 @@ describe('exactEvm verify: valid payments', () => {
     expect(rpcRequests).toBe(1)
   })
 
+  it('accepts an ERC-1271 smart wallet on a token whose (v,r,s) overload only recovers (FiatToken v2.0, v2.1): asked again with the bytes overload', async () => {
+    const legacy = await deployTestToken(world.node, { vrsRecoversOnly: true })
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const wallet = await deploySmartWallet(world.node, owner.address)
+    await fundPayer(world.node, legacy, wallet, 1_000_000n)
+    const requirements = world.requirementsV2({ asset: legacy.address })
+    const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
+    rpcRequests = 0
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    expect(rpcRequests).toBe(2)
+    // A plain account on the same token still takes one request.
+    const payer = await world.newPayer()
+    await fundPayer(world.node, legacy, payer.address, 1_000_000n)
+    rpcRequests = 0
+    expect(await facilitator.verify(body(await signExactEvmPayment({ signer: payer, requirements }), requirements))).toEqual({ isValid: true, payer: payer.address })
+    expect(rpcRequests).toBe(1)
+  })
+
   it('accepts an undeployed ERC-6492 wallet from an allow-listed factory, in a single request', async () => {
     const { owner, wallet, paymentPayload, requirements } = await world.counterfactualPayment()
     rpcRequests = 0

@@ -133,11 +133,11 @@ export interface TestToken {
 }
 
 /** Deploys a USDC-like EIP-3009 token. @default name "USD Coin", version "2" */
-export async function deployTestToken(node: AnvilNode, domain: { name?: string; version?: string } = {}): Promise<TestToken> {
+export async function deployTestToken(node: AnvilNode, domain: { name?: string; version?: string; vrsRecoversOnly?: boolean } = {}): Promise<TestToken> {
   const { TestUSDC } = compileTestContracts()
   const name = domain.name ?? 'USD Coin'
   const version = domain.version ?? '2'
-  const address = await deployContract(node, TestUSDC, [name, version])
+  const address = await deployContract(node, TestUSDC, [name, version, domain.vrsRecoversOnly ?? false])
   return { address, abi: TestUSDC.abi, name, version }
 }
 

@@ -9,6 +9,8 @@ import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/Signa
 /// @notice A test stand-in for USDC (FiatTokenV2_2): 6 decimals, an EIP-712 domain
 /// chosen at deployment (USDC's is "USD Coin" / "2"), EIP-3009 transferWithAuthorization
 /// in the (v,r,s) and the `bytes signature` (ERC-1271 aware) overloads, and USDC's revert strings.
+/// v2.2 checks a (v,r,s) signature as the packed bytes, so smart wallets pass there too;
+/// with `vrsRecoversOnly` it only recovers it, as FiatToken v2.0 and v2.1 did.
 /// Anyone may mint: it only ever runs on a local test chain.
 contract TestUSDC is ERC20, EIP712 {
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
@@ -19,7 +21,11 @@ contract TestUSDC is ERC20, EIP712 {
 
     event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
 
-    constructor(string memory name_, string memory version_) ERC20(name_, "USDC") EIP712(name_, version_) {}
+    bool public immutable vrsRecoversOnly;
+
+    constructor(string memory name_, string memory version_, bool vrsRecoversOnly_) ERC20(name_, "USDC") EIP712(name_, version_) {
+        vrsRecoversOnly = vrsRecoversOnly_;
+    }
 
     function decimals() public pure override returns (uint8) {
         return 6;
@@ -42,8 +48,12 @@ contract TestUSDC is ERC20, EIP712 {
         uint8 v, bytes32 r, bytes32 s
     ) external {
         bytes32 digest = _checkAuthorization(from, to, value, validAfter, validBefore, nonce);
-        (address recovered, ECDSA.RecoverError error,) = ECDSA.tryRecover(digest, v, r, s);
-        require(error == ECDSA.RecoverError.NoError && recovered == from, "FiatTokenV2: invalid signature");
+        if (vrsRecoversOnly) {
+            (address recovered, ECDSA.RecoverError error,) = ECDSA.tryRecover(digest, v, r, s);
+            require(error == ECDSA.RecoverError.NoError && recovered == from, "FiatTokenV2: invalid signature");
+        } else {
+            require(SignatureChecker.isValidSignatureNow(from, digest, abi.encodePacked(r, s, v)), "FiatTokenV2: invalid signature");
+        }
         _useAuthorization(from, to, value, nonce);
     }
 

@@ -323,7 +323,7 @@ function sidesOf(
     return signer
   })
   const ours = createFacilitator({
-    schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [rpcUrl] }], signers: ourSigners, receiptPollIntervalMs: 50 }))],
+    schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [rpcUrl], assets: [world.knownAsset] }], signers: ourSigners, receiptPollIntervalMs: 50 }))],
   })
   const ourSide: Side = {
     verify: (paymentPayload, paymentRequirements) => ours.verify({ x402Version: 2, paymentPayload, paymentRequirements }),

@@ -3,7 +3,7 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
 import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
-import { proveSigner, transferCalldata, type PreparedPayment } from './prepare-payment.js'
+import { kindByRecovery, transferCalldata, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 
@@ -26,15 +26,18 @@ export interface ChainVerdict {
  * and the reads come before the simulated transfer that would change them.
  *
  * An `unproven` signature (see `preparePayment`'s `deferSignerCheck`) is checked
- * by the chain first. The same call also asks the payer's address for ERC-1271's
- * `isValidSignature`, which tells whether it holds code. A payer without code is
- * a plain account: when the reads pass and the simulated transfer succeeds, the
- * token itself recovered the signature and found the payer, and nothing is
- * recovered here (the recovery is most of a verify's CPU). Otherwise the signer
- * is recovered offline, as for any payment, so that a bad signature is named as
- * one and a smart wallet is told from a plain account; a smart wallet whose
- * token refused the (v,r,s) overload is asked again with the `bytes` overload
- * (a second request, for smart wallets only).
+ * by the chain: the (v,r,s) transfer is simulated, and the payer's code is read
+ * with `eth_getCode` in the same JSON-RPC batch (the default transport sends
+ * both as one request). When the reads pass and the simulated transfer
+ * succeeds, the token itself checked the signature, and nothing is recovered
+ * here (the recovery is most of a verify's CPU). A payer with code then counts
+ * as a smart wallet, so settle prices its transfer by an estimate: the token
+ * may run the wallet's `isValidSignature` at our expense. The code comes from
+ * the node, not from a call into the payer, which a contract could answer as
+ * it likes. When a check fails, the signer is recovered offline as for any
+ * payment, so that a bad signature is named as one; a smart wallet whose token
+ * refused the (v,r,s) overload is asked again with the `bytes` overload (a
+ * second request, for smart wallets only).
  */
 export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment): Promise<ChainVerdict> {
   const { payer, asset, digest, signature, deployment, kind } = payment
@@ -50,7 +53,7 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
     calls.push(isValidSignature)
     calls.push({ target: deployment.factory, allowFailure: true, callData: deployment.data })
   }
-  if (kind !== 'eoa') calls.push(isValidSignature)
+  if (kind === 'erc1271' || kind === 'erc6492') calls.push(isValidSignature)
   const readsAt = calls.length
   calls.push(
     { target: asset, allowFailure: true, callData: balanceOfCalldata(payer) },
@@ -60,8 +63,13 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
 
   const data = aggregate3Calldata(calls)
   let raw: Hex
+  let code: Hex | undefined
   try {
-    raw = await runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] })
+    // Issued in the same tick: the default transport sends them as one JSON-RPC batch.
+    ;[raw, code] = await Promise.all([
+      runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] }),
+      kind === 'unproven' ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }) : undefined,
+    ])
   } catch (error) {
     throw toRpcFault(error, 'reading the chain state')
   }
@@ -83,13 +91,14 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   const badSignature: Rejection = { reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' }
 
   if (kind === 'unproven') {
-    const probe = at(readsAt - 1)
+    // Anything but an empty answer counts as code: a smart wallet's settle is only priced more carefully.
+    const plainAccount = code === '0x'
     const rejection = readsVerdict(payment, results, readsAt)
-    if (!hasCode(probe) && !rejection) return verdict(undefined, { ...payment, kind: 'eoa' })
-    if ((await proveSigner(digest, signature, payer)) === 'eoa') return verdict(rejection, { ...payment, kind: 'eoa' })
-    if (!isMagicValue(probe)) return verdict(badSignature)
-    // A smart wallet: its token took the (v,r,s) overload, or is asked the `bytes` one.
-    if (!rejection) return verdict(undefined, { ...payment, kind: 'erc1271' })
+    if (!rejection) return verdict(undefined, { ...payment, kind: plainAccount ? 'eoa' : 'erc1271' })
+    const signer = await kindByRecovery(digest, signature, payer)
+    if (signer === 'eoa') return verdict(rejection, { ...payment, kind: plainAccount ? 'eoa' : 'erc1271' })
+    if (plainAccount) return verdict(badSignature)
+    // A smart wallet whose token may take only the `bytes` overload: its own check names the reason.
     return checkChainState(runtime, { ...payment, kind: 'erc1271', transferCalldata: transferCalldata(payment.payload, 'erc1271', signature) })
   }
   if (kind !== 'eoa' && !isMagicValue(at(readsAt - 1))) return verdict(badSignature)

@@ -63,8 +63,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     erc6492Factories: new Set((config.erc6492Factories ?? []).map((factory) => factory.toLowerCase())),
     nowSeconds: () => BigInt(Math.floor(Date.now() / 1000)),
   }
-  // Verify's own preparation: its chain check proves a plain signature (see checkChainState).
-  const checkedPrepareOptions: PrepareOptions = { ...prepareOptions, deferSignerCheck: true }
+  // Verify's preparation: its chain check proves a plain signature on a known token (see checkChainState).
+  const verifyPrepareOptions: PrepareOptions = { ...prepareOptions, deferSignerCheck: true }
   const deployWallets = config.deployErc6492Wallets ?? false
   const maxInFlight = config.maxInFlightSettlesPerSigner ?? Number.POSITIVE_INFINITY
   if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'exactEvm: maxInFlightSettlesPerSigner must be at least 1')
@@ -79,7 +79,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   // The signer reserved for a settle by reserveSettlement (the core calls it before claiming).
   const reserved = new WeakMap<PaymentContext, SignerSlot>()
   // The payment a successful verify prepared, by context: the core verifies right before it claims
-  // and then settles the same context, so settle skips a second signature recovery and digest.
+  // and then settles the same context, so settle reuses its digest, calldata and signature kind.
   const prepared = new WeakMap<PaymentContext, PreparedPayment>()
   // The payload parsed once per context: settle asks for it in its key, its checks and its answer.
   const parsedPayloads = new WeakMap<PaymentContext, ExactEvmPayload | Rejection>()
@@ -107,7 +107,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
   /** Offline checks then the one chain round trip; shared by verify and settle. */
   async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
-    const offline = await prepareOffline(ctx, runtime, checkedPrepareOptions)
+    const offline = await prepareOffline(ctx, runtime, verifyPrepareOptions)
     if ('reason' in offline) return offline
     const verdict = await withDeadline(checkChainState(runtime, offline), ctx.signal)
     if (verdict.rejection) return verdict.rejection

@@ -35,9 +35,10 @@ export interface PreparedPayment {
 
 export interface PrepareOptions {
   /**
-   * Leave a plain 65-byte signature `unproven` instead of recovering its signer here: the
-   * chain check that follows proves it for less (see `checkChainState`). Only for a caller
-   * that runs that check before anything is sent.
+   * Leave a plain 65-byte signature for a known token (the built-in table or the configured
+   * `assets`) `unproven` instead of recovering its signer here: the chain check that follows
+   * proves it for less (see `checkChainState`). Only for a caller that runs that check before
+   * anything is sent.
    */
   readonly deferSignerCheck?: boolean
   readonly settleMarginSeconds: number
@@ -91,7 +92,8 @@ export async function preparePayment(
 
   const domain: TokenDomain = { name, version, chainId: runtime.chainId, verifyingContract: asset }
   const digest = hashAuthorization(domain, authorization)
-  const signature = await classifySignature(payload, digest, options)
+  // Only a token this facilitator knows is trusted to check the signature in the simulation.
+  const signature = await classifySignature(payload, digest, known ? options : { ...options, deferSignerCheck: false })
   if ('reason' in signature) return signature
 
   return {
@@ -136,14 +138,14 @@ async function classifySignature(payload: ExactEvmPayload, digest: Hex, options:
   if (options.deferSignerCheck && isPlainSignature(payload.signature)) {
     return { kind: 'unproven' as const, signature: payload.signature, deployment: undefined }
   }
-  return { kind: await proveSigner(digest, payload.signature, payload.authorization.from), signature: payload.signature, deployment: undefined }
+  return { kind: await kindByRecovery(digest, payload.signature, payload.authorization.from), signature: payload.signature, deployment: undefined }
 }
 
 /**
  * `eoa` when the signature recovers to the payer offline; otherwise `erc1271`: maybe a
  * deployed smart wallet, which only the chain can tell.
  */
-export async function proveSigner(digest: Hex, signature: Hex, payer: Address): Promise<'eoa' | 'erc1271'> {
+export async function kindByRecovery(digest: Hex, signature: Hex, payer: Address): Promise<'eoa' | 'erc1271'> {
   const recovered = await recoverAuthorizationSigner(digest, signature)
   return recovered !== undefined && sameAddress(recovered, payer) ? 'eoa' : 'erc1271'
 }

@@ -1,12 +1,13 @@
 /**
- * Where verify recovers the payer's signature offline. A plain account's valid
- * payment is proven by the token itself, in the simulation of the chain check,
- * so the recovery (most of a verify's CPU) is skipped; every other outcome
- * still recovers, so that a bad signature is named as one and a smart wallet
- * is told from a plain account. The recovery is watched, not replaced: the
+ * Where verify recovers the payer's signature offline. For a token the
+ * facilitator knows, the simulation in the chain check runs the token's own
+ * signature check, and the payer's code is read beside it: a payment the token
+ * accepts needs no recovery (most of a verify's CPU), and a payer with code is
+ * priced by an estimate at settle. Every other outcome still recovers, so that
+ * a bad signature is named as one. The recovery is watched, not replaced: the
  * spy calls the real code.
  */
-import { http } from 'viem'
+import { http, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createFacilitator, type Facilitator } from '../../src/index.js'
@@ -14,7 +15,7 @@ import { exactEvm, EVM_REJECTION, signExactEvmPayment } from '../../src/evm/inde
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
 import { recoverAuthorizationSigner } from '../../src/evm/recover-signer.js'
-import { deploySmartWallet, fundPayer } from '../support/evm-contracts.js'
+import { deploySmartWallet, deployTestToken, fundPayer } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 vi.mock('../../src/evm/recover-signer.js', async (importOriginal) => {
@@ -32,7 +33,8 @@ const body = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequir
 beforeAll(async () => {
   world = await startEvmFixture()
   facilitator = createFacilitator({
-    schemes: [exactEvm(world.adapterConfig({ transport: (url) => http(url, { retryCount: 0, onFetchRequest: () => void rpcRequests++ }) }))],
+    // Batching as our default transport does: a verify's two calls go as one request.
+    schemes: [exactEvm(world.adapterConfig({ transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }) }))],
   })
 })
 afterAll(async () => world?.stop())
@@ -42,7 +44,7 @@ beforeEach(() => {
 })
 
 describe('exactEvm: the offline signer recovery', () => {
-  it('is skipped for a plain account whose payment the token accepts, in verify and in settle', async () => {
+  it('is skipped for a plain account whose payment the token accepts, in verify and in settle, which sends the fixed gas limit', async () => {
     const payer = await world.newPayer()
     const requirements = world.requirementsV2()
     const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
@@ -52,6 +54,34 @@ describe('exactEvm: the offline signer recovery', () => {
     const settled = await facilitator.settle(body(paymentPayload, requirements))
     expect(settled).toMatchObject({ success: true, payer: payer.address })
     expect(recoveries).not.toHaveBeenCalled()
+    expect((await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })).gas).toBe(150_000n)
+  })
+
+  it('is skipped for a smart wallet the token accepts, whose settle is then priced by an estimate', async () => {
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const wallet = await deploySmartWallet(world.node, owner.address)
+    await fundPayer(world.node, world.token, wallet, 1_000_000n)
+    const requirements = world.requirementsV2()
+    const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    expect(recoveries).not.toHaveBeenCalled()
+    expect(rpcRequests).toBe(1)
+    const settled = await facilitator.settle(body(paymentPayload, requirements))
+    expect(settled).toMatchObject({ success: true, payer: wallet })
+    const gas = (await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })).gas
+    expect(gas).toBeLessThan(150_000n)
+    expect(gas).toBeGreaterThan(21_000n)
+  })
+
+  it('runs for a token the facilitator does not know, even when the payment is valid', async () => {
+    const other = await deployTestToken(world.node)
+    const payer = await world.newPayer()
+    await fundPayer(world.node, other, payer.address, 1_000_000n)
+    const requirements = world.requirementsV2({ asset: other.address })
+    const answer = await facilitator.verify(body(await signExactEvmPayment({ signer: payer, requirements }), requirements))
+    expect(answer).toEqual({ isValid: true, payer: payer.address })
+    expect(recoveries).toHaveBeenCalledTimes(1)
+    expect(rpcRequests).toBe(1)
   })
 
   it('runs when a check fails, so that a valid signature hears the real reason', async () => {
@@ -74,14 +104,4 @@ describe('exactEvm: the offline signer recovery', () => {
     expect(rpcRequests).toBe(1)
   })
 
-  it('runs for a payer with code: a smart wallet is told from a plain account', async () => {
-    const owner = privateKeyToAccount(generatePrivateKey())
-    const wallet = await deploySmartWallet(world.node, owner.address)
-    await fundPayer(world.node, world.token, wallet, 1_000_000n)
-    const requirements = world.requirementsV2()
-    const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
-    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
-    expect(recoveries).toHaveBeenCalledTimes(1)
-    expect(rpcRequests).toBe(1)
-  })
 })

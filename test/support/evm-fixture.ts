@@ -39,7 +39,9 @@ export interface EvmFixture {
     paymentPayload: PaymentPayload
     requirements: PaymentRequirementsV2
   }>
-  /** Adapter configuration for this chain, with the factory allow-listed. */
+  /** The token as a network's `assets` entry: a token the adapter knows (the built-in USDC is one too). */
+  knownAsset: { address: Address; name: string; version: string }
+  /** Adapter configuration for this chain, with the token known and the factory allow-listed. */
   adapterConfig(overrides?: Partial<ExactEvmConfig>): ExactEvmConfig
   /** v2 requirements (`eip155:84532`, `amount`). */
   requirementsV2(overrides?: Partial<PaymentRequirementsV2>): PaymentRequirementsV2
@@ -63,9 +65,11 @@ export async function startEvmFixture(options: EvmFixtureOptions = {}): Promise<
     const signers = node.accounts.slice(1, 1 + (options.signerCount ?? 1))
     const payTo = privateKeyToAccount(generatePrivateKey()).address
     const extra = { name: token.name, version: token.version }
+    const knownAsset = { address: token.address, name: token.name, version: token.version }
     const fixture: EvmFixture = {
       node,
       token,
+      knownAsset,
       factory,
       signers,
       payTo,
@@ -89,7 +93,7 @@ export async function startEvmFixture(options: EvmFixtureOptions = {}): Promise<
         return { owner, wallet, paymentPayload, requirements }
       },
       adapterConfig: (overrides = {}) => ({
-        networks: [{ network: 'eip155:84532', rpcUrls: [node.rpcUrl] }],
+        networks: [{ network: 'eip155:84532', rpcUrls: [node.rpcUrl], assets: [knownAsset] }],
         signers,
         erc6492Factories: [factory.address],
         deployErc6492Wallets: true,

@@ -18,8 +18,9 @@ export interface ChainVerdict {
 }
 
 /**
- * Checks signature (smart wallets), nonce, balance and a simulation of the
- * exact settlement call in ONE `eth_call` to Multicall3 `aggregate3`.
+ * Checks signature, nonce, balance and a simulation of the exact settlement
+ * call in one `eth_call` to Multicall3 `aggregate3` (with an `unproven`
+ * signature, also the payer's code, in the same batch; see below).
  *
  * The calls run in order inside one simulated block, so state changes carry
  * over: an ERC-6492 factory call deploys the wallet before its ERC-1271 check,
@@ -35,9 +36,10 @@ export interface ChainVerdict {
  * may run the wallet's `isValidSignature` at our expense. The code comes from
  * the node, not from a call into the payer, which a contract could answer as
  * it likes. When a check fails, the signer is recovered offline as for any
- * payment, so that a bad signature is named as one; a smart wallet whose token
- * refused the (v,r,s) overload is asked again with the `bytes` overload (a
- * second request, for smart wallets only).
+ * payment, so that a bad signature is named as one; a payer with code whose
+ * signature does not recover to it is checked again as a smart wallet (its
+ * `isValidSignature` and the `bytes` overload, a second request), which names
+ * the reason, and accepts it on a token that only recovers (v,r,s).
  */
 export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment): Promise<ChainVerdict> {
   const { payer, asset, digest, signature, deployment, kind } = payment
@@ -68,7 +70,8 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
     // Issued in the same tick: the default transport sends them as one JSON-RPC batch.
     ;[raw, code] = await Promise.all([
       runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] }),
-      kind === 'unproven' ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }) : undefined,
+      // Without an answer the payer counts as having code: its settle is then priced by an estimate.
+      kind === 'unproven' ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined,
     ])
   } catch (error) {
     throw toRpcFault(error, 'reading the chain state')
@@ -91,7 +94,7 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   const badSignature: Rejection = { reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' }
 
   if (kind === 'unproven') {
-    // Anything but an empty answer counts as code: a smart wallet's settle is only priced more carefully.
+    // Anything but an empty answer counts as code: a payer with code only has its settle priced more carefully.
     const plainAccount = code === '0x'
     const rejection = readsVerdict(payment, results, readsAt)
     if (!rejection) return verdict(undefined, { ...payment, kind: plainAccount ? 'eoa' : 'erc1271' })

@@ -22,7 +22,11 @@ export interface ExactEvmNetworkConfig {
   readonly rpcUrls: readonly string[]
   /** Facilitator keys of this network. @default the adapter's `signers` */
   readonly signers?: readonly EvmSettlementSigner[]
-  /** Extra tokens with their EIP-712 domain; the built-in USDC table is always known. */
+  /**
+   * Extra tokens with their EIP-712 domain; the built-in USDC table is always known. A known
+   * token is trusted to check the payer's signature in verify's simulation (a valid payment
+   * then skips the offline recovery): list only real EIP-3009 tokens.
+   */
   readonly assets?: readonly ExactEvmAsset[]
   /** Accept only `assets` and the built-in tokens of this network. @default false */
   readonly restrictAssets?: boolean

@@ -105,7 +105,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     return runtime
   }
 
-  /** Offline checks then the one chain round trip; shared by verify and settle. */
+  /** Offline checks then the chain check (one round trip, two for some smart wallets); verify's. */
   async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
     const offline = await prepareOffline(ctx, runtime, verifyPrepareOptions)
     if ('reason' in offline) return offline

@@ -12,8 +12,8 @@ export interface KeepAliveHttpOptions {
   readonly pool: ConnectionPool
   /**
    * Most requests on the wire to this URL at once. A call that finds one free
-   * leaves at once, alone, so a verify never waits for anybody else's call while
-   * the server keeps up; calls made while every one is taken wait, and leave
+   * leaves at once, alone (one of `batchMethods` waits for the end of its tick, to
+   * leave with the others of that tick); calls made while every one is taken wait, and leave
    * together as one JSON-RPC batch when one comes back. A server that answers a
    * batch as a whole gets the same calls alone, and no batch for a minute.
    * @default 8
@@ -22,7 +22,7 @@ export interface KeepAliveHttpOptions {
   /**
    * Methods whose requests issued in the same tick travel as one JSON-RPC batch
    * even while requests are free (the receipt poller asks for every pending
-   * receipt at once).
+   * receipt at once; exactEvm's verify asks for its chain check and the payer's code).
    * @default none
    */
   readonly batchMethods?: ReadonlySet<string>

@@ -8,11 +8,12 @@ import { recoverAuthorizationSigner } from './recover-signer.js'
 import { hashAuthorization, type TokenDomain } from './typed-data.js'
 
 /**
- * How the payer's signature is proven, which also decides the overload settle sends:
- * `eoa` a plain account's signature (the (v,r,s) overload), `erc1271` a deployed smart
- * wallet, `erc6492` a wallet a factory deploys (both with the `bytes` overload).
- * `unproven` is a 65-byte signature left for the chain check to settle (see
- * `checkChainState`): it becomes `eoa` or `erc1271` there, and is never sent as it is.
+ * How the payer's signature is proven, which decides how settle prices its gas: `eoa` a
+ * plain account (a fixed limit), `erc1271` a deployed smart wallet, `erc6492` a wallet a
+ * factory deploys (both by an estimate: the wallet's own check runs at our expense).
+ * `unproven` is a 65-byte signature left for the chain check (see `checkChainState`), which
+ * turns it into `eoa` or `erc1271`. The calldata settle sends is `transferCalldata`: the
+ * (v,r,s) overload for a plain signature, also for a smart wallet whose token took it.
  */
 export type SignatureKind = 'eoa' | 'erc1271' | 'erc6492' | 'unproven'
 

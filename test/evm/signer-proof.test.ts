@@ -7,7 +7,7 @@
  * a bad signature is named as one. The recovery is watched, not replaced: the
  * spy calls the real code.
  */
-import { http, type Hex } from 'viem'
+import { createPublicClient, custom, http, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createFacilitator, type Facilitator } from '../../src/index.js'
@@ -71,6 +71,31 @@ describe('exactEvm: the offline signer recovery', () => {
     const gas = (await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })).gas
     expect(gas).toBeLessThan(150_000n)
     expect(gas).toBeGreaterThan(21_000n)
+  })
+
+  it('counts a payer whose code read failed as having code: accepted, and settled with a gas estimate', async () => {
+    // Fault injection: every eth_getCode fails, everything else reaches anvil.
+    const node = createPublicClient({ transport: http(world.node.rpcUrl) })
+    const blind = createFacilitator({
+      schemes: [
+        exactEvm(
+          world.adapterConfig({
+            transport: () =>
+              custom({
+                async request({ method, params }) {
+                  if (method === 'eth_getCode') throw new Error('injected eth_getCode failure')
+                  return node.request({ method, params } as Parameters<typeof node.request>[0])
+                },
+              }),
+          }),
+        ),
+      ],
+    })
+    const payer = await world.newPayer()
+    const requirements = world.requirementsV2()
+    const settled = await blind.settle(body(await signExactEvmPayment({ signer: payer, requirements }), requirements))
+    expect(settled).toMatchObject({ success: true, payer: payer.address })
+    expect((await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })).gas).not.toBe(150_000n)
   })
 
   it('runs for a token the facilitator does not know, even when the payment is valid', async () => {

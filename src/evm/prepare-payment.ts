@@ -94,7 +94,7 @@ export async function preparePayment(
   const domain: TokenDomain = { name, version, chainId: runtime.chainId, verifyingContract: asset }
   const digest = hashAuthorization(domain, authorization)
   // Only a token this facilitator knows is trusted to check the signature in the simulation.
-  const signature = await classifySignature(payload, digest, known ? options : { ...options, deferSignerCheck: false })
+  const signature = await classifySignature(payload, digest, options, options.deferSignerCheck === true && known !== undefined)
   if ('reason' in signature) return signature
 
   return {
@@ -128,7 +128,8 @@ export function checkValidityWindow(payload: ExactEvmPayload, options: PrepareOp
   return undefined
 }
 
-async function classifySignature(payload: ExactEvmPayload, digest: Hex, options: PrepareOptions) {
+/** `defer`: leave a plain signature `unproven` for the chain check (see `PrepareOptions.deferSignerCheck`). */
+async function classifySignature(payload: ExactEvmPayload, digest: Hex, options: PrepareOptions, defer: boolean) {
   const wrapped = unwrapErc6492(payload.signature)
   if (wrapped) {
     if (!options.erc6492Factories.has(wrapped.factory.toLowerCase())) {
@@ -136,7 +137,7 @@ async function classifySignature(payload: ExactEvmPayload, digest: Hex, options:
     }
     return { kind: 'erc6492' as const, signature: wrapped.signature, deployment: { factory: wrapped.factory, data: wrapped.data } }
   }
-  if (options.deferSignerCheck && isPlainSignature(payload.signature)) {
+  if (defer && isPlainSignature(payload.signature)) {
     return { kind: 'unproven' as const, signature: payload.signature, deployment: undefined }
   }
   return { kind: await kindByRecovery(digest, payload.signature, payload.authorization.from), signature: payload.signature, deployment: undefined }

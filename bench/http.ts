@@ -2,7 +2,7 @@
  * HTTP: requests per second of POST /verify through the node:http example
  * against calling verify() in-process, on the same anvil, with the same
  * bodies, at the same concurrency. The load generator runs in its own
- * process (bench/http-load.mjs) so the server process does only server work.
+ * process (bench/http-load.ts) so the server process does only server work.
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -19,7 +19,7 @@ import { check, ownCpuMs, progress, row, runConcurrent, type Row } from './measu
 
 export const HTTP_COUNTS = { bodies: 200, rounds: 8, perRound: 1_000, concurrency: 32 }
 
-const LOAD = fileURLToPath(new URL('./http-load.mjs', import.meta.url))
+const LOAD = fileURLToPath(new URL('./http-load.ts', import.meta.url))
 
 export async function benchHttp(): Promise<Row[]> {
   const c = HTTP_COUNTS
@@ -60,7 +60,7 @@ export async function benchHttp(): Promise<Row[]> {
     }
     Object.assign(instantServer, await startNodeHttpServer(instant as Facilitator))
     Object.assign(instantBare, await startBareServer(instant))
-    const generator = fork(LOAD, [bodiesFile], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+    const generator = fork(LOAD, [bodiesFile], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
     load = generator
     await new Promise<void>((resolve) => generator.once('message', () => resolve()))
     const send = (url: string) =>

@@ -118,8 +118,14 @@ function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<Uint8Arra
 
 function writeAnswer(answer: HttpAnswer | Response, res: ServerResponse): void | Promise<void> {
   if (answer instanceof Response) return writeResponse(answer, res)
-  res.writeHead(answer.status, answer.headers)
-  res.end(answer.body ?? undefined)
+  if (answer.body === null) {
+    res.writeHead(answer.status, answer.headers)
+    res.end()
+    return
+  }
+  // With its length given, node:http writes head and body as one string instead of chunked framing in four parts.
+  res.writeHead(answer.status, { ...answer.headers, 'content-length': Buffer.byteLength(answer.body) })
+  res.end(answer.body)
 }
 
 /** Writes a web `Response` to a node response. */

@@ -42,9 +42,11 @@ export class Regroup extends Error {
 
 export interface RequestOptions {
   /**
-   * Hold the request until the current microtask ends, so that requests issued
-   * in the same tick leave as one group even while slots are free (a poller
-   * asking for many receipts at once).
+   * Hold the request until the current turn of the event loop ends, so that
+   * requests issued in it leave as one group even while slots are free: a poller
+   * asking for many receipts at once, or the verifies of HTTP requests that
+   * arrived together (each runs in its own socket callback, all in one turn).
+   * A quiet caller waits only for the callbacks left in its turn.
    */
   readonly together?: boolean
   /** Leave at once, alone, even when every slot is taken (a send whose caller bounds its wait). */
@@ -74,7 +76,7 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
   const { maxInFlight, maxGroup, weigh, maxWaitMs, expired } = options
   let inFlight = 0
   let waiting: Entry<Call, Answer>[] = []
-  // Requests held until the end of the current microtask (`together`), kept apart so that a
+  // Requests held until the end of the current event-loop turn (`together`), kept apart so that a
   // request made meanwhile with a free slot still leaves alone.
   let held: Entry<Call, Answer>[] = []
 
@@ -163,7 +165,8 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
         }
         held.push(entry)
         if (held.length > 1) return
-        queueMicrotask(() => {
+        // setImmediate, not a microtask: the socket callbacks of one turn each end in their own microtask checkpoint.
+        setImmediate(() => {
           const ready = held
           held = []
           for (const each of ready) enqueue(each)

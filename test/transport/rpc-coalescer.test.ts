@@ -85,6 +85,21 @@ describe('createRpcCoalescer', () => {
     expect(groups).toEqual([['x'], ['r1', 'r2']])
   })
 
+  it('`together` requests made by different callbacks of one event-loop turn leave as one group', async () => {
+    const { coalescer, groups } = harness({ maxInFlight: 8 })
+    // Two callbacks of one check phase, as two sockets' callbacks of one poll phase: a microtask checkpoint between them.
+    await new Promise<void>((resolve) => {
+      setImmediate(() => void coalescer.request(['r1'], { together: true }))
+      setImmediate(() => {
+        void coalescer.request(['r2'], { together: true })
+        resolve()
+      })
+    })
+    expect(groups).toEqual([])
+    await tick()
+    expect(groups).toEqual([['r1', 'r2']])
+  })
+
   it('a group refused as a whole goes back to the head of the queue and leaves again in groups of maxGroup, in order, one slot each', async () => {
     let limit = 100
     const { coalescer, groups, pending } = harness({ maxGroup: () => limit })

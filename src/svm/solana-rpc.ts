@@ -42,9 +42,10 @@ export interface HttpRpcTransportOptions {
    */
   fetch?: typeof globalThis.fetch
   /**
-   * Most requests on the wire at once. A request that finds one free leaves at once;
-   * those made while every one is taken wait, and leave together as one JSON-RPC batch
-   * when one comes back. @default 8
+   * Most requests on the wire at once. A request that finds one free leaves at once
+   * (a replay check, simulation or status lookup at the end of its event-loop turn, with
+   * the others of that turn); those made while every one is taken wait, and leave
+   * together as one JSON-RPC batch when one comes back. @default 8
    */
   maxInFlight?: number
 }
@@ -137,11 +138,17 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
     async request(calls, signal) {
       // A request not yet sent when the signal aborts (or already aborted) is dropped unsent; one on the
       // wire may carry other requests' calls too, so it is not cut short: the caller stops waiting.
-      const [outcomes] = await (signal ? withDeadline(coalescer.request([calls], { signal }), signal) : coalescer.request([calls]))
+      const together = calls.every((call) => TOGETHER_METHODS.has(call.method))
+      const [outcomes] = await (signal ? withDeadline(coalescer.request([calls], { signal, together }), signal) : coalescer.request([calls], { together }))
       return outcomes!
     },
   }
 }
+
+// Requests of only these methods (a verify's replay check and simulation, the poller's status lookups)
+// wait for the end of their event-loop turn and leave with the others of that turn, even while requests
+// are free: the verifies of HTTP requests that arrived together then share one batch. Sends never wait.
+const TOGETHER_METHODS: ReadonlySet<string> = new Set(['getSignatureStatuses', 'simulateTransaction'])
 
 // Bytes of one merged batch, about: under the 50 KiB request body that Agave's RPC takes.
 const MAX_MERGED_BYTES = 40_000

@@ -169,7 +169,11 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
         setImmediate(() => {
           const ready = held
           held = []
-          for (const each of ready) enqueue(each)
+          // One aborted while held is dropped here: its abort listener is only added by enqueue.
+          for (const each of ready) {
+            if (each.signal?.aborted) each.reject(each.signal.reason)
+            else enqueue(each)
+          }
           drain()
         })
       })

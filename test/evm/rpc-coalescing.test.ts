@@ -5,18 +5,15 @@
  * requests it held open at once.
  */
 import { BaseError, createPublicClient, RpcRequestError, type Hex } from 'viem'
-import { createServer } from 'node:http'
-import { connect, type AddressInfo, type Socket } from 'node:net'
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/core/facilitator.js'
 import { FacilitatorError } from '../../src/errors/facilitator-error.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
 import { keepAliveHttp } from '../../src/evm/keep-alive-transport.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
-import { createHandler } from '../../src/http/handler.js'
-import { createNodeListener } from '../../src/http/node-listener.js'
 import { createConnectionPool } from '../../src/transport/keep-alive-post.js'
+import { verifyArrivingTogether } from '../support/arrive-together.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { body } from '../reliability/support.js'
@@ -90,37 +87,11 @@ describe('requests in flight to one RPC URL', () => {
     const requests = await verifyBodies(4)
     const facilitator = viaProxy()
     await facilitator.verify(requests[0]!) // the chain id and fee caches are filled first
-    let accepted = 0
-    const server = createServer(createNodeListener(createHandler(facilitator)))
-    server.on('connection', () => accepted++)
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    try {
-      const { port } = server.address() as AddressInfo
-      const sockets = await Promise.all(
-        requests.slice(1).map(() => new Promise<Socket>((resolve, reject) => connect(port, '127.0.0.1').once('connect', function (this: Socket) { resolve(this) }).once('error', reject))),
-      )
-      await vi.waitFor(() => expect(accepted).toBe(sockets.length))
-      const answers = sockets.map((socket, i) => {
-        const text = JSON.stringify(requests[i + 1])
-        const answer = new Promise<string>((resolve) => {
-          let got = ''
-          socket.on('data', (chunk: Buffer) => (got += chunk.toString()))
-          socket.once('close', () => resolve(got))
-        })
-        socket.write(`POST /verify HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`)
-        return answer
-      })
-      const from = proxy.calls.length
-      // Block this thread while the kernel delivers all three requests: the server then reads them in one
-      // turn of its event loop, each in its own socket callback, as a busy server reads what arrived together.
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100)
-      for (const answer of await Promise.all(answers)) expect(answer).toMatch(/^HTTP\/1\.1 200[\s\S]*"isValid":true/)
-      const pair = ['eth_call', 'eth_getCode']
-      expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([[...pair, ...pair, ...pair]])
-    } finally {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-    }
+    const from = proxy.calls.length
+    const answers = await verifyArrivingTogether(facilitator, requests.slice(1))
+    for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 200[\s\S]*"isValid":true/)
+    const pair = ['eth_call', 'eth_getCode']
+    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([[...pair, ...pair, ...pair]])
   })
 
   it('a server that refuses batches gets the waiting calls alone, still at most maxRpcRequestsInFlight at once, and every verify answers', async () => {

@@ -8,6 +8,7 @@ import { createFacilitator, FacilitatorError, SOLANA_DEVNET } from '../../src/in
 import { createHttpRpcTransport, exactSvm, type ExactSvmConfig } from '../../src/svm/index.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import { createPaymentScenario, type PaymentScenario, scenarioPaymentBody, startSolanaTestRpc } from '../support/svm-fixtures.js'
+import { verifyArrivingTogether } from '../support/arrive-together.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 
 const figures: string[] = []
@@ -53,6 +54,17 @@ describe('requests in flight to a Solana RPC', () => {
     expect(sent.length).toBeLessThan(15)
     expect(Math.max(...sent.map((calls) => calls.length))).toBeGreaterThan(2)
     figures.push(`30 verifies, 20 ms RPC, 2 in flight: ${sent.length} requests (largest ${Math.max(...sent.map((c) => c.length))} calls), peak open ${proxy.peakOpen}`)
+  })
+
+  it('POST /verify requests that arrive together at a node:http server send their replay checks and simulations as one request', async () => {
+    const requests = await bodies(4)
+    const facilitator = viaProxy()
+    await facilitator.verify(requests[0]!) // caches (the mint's decimals, the fee payer) filled first
+    const from = proxy.calls.length
+    const answers = await verifyArrivingTogether(facilitator, requests.slice(1))
+    for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 200[\s\S]*"isValid":true/)
+    const pair = ['getSignatureStatuses', 'simulateTransaction']
+    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([[...pair, ...pair, ...pair]])
   })
 
   it.each(['object', 'array'] as const)('a node that refuses the merged batch (one error, %s) gets each request alone, as it was made, and every verify answers', async (shape) => {

@@ -100,6 +100,19 @@ describe('createRpcCoalescer', () => {
     expect(groups).toEqual([['r1', 'r2']])
   })
 
+  it('a `together` request aborted before its turn ends is rejected and never sent', async () => {
+    const { coalescer, groups } = harness({ maxInFlight: 8 })
+    const abort = new AbortController()
+    const dropped = coalescer.request(['r1'], { together: true, signal: abort.signal })
+    const kept = coalescer.request(['r2'], { together: true })
+    abort.abort(new Error('caller gone'))
+    const outcome = dropped.then(() => 'answered', (error: Error) => error.message)
+    await tick()
+    expect(groups).toEqual([['r2']])
+    expect(await outcome).toBe('caller gone')
+    void kept
+  })
+
   it('a group refused as a whole goes back to the head of the queue and leaves again in groups of maxGroup, in order, one slot each', async () => {
     let limit = 100
     const { coalescer, groups, pending } = harness({ maxGroup: () => limit })

@@ -18,7 +18,8 @@ interface Round {
 
 async function round({ url, count, concurrency }: Round) {
   // A pool per round: each server gets its own connections, opened in the round.
-  const pool = createConnectionPool()
+  // A short idle timeout: the connections close soon after their round, as the old server is done with.
+  const pool = createConnectionPool({ idleTimeoutMs: 1_000 })
   const target = new URL('/verify', url)
   let next = 0
   let ok = 0

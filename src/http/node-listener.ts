@@ -118,7 +118,7 @@ function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<Uint8Arra
 
 function writeAnswer(answer: HttpAnswer | Response, res: ServerResponse): void | Promise<void> {
   if (answer instanceof Response) return writeResponse(answer, res)
-  if (answer.body === null) {
+  if (answer.body == null) {
     res.writeHead(answer.status, answer.headers)
     res.end()
     return

@@ -1,7 +1,8 @@
 /**
  * Bounds the requests in flight to one JSON-RPC server, and lets the calls that
  * queue up meanwhile travel together. A request that finds a free slot leaves at
- * once, alone, so a quiet facilitator's calls never wait for anybody; one that
+ * once, alone (a `together` one at the end of its event-loop turn, with the others
+ * of that turn), so a quiet facilitator's calls never wait for anybody; one that
  * finds every slot taken waits, and when a slot frees, everything waiting (up
  * to `maxGroup`) leaves as one batch. A burst of a thousand verifies then opens
  * at most `maxInFlight` connections instead of a thousand (each one a TCP,
@@ -95,6 +96,8 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
     entry.reject(error)
   }
   const enqueue = (entry: Entry<Call, Answer>, atHead = false) => {
+    // Aborted while held or while its refused group was on the wire: an abort listener added now would never fire.
+    if (entry.signal?.aborted) return entry.reject(entry.signal.reason)
     if (atHead) waiting.unshift(entry)
     else waiting.push(entry)
     entry.timer = setTimeout(() => drop(entry, expired(entry.calls)), maxWaitMs)
@@ -169,11 +172,7 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
         setImmediate(() => {
           const ready = held
           held = []
-          // One aborted while held is dropped here: its abort listener is only added by enqueue.
-          for (const each of ready) {
-            if (each.signal?.aborted) each.reject(each.signal.reason)
-            else enqueue(each)
-          }
+          for (const each of ready) enqueue(each)
           drain()
         })
       })

@@ -22,6 +22,8 @@ function harness(options: { maxInFlight?: number; maxGroup?: () => number; maxWa
 }
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0))
+/** After the held `together` requests leave: immediates run in order, and a timer may fire before them. */
+const turn = () => new Promise((resolve) => setImmediate(resolve))
 
 describe('createRpcCoalescer', () => {
   it('sends alone while a slot is free, groups what waits, and answers each request its own calls', async () => {
@@ -75,13 +77,13 @@ describe('createRpcCoalescer', () => {
     expect(groups).toEqual([['a'], ['send']])
   })
 
-  it('`together` requests of one tick leave as one group even with free slots; the rest stay alone', async () => {
+  it('`together` requests of one turn leave as one group even with free slots; the rest stay alone', async () => {
     const { coalescer, groups } = harness({ maxInFlight: 8 })
     void coalescer.request(['r1'], { together: true })
     void coalescer.request(['x'])
     void coalescer.request(['r2'], { together: true })
     await Promise.resolve()
-    await tick()
+    await turn()
     expect(groups).toEqual([['x'], ['r1', 'r2']])
   })
 
@@ -96,7 +98,7 @@ describe('createRpcCoalescer', () => {
       })
     })
     expect(groups).toEqual([])
-    await tick()
+    await turn()
     expect(groups).toEqual([['r1', 'r2']])
   })
 
@@ -107,7 +109,7 @@ describe('createRpcCoalescer', () => {
     const kept = coalescer.request(['r2'], { together: true })
     abort.abort(new Error('caller gone'))
     const outcome = dropped.then(() => 'answered', (error: Error) => error.message)
-    await tick()
+    await turn()
     expect(groups).toEqual([['r2']])
     expect(await outcome).toBe('caller gone')
     void kept
@@ -132,6 +134,25 @@ describe('createRpcCoalescer', () => {
     }
     expect(groups.slice(2)).toEqual([['b'], ['c'], ['d']])
     expect(await Promise.all(rest)).toEqual([['b!'], ['c!'], ['d!']])
+  })
+
+  it('a request whose caller aborted while its group was on the wire is not sent again when the group is refused', async () => {
+    const { coalescer, groups, pending } = harness()
+    void coalescer.request(['a'])
+    const abort = new AbortController()
+    const kept = coalescer.request(['b'])
+    const dropped = coalescer.request(['c'], { signal: abort.signal })
+    pending[0]!.answer()
+    await tick()
+    expect(groups).toEqual([['a'], ['b', 'c']])
+    abort.abort(new Error('caller gone'))
+    const outcome = dropped.then(() => 'answered', (error: Error) => error.message)
+    pending[1]!.fail(new Regroup('refused'))
+    await tick()
+    expect(groups.slice(2)).toEqual([['b']])
+    expect(await outcome).toBe('caller gone')
+    pending[2]!.answer()
+    expect(await kept).toEqual(['b!'])
   })
 
   it('a failed group fails each of its requests', async () => {

@@ -5,6 +5,7 @@
  * process (bench/http-load.ts) so the server process does only server work.
  */
 import { fork, type ChildProcess } from 'node:child_process'
+import diagnostics from 'node:diagnostics_channel'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,6 +14,7 @@ import { startNodeHttpServer } from '../examples/node-http/server.js'
 import { createFacilitator, type Facilitator } from '../src/index.js'
 import { parsePaymentRequest } from '../src/schemas/parse-request.js'
 import { exactEvm, signExactEvmPayment } from '../src/evm/index.js'
+import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { listen } from '../test/support/listen.js'
 import { check, ownCpuMs, progress, row, runConcurrent, type Row } from './measure.js'
@@ -31,6 +33,10 @@ export async function benchHttp(): Promise<Row[]> {
   const instantServer = { close: async () => undefined } as { url?: string; close(): Promise<void> }
   const instantBare = { close: async () => undefined } as { url?: string; close(): Promise<void> }
   let load: ChildProcess | undefined
+  // Requests to anvil, as our transport publishes them (the load generator's process publishes none here).
+  let rpcRequests = 0
+  const countRpc = () => void rpcRequests++
+  diagnostics.subscribe(RPC_REQUEST_CHANNEL, countRpc)
   try {
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
     const requirements = world.requirementsV2()
@@ -71,19 +77,24 @@ export async function benchHttp(): Promise<Row[]> {
     // CPU of this process (the server) per call: on a small machine the wall-clock rate over HTTP also pays
     // for the load generator's own process, which is no overhead of the handler.
     const cpu = { inProcessMs: 0, httpMs: 0, bareMs: 0, instantHttpMs: 0, instantBareMs: 0 }
+    const rpc = { inProcess: 0, http: 0 }
     const inProcess = async () => {
       const start = ownCpuMs()
+      const requestsBefore = rpcRequests
       const result = await runConcurrent(c.perRound, c.concurrency, async (i) => {
         const answer = await facilitator.verify(bodies[i % bodies.length])
         if (!answer.isValid) throw new Error(answer.invalidReason)
       })
       cpu.inProcessMs += ownCpuMs() - start
+      rpc.inProcess += rpcRequests - requestsBefore
       return result
     }
     const overHttp = async (url: string, into: 'httpMs' | 'bareMs' | 'instantHttpMs' | 'instantBareMs') => {
       const start = ownCpuMs()
+      const requestsBefore = rpcRequests
       const result = await send(url)
       cpu[into] += ownCpuMs() - start
+      if (into === 'httpMs') rpc.http += rpcRequests - requestsBefore
       check(result.failed === 0, `every POST /verify answers 200 isValid:true (${result.failed} did not)`)
       return (result.ok * 1000) / result.elapsedMs
     }
@@ -94,6 +105,8 @@ export async function benchHttp(): Promise<Row[]> {
     await overHttp(instantServer.url!, 'instantHttpMs')
     await overHttp(instantBare.url!, 'instantBareMs')
     for (const key of Object.keys(cpu) as (keyof typeof cpu)[]) cpu[key] = 0
+    rpc.inProcess = 0
+    rpc.http = 0
     let inMs = 0
     const httpRates: number[] = []
     const bareRates: number[] = []
@@ -129,12 +142,14 @@ export async function benchHttp(): Promise<Row[]> {
       row('HTTP', 'handler overhead (1 - http / in-process)', '%', 'lower', (1 - httpRate / inRate) * 100, null, 'wall clock: the load generator\'s process shares the cores'),
       row('HTTP', 'server CPU per verify: POST /verify (node:http example) vs verify() in-process', 'ms', 'lower', httpCpu, inCpu, 'theirs = our own verify() in-process'),
       row('HTTP', 'handler overhead in server CPU (http / in-process - 1)', '%', 'lower', (httpCpu / inCpu - 1) * 100, null, 'target < 10 %'),
+      row('HTTP', `RPC requests per verify, concurrency ${c.concurrency}: POST /verify (node:http example) vs verify() in-process`, 'requests', 'lower', rpc.http / calls, rpc.inProcess / calls, 'HTTP requests to anvil: verifies read in one event-loop turn share a batch; in-process ones start in lockstep'),
       row('HTTP', 'server CPU per verify: POST /verify (node:http example) vs bare node:http plumbing', 'ms', 'lower', httpCpu, bareCpu, 'theirs = JSON.parse + verify() + JSON.stringify on node:http'),
       row('HTTP', 'EVM verify/s: bare node:http plumbing vs verify() in-process', 'verify/s', 'higher', bareRate, inRate, 'what any HTTP server costs here'),
       row('HTTP', 'server CPU per request, verify answered at once: our handler vs bare node:http', 'µs', 'lower', instantHttpUs, instantBareUs, 'the handler\'s own cost apart from verify\'s'),
       row('HTTP', 'our handler\'s extra CPU per verify (vs bare node:http), share of an in-process verify', '%', 'lower', ((instantHttpUs - instantBareUs) / (inCpu * 1000)) * 100, null, 'target < 10 %'),
     ]
   } finally {
+    diagnostics.unsubscribe(RPC_REQUEST_CHANNEL, countRpc)
     load?.send('exit')
     await Promise.all([bare.close(), server.close(), instantServer.close(), instantBare.close()])
     await world.stop()

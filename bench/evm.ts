@@ -379,7 +379,15 @@ async function jitWarmUp(count: number, concurrency: number): Promise<void> {
     for (const [name, side] of [['ours', sides.ourSide], ['theirs', sides.theirSide]] as const) {
       const payer = await world.newPayer(10n ** 15n)
       const payments = await Promise.all(Array.from({ length: count }, () => signExactEvmPayment({ signer: payer, requirements, validForSeconds: 3_600 })))
-      await settleInBursts(payments, concurrency, (payment) => side.settle(payment, requirements), name)
+      try {
+        await settleInBursts(payments, concurrency, (payment) => side.settle(payment, requirements), name)
+      } catch (error) {
+        if (name === 'ours') throw error
+        // The official facilitator has no rebroadcast: a transaction anvil loses (foundry-rs/foundry#10122 and
+        // the stuck-queue watcher's re-insert, test/support/anvil.ts) holds its later nonces until its 180 s
+        // receipt bound. The warm-up measures nothing, so that side's warm-up ends there; timed rows stay strict.
+        progress(`EVM: warm-up of theirs ended early: ${String(error)}`)
+      }
     }
   } finally {
     sides.stop()

@@ -67,7 +67,7 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   let raw: Hex
   let code: Hex | undefined
   try {
-    // Issued in the same turn: the default transport sends them as one JSON-RPC batch (with other verifies' of that turn).
+    // Issued in the same tick: the default transport sends them as one JSON-RPC batch (with other verifies' made meanwhile).
     ;[raw, code] = await Promise.all([
       runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] }),
       // Without an answer the payer counts as having code: its settle is then priced by an estimate.

@@ -12,18 +12,19 @@ export interface KeepAliveHttpOptions {
   readonly pool: ConnectionPool
   /**
    * Most requests on the wire to this URL at once. A call that finds one free
-   * leaves at once, alone (one of `batchMethods` waits for the end of its event-loop turn,
-   * to leave with the others of that turn); calls made while every one is taken wait, and leave
+   * leaves at once, alone (one of `batchMethods` waits for the end of its microtask, or of
+   * its event-loop turn while another request is on the wire, to leave with the others made meanwhile); calls made while every one is taken wait, and leave
    * together as one JSON-RPC batch when one comes back. A server that answers a
    * batch as a whole gets the same calls alone, and no batch for a minute.
    * @default 8
    */
   readonly maxInFlight?: number
   /**
-   * Methods whose requests issued in the same turn of the event loop travel as one
-   * JSON-RPC batch even while requests are free (the receipt poller asks for every
+   * Methods whose requests issued together travel as one JSON-RPC batch even while
+   * requests are free: those of one microtask (the receipt poller asks for every
    * pending receipt at once; exactEvm's verify asks for its chain check and the
-   * payer's code, and the verifies of HTTP requests that arrived together ask at once).
+   * payer's code), and while another request is on the wire, those of one turn of the
+   * event loop (the verifies of HTTP requests that arrived together).
    * @default none
    */
   readonly batchMethods?: ReadonlySet<string>

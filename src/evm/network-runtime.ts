@@ -73,7 +73,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
   const maxInFlight = countOption(config.maxRpcRequestsInFlight, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, 'exactEvm: maxRpcRequestsInFlight')
-  // One keep-alive pool per network. Receipt lookups, eth_calls and code reads issued in the same event-loop turn
+  // One keep-alive pool per network. Receipt lookups, eth_calls and code reads issued together (see keepAliveHttp)
   // travel as one JSON-RPC batch (a verify's chain check and code read among them, see checkChainState).
   const pool = createConnectionPool()
   const batchMethods = new Set(['eth_getTransactionReceipt', 'eth_call', 'eth_getCode'])

@@ -82,11 +82,11 @@ export interface ExactSvmConfig {
   rpcTimeoutMs?: number
   /**
    * Most requests on the wire to a network's RPC at once, with the default transport. A
-   * request that finds one free leaves at once (a verify's at the end of its event-loop
-   * turn, with the other verifies of that turn); those made while every one is taken (a
-   * burst of verifies) wait, and leave together as one JSON-RPC batch when one comes back,
-   * so a burst opens this many connections at most. A node that refuses the merged batch
-   * gets each request alone again. An integer from 1 to 1,000; anything else is
+   * request that finds one free leaves at once (while another is on the wire, a verify's
+   * waits for the end of its event-loop turn, with the other verifies of that turn); those
+   * made while every one is taken (a burst of verifies) wait, and leave together as one
+   * JSON-RPC batch when one comes back, so a burst opens this many connections at most.
+   * A node that refuses the merged batch gets each request alone again. An integer from 1 to 1,000; anything else is
    * `misconfigured`. Ignored with `rpc`. @default 8
    */
   maxRpcRequestsInFlight?: number

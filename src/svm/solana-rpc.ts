@@ -43,8 +43,9 @@ export interface HttpRpcTransportOptions {
   fetch?: typeof globalThis.fetch
   /**
    * Most requests on the wire at once. A request that finds one free leaves at once
-   * (a verify's replay check and simulation at the end of its event-loop turn, with the
-   * other verifies of that turn); those made while every one is taken wait, and leave
+   * (while another is on the wire, a verify's replay check and simulation wait for the
+   * end of their event-loop turn, with the other verifies of that turn); those made while
+   * every one is taken wait, and leave
    * together as one JSON-RPC batch when one comes back. @default 8
    */
   maxInFlight?: number
@@ -145,9 +146,10 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   }
 }
 
-// Requests of only these methods (a verify's replay check and simulation) wait for the end of their
-// event-loop turn and leave with the others of that turn, even while requests are free: the verifies of
-// HTTP requests that arrived together then share one batch. Sends and the poller's rounds never wait.
+// Requests of only these methods (a verify's replay check and simulation) leave with the others made in
+// their microtask, or, while another request is on the wire, in their event-loop turn, even while requests
+// are free: the verifies of HTTP requests that arrived together then share one batch. Sends and the
+// poller's rounds never wait.
 const TOGETHER_METHODS: ReadonlySet<string> = new Set(['getSignatureStatuses', 'simulateTransaction'])
 
 // Bytes of one merged batch, about: under the 50 KiB request body that Agave's RPC takes.

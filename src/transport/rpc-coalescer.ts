@@ -1,10 +1,10 @@
 /**
  * Bounds the requests in flight to one JSON-RPC server, and lets the calls that
  * queue up meanwhile travel together. A request that finds a free slot leaves at
- * once, alone (a `together` one at the end of its event-loop turn, with the others
- * of that turn), so a quiet facilitator's calls never wait for anybody; one that
- * finds every slot taken waits, and when a slot frees, everything waiting (up
- * to `maxGroup`) leaves as one batch. A burst of a thousand verifies then opens
+ * once, alone (a `together` one with the others of its microtask, or of its
+ * event-loop turn while another is on the wire), so a quiet facilitator's calls
+ * never wait for anybody; one that finds every slot taken waits, and when a slot
+ * frees, everything waiting (up to `maxGroup`) leaves as one batch. A burst of a thousand verifies then opens
  * at most `maxInFlight` connections instead of a thousand (each one a TCP,
  * maybe a TLS, handshake on both sides), and sends as many calls per round trip
  * as queued up.
@@ -43,11 +43,12 @@ export class Regroup extends Error {
 
 export interface RequestOptions {
   /**
-   * Hold the request until the current turn of the event loop ends, so that
-   * requests issued in it leave as one group even while slots are free: a poller
-   * asking for many receipts at once, or the verifies of HTTP requests that
-   * arrived together (each runs in its own socket callback, all in one turn).
-   * A quiet caller waits only for the callbacks left in its turn.
+   * Hold the request until the current microtask ends, so that requests issued
+   * in it leave as one group even while slots are free (a poller asking for many
+   * receipts at once). While another request is on the wire, hold it until the
+   * current turn of the event loop ends instead: the verifies of HTTP requests
+   * that arrived together (each in its own socket callback, all in one turn)
+   * then leave as one group. A lone caller of an idle server never waits for a turn.
    */
   readonly together?: boolean
   /** Leave at once, alone, even when every slot is taken (a send whose caller bounds its wait). */
@@ -77,7 +78,7 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
   const { maxInFlight, maxGroup, weigh, maxWaitMs, expired } = options
   let inFlight = 0
   let waiting: Entry<Call, Answer>[] = []
-  // Requests held until the end of the current event-loop turn (`together`), kept apart so that a
+  // Requests held until the end of the current microtask or event-loop turn (`together`), kept apart so that a
   // request made meanwhile with a free slot still leaves alone.
   let held: Entry<Call, Answer>[] = []
 
@@ -118,15 +119,24 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
     } catch (error) {
       sent = Promise.reject(error)
     }
+    // The slot frees before the answers go out, so that a caller's next request sees it free.
+    const free = () => void inFlight--
     sent
-      .then((answers) => {
-        if (answers.length !== calls.length) throw new Error(`a group of ${calls.length} calls got ${answers.length} answers`)
-        let at = 0
-        for (const entry of group) {
-          entry.resolve(answers.slice(at, at + entry.calls.length))
-          at += entry.calls.length
-        }
-      })
+      .then(
+        (answers) => {
+          free()
+          if (answers.length !== calls.length) throw new Error(`a group of ${calls.length} calls got ${answers.length} answers`)
+          let at = 0
+          for (const entry of group) {
+            entry.resolve(answers.slice(at, at + entry.calls.length))
+            at += entry.calls.length
+          }
+        },
+        (error: unknown) => {
+          free()
+          throw error
+        },
+      )
       .catch((error: unknown) => {
         if (error instanceof Regroup && group.length > 1) {
           // Back at the head, in their order, each with a fresh wait budget.
@@ -135,10 +145,7 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
         }
         for (const entry of group) entry.reject(error)
       })
-      .finally(() => {
-        inFlight--
-        drain()
-      })
+      .finally(drain)
   }
 
   const drain = () => {
@@ -152,6 +159,14 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
       waiting = taken === waiting.length ? [] : waiting.slice(taken)
       launch(group)
     }
+  }
+
+  /** The held `together` requests join the queue and leave. */
+  const release = () => {
+    const ready = held
+    held = []
+    for (const each of ready) enqueue(each)
+    drain()
   }
 
   const weightOf = (calls: readonly Call[]) => (weigh ? calls.reduce((sum, call) => sum + weigh(call), 0) : calls.length)
@@ -168,12 +183,11 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
         }
         held.push(entry)
         if (held.length > 1) return
-        // setImmediate, not a microtask: the socket callbacks of one turn each end in their own microtask checkpoint.
-        setImmediate(() => {
-          const ready = held
-          held = []
-          for (const each of ready) enqueue(each)
-          drain()
+        queueMicrotask(() => {
+          // Idle: what this microtask made leaves now. Busy: the rest of the turn joins it (setImmediate, as the
+          // socket callbacks of one turn each end in their own microtask checkpoint).
+          if (inFlight === 0) release()
+          else setImmediate(release)
         })
       })
     },

@@ -83,7 +83,7 @@ describe('requests in flight to one RPC URL', () => {
     expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([pair, pair, pair, pair])
   })
 
-  it('POST /verify requests that arrive together at a node:http server send their chain checks as one request', async () => {
+  it('POST /verify requests that arrive together at a node:http server: the first leaves at once, the rest of its turn as one request', async () => {
     const requests = await verifyBodies(4)
     const facilitator = viaProxy()
     await facilitator.verify(requests[0]!) // the chain id and fee caches are filled first
@@ -91,7 +91,8 @@ describe('requests in flight to one RPC URL', () => {
     const answers = await verifyArrivingTogether(facilitator, requests.slice(1))
     for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 200[\s\S]*"isValid":true/)
     const pair = ['eth_call', 'eth_getCode']
-    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([[...pair, ...pair, ...pair]])
+    // The first finds the RPC idle and leaves at the end of its microtask; the others wait for the end of the turn.
+    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([pair, [...pair, ...pair]])
   })
 
   it('a server that refuses batches gets the waiting calls alone, still at most maxRpcRequestsInFlight at once, and every verify answers', async () => {

@@ -56,7 +56,7 @@ describe('requests in flight to a Solana RPC', () => {
     figures.push(`30 verifies, 20 ms RPC, 2 in flight: ${sent.length} requests (largest ${Math.max(...sent.map((c) => c.length))} calls), peak open ${proxy.peakOpen}`)
   })
 
-  it('POST /verify requests that arrive together at a node:http server send their replay checks and simulations as one request', async () => {
+  it('POST /verify requests that arrive together at a node:http server: the first leaves at once, the rest of its turn as one request', async () => {
     const requests = await bodies(4)
     const facilitator = viaProxy()
     await facilitator.verify(requests[0]!) // caches (the mint's decimals, the fee payer) filled first
@@ -64,7 +64,8 @@ describe('requests in flight to a Solana RPC', () => {
     const answers = await verifyArrivingTogether(facilitator, requests.slice(1))
     for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 200[\s\S]*"isValid":true/)
     const pair = ['getSignatureStatuses', 'simulateTransaction']
-    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([[...pair, ...pair, ...pair]])
+    // The first finds the RPC idle and leaves at the end of its microtask; the others wait for the end of the turn.
+    expect(proxy.calls.slice(from).map((calls) => calls.map((call) => call.method))).toEqual([pair, [...pair, ...pair]])
   })
 
   it.each(['object', 'array'] as const)('a node that refuses the merged batch (one error, %s) gets each request alone, as it was made, and every verify answers', async (shape) => {

@@ -87,8 +87,29 @@ describe('createRpcCoalescer', () => {
     expect(groups).toEqual([['x'], ['r1', 'r2']])
   })
 
-  it('`together` requests made by different callbacks of one event-loop turn leave as one group', async () => {
+  it('an idle coalescer\'s `together` requests leave at the end of their microtask, without waiting for the turn', async () => {
     const { coalescer, groups } = harness({ maxInFlight: 8 })
+    void coalescer.request(['r1'], { together: true })
+    void coalescer.request(['r2'], { together: true })
+    expect(groups).toEqual([])
+    await Promise.resolve()
+    expect(groups).toEqual([['r1', 'r2']])
+  })
+
+  it('a caller answered by a group finds its slot free: its next `together` request does not wait for the turn', async () => {
+    const { coalescer, groups, pending } = harness({ maxInFlight: 8 })
+    const first = coalescer.request(['a'], { together: true })
+    await Promise.resolve()
+    pending[0]!.answer()
+    await first
+    void coalescer.request(['b'], { together: true })
+    await Promise.resolve()
+    expect(groups).toEqual([['a'], ['b']])
+  })
+
+  it('while a request is on the wire, `together` requests made by different callbacks of one event-loop turn leave as one group', async () => {
+    const { coalescer, groups } = harness({ maxInFlight: 8 })
+    void coalescer.request(['busy'])
     // Two callbacks of one check phase, as two sockets' callbacks of one poll phase: a microtask checkpoint between them.
     await new Promise<void>((resolve) => {
       setImmediate(() => void coalescer.request(['r1'], { together: true }))
@@ -97,12 +118,12 @@ describe('createRpcCoalescer', () => {
         resolve()
       })
     })
-    expect(groups).toEqual([])
+    expect(groups).toEqual([['busy']])
     await turn()
-    expect(groups).toEqual([['r1', 'r2']])
+    expect(groups).toEqual([['busy'], ['r1', 'r2']])
   })
 
-  it('a `together` request aborted before its turn ends is rejected and never sent', async () => {
+  it('a `together` request aborted before it leaves is rejected and never sent', async () => {
     const { coalescer, groups } = harness({ maxInFlight: 8 })
     const abort = new AbortController()
     const dropped = coalescer.request(['r1'], { together: true, signal: abort.signal })

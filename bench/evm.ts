@@ -383,9 +383,9 @@ async function jitWarmUp(count: number, concurrency: number): Promise<void> {
         await settleInBursts(payments, concurrency, (payment) => side.settle(payment, requirements), name)
       } catch (error) {
         if (name === 'ours') throw error
-        // The official facilitator has no rebroadcast: a transaction anvil loses (foundry-rs/foundry#10122 and
-        // the stuck-queue watcher's re-insert, test/support/anvil.ts) holds its later nonces until its 180 s
-        // receipt bound. The warm-up measures nothing, so that side's warm-up ends there; timed rows stay strict.
+        // Now and then anvil strands one of the official side's transactions (see test/support/anvil.ts), and
+        // that facilitator, which does not rebroadcast, waits out its 180 s receipt bound. The warm-up measures
+        // nothing, so that side's warm-up ends there; the timed rows stay strict.
         progress(`EVM: warm-up of theirs ended early: ${String(error)}`)
       }
     }

@@ -92,12 +92,12 @@ export interface ExactEvmConfig {
    * Most requests on the wire to one RPC URL at once, with the default transport.
    * A call that finds one free leaves at once, alone; while another is on the wire, a
    * verify's chain check waits for the end of its event-loop turn, to leave with the other
-   * verifies of that turn. Calls made while every one
-   * is taken (a burst of verifies) wait, and leave together as one JSON-RPC batch
-   * when a request comes back. So a burst opens this many connections at most,
-   * not one per call, and sends as many calls per round trip as queued up. A
-   * server that answers a batch as a whole gets the calls alone again. An integer
-   * from 1 to 1,000; anything else is `misconfigured`. Ignored when `transport` is given. @default 8
+   * verifies of that turn. Calls made while every one is taken (a burst of verifies)
+   * wait, and leave together as one JSON-RPC batch when a request comes back. So a
+   * burst opens this many connections at most, not one per call, and sends as many
+   * calls per round trip as queued up. A server that answers a batch as a whole gets
+   * the calls alone again. An integer from 1 to 1,000; anything else is
+   * `misconfigured`. Ignored when `transport` is given. @default 8
    */
   readonly maxRpcRequestsInFlight?: number
   /**

@@ -13,8 +13,9 @@ export interface KeepAliveHttpOptions {
   /**
    * Most requests on the wire to this URL at once. A call that finds one free
    * leaves at once, alone (one of `batchMethods` waits for the end of its microtask, or of
-   * its event-loop turn while another request is on the wire, to leave with the others made meanwhile); calls made while every one is taken wait, and leave
-   * together as one JSON-RPC batch when one comes back. A server that answers a
+   * its event-loop turn while another request is on the wire, to leave with the others
+   * made meanwhile); calls made while every one is taken wait, and leave together as one
+   * JSON-RPC batch when one comes back. A server that answers a
    * batch as a whole gets the same calls alone, and no batch for a minute.
    * @default 8
    */

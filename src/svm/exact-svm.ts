@@ -86,8 +86,8 @@ export interface ExactSvmConfig {
    * waits for the end of its event-loop turn, with the other verifies of that turn); those
    * made while every one is taken (a burst of verifies) wait, and leave together as one
    * JSON-RPC batch when one comes back, so a burst opens this many connections at most.
-   * A node that refuses the merged batch gets each request alone again. An integer from 1 to 1,000; anything else is
-   * `misconfigured`. Ignored with `rpc`. @default 8
+   * A node that refuses the merged batch gets each request alone again. An integer from
+   * 1 to 1,000; anything else is `misconfigured`. Ignored with `rpc`. @default 8
    */
   maxRpcRequestsInFlight?: number
   /** Protocol versions served. @default [1, 2] */

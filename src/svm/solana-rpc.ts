@@ -45,8 +45,8 @@ export interface HttpRpcTransportOptions {
    * Most requests on the wire at once. A request that finds one free leaves at once
    * (while another is on the wire, a verify's replay check and simulation wait for the
    * end of their event-loop turn, with the other verifies of that turn); those made while
-   * every one is taken wait, and leave
-   * together as one JSON-RPC batch when one comes back. @default 8
+   * every one is taken wait, and leave together as one JSON-RPC batch when one comes
+   * back. @default 8
    */
   maxInFlight?: number
 }

@@ -4,10 +4,10 @@
  * once, alone (a `together` one with the others of its microtask, or of its
  * event-loop turn while another is on the wire), so a quiet facilitator's calls
  * never wait for anybody; one that finds every slot taken waits, and when a slot
- * frees, everything waiting (up to `maxGroup`) leaves as one batch. A burst of a thousand verifies then opens
- * at most `maxInFlight` connections instead of a thousand (each one a TCP,
- * maybe a TLS, handshake on both sides), and sends as many calls per round trip
- * as queued up.
+ * frees, everything waiting (up to `maxGroup`) leaves as one batch. A burst of a
+ * thousand verifies then opens at most `maxInFlight` connections instead of a
+ * thousand (each one a TCP, maybe a TLS, handshake on both sides), and sends as
+ * many calls per round trip as queued up.
  */
 /** The default bound of requests in flight to one server, for the transports built on this queue. */
 export const DEFAULT_MAX_IN_FLIGHT = 8
@@ -78,8 +78,8 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
   const { maxInFlight, maxGroup, weigh, maxWaitMs, expired } = options
   let inFlight = 0
   let waiting: Entry<Call, Answer>[] = []
-  // Requests held until the end of the current microtask or event-loop turn (`together`), kept apart so that a
-  // request made meanwhile with a free slot still leaves alone.
+  // Requests held until the end of the current microtask or event-loop turn (`together`), kept apart
+  // so that a request made meanwhile with a free slot still leaves alone.
   let held: Entry<Call, Answer>[] = []
 
   /** The request leaves the queue: its wait bound and abort listener go with it. */

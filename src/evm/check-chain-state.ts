@@ -13,14 +13,17 @@ export interface ChainVerdict {
   readonly rejection: Rejection | undefined
   /** ERC-6492: whether the payer's wallet already has code. */
   readonly walletDeployed: boolean
-  /** The payment as checked: an `unproven` signature comes back `eoa` or `erc1271`. */
+  /**
+   * The payment as checked: an `unproven` signature comes back `eoa` or `erc1271`, and an `eoa`
+   * one whose payer has code (an EIP-7702 account) comes back `erc1271`, priced by an estimate.
+   */
   readonly payment: PreparedPayment
 }
 
 /**
  * Checks signature, nonce, balance and a simulation of the exact settlement
- * call in one `eth_call` to Multicall3 `aggregate3` (with an `unproven`
- * signature, also the payer's code, in the same batch; see below).
+ * call in one `eth_call` to Multicall3 `aggregate3` (with an `unproven` or
+ * `eoa` signature, also the payer's code, in the same batch; see below).
  *
  * The calls run in order inside one simulated block, so state changes carry
  * over: an ERC-6492 factory call deploys the wallet before its ERC-1271 check,
@@ -40,6 +43,10 @@ export interface ChainVerdict {
  * signature does not recover to it is checked again as a smart wallet (its
  * `isValidSignature` and the `bytes` overload, a second request), which names
  * the reason, and accepts it on a token that only recovers (v,r,s).
+ *
+ * An `eoa` signature (recovered offline to the payer) whose payer has code is an
+ * EIP-7702 account: a token that checks signatures as USDC v2.2 does runs its
+ * delegate's `isValidSignature`, so it is priced by an estimate too.
  */
 export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment): Promise<ChainVerdict> {
   const { payer, asset, digest, signature, deployment, kind } = payment
@@ -71,7 +78,7 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
     ;[raw, code] = await Promise.all([
       runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] }),
       // Without an answer the payer counts as having code: its settle is then priced by an estimate.
-      kind === 'unproven' ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined,
+      kind === 'unproven' || kind === 'eoa' ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined,
     ])
   } catch (error) {
     throw toRpcFault(error, 'reading the chain state')
@@ -104,7 +111,8 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
     // A smart wallet whose token may take only the `bytes` overload: its own check names the reason.
     return checkChainState(runtime, { ...payment, kind: 'erc1271', transferCalldata: transferCalldata(payment.payload, 'erc1271', signature) })
   }
-  if (kind !== 'eoa' && !isMagicValue(at(readsAt - 1))) return verdict(badSignature)
+  if (kind === 'eoa') return verdict(readsVerdict(payment, results, readsAt), code === '0x' ? payment : { ...payment, kind: 'erc1271' })
+  if (!isMagicValue(at(readsAt - 1))) return verdict(badSignature)
   return verdict(readsVerdict(payment, results, readsAt))
 }
 

@@ -4,8 +4,9 @@
  * signature check, and the payer's code is read beside it: a payment the token
  * accepts needs no recovery (most of a verify's CPU), and a payer with code is
  * priced by an estimate at settle. Every other outcome still recovers, so that
- * a bad signature is named as one. The recovery is watched, not replaced: the
- * spy calls the real code.
+ * a bad signature is named as one. On any other token the signer is recovered,
+ * and the payer's code is still read, so an EIP-7702 account is priced by an
+ * estimate too. The recovery is watched, not replaced: the spy calls the real code.
  */
 import { createPublicClient, custom, http, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
@@ -103,10 +104,35 @@ describe('exactEvm: the offline signer recovery', () => {
     const payer = await world.newPayer()
     await fundPayer(world.node, other, payer.address, 1_000_000n)
     const requirements = world.requirementsV2({ asset: other.address })
-    const answer = await facilitator.verify(body(await signExactEvmPayment({ signer: payer, requirements }), requirements))
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    const answer = await facilitator.verify(body(paymentPayload, requirements))
     expect(answer).toEqual({ isValid: true, payer: payer.address })
     expect(recoveries).toHaveBeenCalledTimes(1)
     expect(rpcRequests).toBe(1)
+    // A plain account (no code): the fixed gas limit.
+    const settled = await facilitator.settle(body(paymentPayload, requirements))
+    expect(settled).toMatchObject({ success: true, payer: payer.address })
+    expect((await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })).gas).toBe(150_000n)
+  })
+
+  it('on a token it does not know, still reads the payer\'s code: an EIP-7702 account is settled with a gas estimate', async () => {
+    const other = await deployTestToken(world.node)
+    const payer = await world.newPayer()
+    await fundPayer(world.node, other, payer.address, 1_000_000n)
+    // A delegate as an EIP-7702 account gets one: code at the payer's own address that takes its key's signatures
+    // (a smart wallet's code with the payer as owner), which the token, as USDC v2.2 does, asks.
+    const delegate = await deploySmartWallet(world.node, payer.address)
+    await world.node.testClient.setCode({ address: payer.address, bytecode: (await world.node.publicClient.getCode({ address: delegate }))! })
+    const requirements = world.requirementsV2({ asset: other.address })
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    expect(recoveries).toHaveBeenCalledTimes(1)
+    expect(rpcRequests).toBe(1)
+    const settled = await facilitator.settle(body(paymentPayload, requirements))
+    expect(settled).toMatchObject({ success: true, payer: payer.address })
+    const gas = (await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })).gas
+    expect(gas).not.toBe(150_000n)
+    expect(gas).toBeGreaterThan(21_000n)
   })
 
   it('runs when a check fails, so that a valid signature hears the real reason', async () => {

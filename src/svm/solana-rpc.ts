@@ -148,8 +148,8 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
 
 // Requests of only these methods (a verify's replay check and simulation) leave with the others made in
 // their microtask, or, while another request is on the wire, in their event-loop turn, even while requests
-// are free: the verifies of HTTP requests that arrived together then share one batch. Sends and the
-// poller's rounds never wait.
+// are free: of the verifies of HTTP requests that arrived together, all but one that found the RPC idle
+// then share one batch. Sends and the poller's rounds never wait.
 const TOGETHER_METHODS: ReadonlySet<string> = new Set(['getSignatureStatuses', 'simulateTransaction'])
 
 // Bytes of one merged batch, about: under the 50 KiB request body that Agave's RPC takes.

@@ -133,16 +133,16 @@ export function createRpcCoalescer<Call, Answer>(send: SendGroup<Call, Answer>, 
           }
         },
         (error: unknown) => {
+          if (error instanceof Regroup && group.length > 1) {
+            // Back at the head, in their order, each with a fresh wait budget, before the slot frees for anybody.
+            for (const entry of group.reverse()) enqueue(entry, true)
+            return free()
+          }
           free()
           throw error
         },
       )
       .catch((error: unknown) => {
-        if (error instanceof Regroup && group.length > 1) {
-          // Back at the head, in their order, each with a fresh wait budget.
-          for (const entry of group.reverse()) enqueue(entry, true)
-          return
-        }
         for (const entry of group) entry.reject(error)
       })
       .finally(drain)

@@ -77,7 +77,7 @@ describe('createRpcCoalescer', () => {
     expect(groups).toEqual([['a'], ['send']])
   })
 
-  it('`together` requests of one turn leave as one group even with free slots; the rest stay alone', async () => {
+  it('while a request is on the wire, `together` requests of one turn leave as one group even with free slots; the rest stay alone', async () => {
     const { coalescer, groups } = harness({ maxInFlight: 8 })
     void coalescer.request(['r1'], { together: true })
     void coalescer.request(['x'])
@@ -121,6 +121,21 @@ describe('createRpcCoalescer', () => {
     expect(groups).toEqual([['busy']])
     await turn()
     expect(groups).toEqual([['busy'], ['r1', 'r2']])
+  })
+
+  it('a `together` request aborted while held for the turn is rejected and never sent', async () => {
+    const { coalescer, groups } = harness({ maxInFlight: 8 })
+    void coalescer.request(['busy'])
+    const abort = new AbortController()
+    const dropped = coalescer.request(['r1'], { together: true, signal: abort.signal })
+    const kept = coalescer.request(['r2'], { together: true })
+    await Promise.resolve()
+    abort.abort(new Error('caller gone'))
+    const outcome = dropped.then(() => 'answered', (error: Error) => error.message)
+    await turn()
+    expect(groups).toEqual([['busy'], ['r2']])
+    expect(await outcome).toBe('caller gone')
+    void kept
   })
 
   it('a `together` request aborted before it leaves is rejected and never sent', async () => {
@@ -174,6 +189,24 @@ describe('createRpcCoalescer', () => {
     expect(await outcome).toBe('caller gone')
     pending[2]!.answer()
     expect(await kept).toEqual(['b!'])
+  })
+
+  it('a refused group is back at the head before its slot frees: a request made meanwhile does not jump ahead of it', async () => {
+    let limit = 100
+    const { coalescer, groups, pending } = harness({ maxGroup: () => limit })
+    const first = coalescer.request(['a'])
+    void coalescer.request(['b'])
+    void coalescer.request(['c'])
+    pending[0]!.answer()
+    await first
+    await tick()
+    expect(groups).toEqual([['a'], ['b', 'c']])
+    limit = 1
+    pending[1]!.fail(new Regroup('refused'))
+    // Runs right after the refusal is handled, before any later step of the group's chain.
+    queueMicrotask(() => void coalescer.request(['d']))
+    await tick()
+    expect(groups.slice(2)).toEqual([['b']])
   })
 
   it('a failed group fails each of its requests', async () => {

@@ -128,6 +128,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     }
     const payment = await prepareOffline(ctx, runtime)
     if ('reason' in payment) return { ...payment, payer: payerOf(payloadOf(ctx)) }
+    // No verify read the payer's code: an EOA signature of an account with code (EIP-7702) is priced by an estimate.
+    if (payment.kind === 'eoa' && (await hasCode(runtime, payment.payer, ctx.signal))) return { ...payment, kind: 'erc1271' }
     return payment
   }
 

@@ -217,6 +217,20 @@ describe('exactEvm settle', () => {
     expect((await world.node.publicClient.getTransactionReceipt({ hash: again.transaction as Hex })).status).toBe('reverted')
   })
 
+  it('settle without a verify reads the payer\'s code: an EIP-7702 account is priced by an estimate, not the fixed limit', async () => {
+    const adapter = exactEvm(world.adapterConfig())
+    const payer = await world.newPayer()
+    // The payer's own address gets a delegate's code that takes its key's signatures after burning about 110k gas.
+    const delegate = await deployGasBurningWallet(world.node, payer.address, 500n)
+    await world.node.testClient.setCode({ address: payer.address, bytecode: (await world.node.publicClient.getCode({ address: delegate }))! })
+    const requirements = world.requirementsV2()
+    const answer = await adapter.settle(contextOf(adapter, await signExactEvmPayment({ signer: payer, requirements }), requirements), noJournal)
+    expect(answer).toMatchObject({ success: true, payer: payer.address })
+    const { receipt, used } = await transfersOf(answer.transaction as Hex)
+    expect(used).toHaveLength(1)
+    expect(receipt.gasUsed).toBeGreaterThan(150_000n)
+  })
+
   it('settle after a verify of the same context re-checks the clock: an authorization too close to expiry by then is refused, nothing sent', async () => {
     const adapter = exactEvm(world.adapterConfig({ settleMarginSeconds: 6 }))
     const payer = await world.newPayer()

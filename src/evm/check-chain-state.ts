@@ -71,6 +71,8 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   )
 
   const data = aggregate3Calldata(calls)
+  // A plain signature's payer may have code (a smart wallet, an EIP-7702 account): read it beside the call.
+  const readsCode = kind === 'unproven' || kind === 'eoa'
   let raw: Hex
   let code: Hex | undefined
   try {
@@ -78,7 +80,7 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
     ;[raw, code] = await Promise.all([
       runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] }),
       // Without an answer the payer counts as having code: its settle is then priced by an estimate.
-      kind === 'unproven' || kind === 'eoa' ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined,
+      readsCode ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined,
     ])
   } catch (error) {
     throw toRpcFault(error, 'reading the chain state')
@@ -100,18 +102,19 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
   const verdict = (rejection: Rejection | undefined, checked = payment): ChainVerdict => ({ rejection, walletDeployed, payment: checked })
   const badSignature: Rejection = { reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' }
 
-  if (kind === 'unproven') {
+  if (readsCode) {
     // Anything but an empty answer counts as code: a payer with code only has its settle priced more carefully.
     const plainAccount = code === '0x'
+    const priced: PreparedPayment = { ...payment, kind: plainAccount ? 'eoa' : 'erc1271' }
     const rejection = readsVerdict(payment, results, readsAt)
-    if (!rejection) return verdict(undefined, { ...payment, kind: plainAccount ? 'eoa' : 'erc1271' })
+    // An `eoa` signature was recovered to the payer already; an `unproven` one the passing simulation proved.
+    if (kind === 'eoa' || !rejection) return verdict(rejection, priced)
     const signer = await kindByRecovery(digest, signature, payer)
-    if (signer === 'eoa') return verdict(rejection, { ...payment, kind: plainAccount ? 'eoa' : 'erc1271' })
+    if (signer === 'eoa') return verdict(rejection, priced)
     if (plainAccount) return verdict(badSignature)
     // A smart wallet whose token may take only the `bytes` overload: its own check names the reason.
     return checkChainState(runtime, { ...payment, kind: 'erc1271', transferCalldata: transferCalldata(payment.payload, 'erc1271', signature) })
   }
-  if (kind === 'eoa') return verdict(readsVerdict(payment, results, readsAt), code === '0x' ? payment : { ...payment, kind: 'erc1271' })
   if (!isMagicValue(at(readsAt - 1))) return verdict(badSignature)
   return verdict(readsVerdict(payment, results, readsAt))
 }

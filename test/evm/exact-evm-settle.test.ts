@@ -9,7 +9,7 @@ import { exactEvm, EVM_REJECTION, privateKeySigner, signExactEvmPayment } from '
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
-import { deployGasBurningWallet, deploySmartWallet, deployTestToken, deployWalletFactory, fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { delegateAccount, deployGasBurningWallet, deploySmartWallet, deployTestToken, deployWalletFactory, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 let world: EvmFixture
@@ -220,9 +220,8 @@ describe('exactEvm settle', () => {
   it('settle without a verify reads the payer\'s code: an EIP-7702 account is priced by an estimate, not the fixed limit', async () => {
     const adapter = exactEvm(world.adapterConfig())
     const payer = await world.newPayer()
-    // The payer's own address gets a delegate's code that takes its key's signatures after burning about 110k gas.
-    const delegate = await deployGasBurningWallet(world.node, payer.address, 500n)
-    await world.node.testClient.setCode({ address: payer.address, bytecode: (await world.node.publicClient.getCode({ address: delegate }))! })
+    // A delegate that takes the payer's own signatures after burning about 110k gas.
+    await delegateAccount(world.node, payer.address, 500n)
     const requirements = world.requirementsV2()
     const answer = await adapter.settle(contextOf(adapter, await signExactEvmPayment({ signer: payer, requirements }), requirements), noJournal)
     expect(answer).toMatchObject({ success: true, payer: payer.address })

@@ -16,7 +16,7 @@ import { exactEvm, EVM_REJECTION, signExactEvmPayment } from '../../src/evm/inde
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
 import { recoverAuthorizationSigner } from '../../src/evm/recover-signer.js'
-import { deployGasBurningWallet, deploySmartWallet, deployTestToken, fundPayer } from '../support/evm-contracts.js'
+import { delegateAccount, deploySmartWallet, deployTestToken, fundPayer } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 vi.mock('../../src/evm/recover-signer.js', async (importOriginal) => {
@@ -119,11 +119,9 @@ describe('exactEvm: the offline signer recovery', () => {
     const other = await deployTestToken(world.node)
     const payer = await world.newPayer()
     await fundPayer(world.node, other, payer.address, 1_000_000n)
-    // A delegate as an EIP-7702 account gets one: code at the payer's own address that takes its key's signatures
-    // (a wallet's code with the payer as owner), which the token, as USDC v2.2 does, asks. This one burns about
-    // 110k gas first (500 rounds), so the transfer needs more than the fixed 150k limit.
-    const delegate = await deployGasBurningWallet(world.node, payer.address, 500n)
-    await world.node.testClient.setCode({ address: payer.address, bytecode: (await world.node.publicClient.getCode({ address: delegate }))! })
+    // The token, as USDC v2.2 does, asks the delegate, which burns about 110k gas first (500 rounds):
+    // the transfer needs more than the fixed 150k limit.
+    await delegateAccount(world.node, payer.address, 500n)
     const requirements = world.requirementsV2({ asset: other.address })
     const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
     expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })

@@ -164,9 +164,19 @@ export async function deploySmartWallet(node: AnvilNode, owner: Address): Promis
   return deployContract(node, compileTestContracts().TestSmartWallet, [owner])
 }
 
-/** Deploys an ERC-1271 wallet owned by `owner` whose `isValidSignature` burns gas (`rounds` hashes, about 100 gas each). */
+/** Deploys an ERC-1271 wallet owned by `owner` whose `isValidSignature` burns gas (`rounds` hashes, about 230 gas each on anvil). */
 export async function deployGasBurningWallet(node: AnvilNode, owner: Address, rounds: bigint): Promise<Address> {
   return deployContract(node, compileTestContracts().TestGasBurningWallet, [owner, rounds])
+}
+
+/**
+ * Gives a plain key's `account` code, as an EIP-7702 delegation does: a gas-burning wallet's
+ * (see {@link deployGasBurningWallet}) owned by the account itself, so that its key's signatures
+ * stay valid when a token asks its `isValidSignature`, after `rounds` hashes.
+ */
+export async function delegateAccount(node: AnvilNode, account: Address, rounds: bigint): Promise<void> {
+  const delegate = await deployGasBurningWallet(node, account, rounds)
+  await node.testClient.setCode({ address: account, bytecode: (await node.publicClient.getCode({ address: delegate }))! })
 }
 
 /** A deployed counterfactual wallet factory and helpers to build ERC-6492 deployments. */

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /** One paid resource of the catalog listing (SPEC.md "Catalog listing of paid resources"). */
 export const catalogResourceSchema = z.object({

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import type { Address, Hex } from 'viem'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'

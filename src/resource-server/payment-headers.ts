@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { settleResponseSchema, type SettleResponse } from '../schemas/messages.js'
 import { paymentPayloadV1Schema, paymentPayloadV2Schema, type PaymentPayload } from '../schemas/payload.js'
 import { firstIssue } from '../schemas/parse-request.js'

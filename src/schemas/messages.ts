@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { jsonObjectSchema, nonEmptyString } from './primitives.js'
 import { paymentPayloadV1Schema, paymentPayloadV2Schema } from './payload.js'
 import { paymentRequirementsV1Schema, paymentRequirementsV2Schema } from './requirements.js'

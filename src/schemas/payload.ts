@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { jsonObjectSchema, nonEmptyString } from './primitives.js'
 import { paymentRequirementsV2Schema, resourceInfoSchema } from './requirements.js'
 

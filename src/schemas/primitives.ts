@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * A token amount in the smallest unit, as a decimal integer string of any size.

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 /**
  * What the store remembers of one payment's settlement, keyed by the adapter's

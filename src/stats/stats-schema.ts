@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 
 const count = z.number().int().nonnegative()
 /** A percentage 0..100 with two decimals, or null when there is nothing to rate yet. */

@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { resultOf, type RpcCall, type SvmRpcTransport } from './solana-rpc.js'
 

@@ -82,6 +82,32 @@ describe('package shape', () => {
     }
   })
 
+  it('carries its own tree-shaken zod, whose schemas still compose with the installed one', () => {
+    // From node_modules, any zod 4 entry loads all 64 of its locale modules: most of a cold start.
+    const files = readdirSync(join(root, 'dist'), { recursive: true, encoding: 'utf8' }).filter((name) => /\.c?js$/.test(name))
+    let bundled = false
+    for (const file of files) {
+      const text = readFileSync(join(root, 'dist', file), 'utf8')
+      expect(text, file).not.toMatch(/(?:from |require\()['"]zod['"/]/)
+      // Only English, the default locale, survives tree-shaking (`import * as z`, never `import { z }`).
+      expect(text, file).not.toMatch(/zod\/v4\/locales\/(?!en\.js)/)
+      bundled ||= text.includes('zod/v4/locales/en.js')
+    }
+    expect(bundled).toBe(true)
+    // An embedder's own zod builds on our schemas and recognises our errors.
+    const code = (load: string) =>
+      `${load}
+      const outer = z.object({ amount: ours.amountSchema, payload: ours.paymentPayloadV2Schema.optional() })
+      const failed = outer.safeParse({ amount: 'x' })
+      let caught = false
+      try { ours.amountSchema.parse('-1') } catch (error) { caught = error instanceof z.ZodError }
+      console.log(JSON.stringify([outer.safeParse({ amount: '10' }).success, failed.success, failed.error.issues[0].path, caught]))`
+    const esm = node(code(`const z = await import('zod'); const ours = await import('x402-facilitator')`), 'module')
+    const cjs = node(code(`const z = require('zod'); const ours = require('x402-facilitator')`), 'commonjs')
+    expect(JSON.parse(esm)).toEqual([true, false, ['amount'], true])
+    expect(JSON.parse(cjs)).toEqual(JSON.parse(esm))
+  })
+
   it('declares what bundlers and installers rely on', () => {
     expect(manifest.sideEffects).toBe(false)
     expect(Object.keys(manifest.dependencies)).toEqual(['zod'])

@@ -79,7 +79,7 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     const extraRoute = extra.get(path)
     if (extraRoute) {
       if (call.method !== 'GET' && call.method !== 'HEAD') throw methodNotAllowed('GET')
-      if (extraRoute.public === false) await authenticate(call, 'supported')
+      if (extraRoute.public === false && options.authenticate) await authenticate(call, 'supported', options.authenticate)
       return extraRoute.handle(call.request())
     }
     const known = payment[path]
@@ -87,18 +87,18 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     if (call.method !== known.method && !(known.method === 'GET' && call.method === 'HEAD')) {
       throw methodNotAllowed(known.method)
     }
-    await authenticate(call, known.route)
+    // Not even awaited without a hook: each await is a turn of the microtask queue on every request.
+    if (options.authenticate) await authenticate(call, known.route, options.authenticate)
     if (known.route === 'supported') return jsonAnswer(200, await facilitator.supported())
     const body = await readJsonBody(call, maxBodyBytes, maxJsonDepth)
     if (known.route === 'verify') return jsonAnswer(200, await facilitator.verify(body))
     return jsonAnswer(200, await facilitator.settle(body))
   }
 
-  async function authenticate(call: HttpCall, name: PaymentRoute) {
-    if (!options.authenticate) return
+  async function authenticate(call: HttpCall, name: PaymentRoute, hook: NonNullable<HandlerOptions['authenticate']>) {
     let allowed = false
     try {
-      allowed = await options.authenticate(call.request(), name)
+      allowed = await hook(call.request(), name)
     } catch (error) {
       throw new FacilitatorError('unauthorized', 'authentication failed', { cause: error })
     }

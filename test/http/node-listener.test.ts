@@ -40,6 +40,30 @@ describe('createNodeListener', () => {
     expect(viaNode.headers.get('transfer-encoding')).toBeNull()
   })
 
+  it('routes targets that need the URL parser (dot segments, doubled slashes, escapes) as the URL parser reads them', async () => {
+    const { adapter, handler } = facilitatorHandler({ basePath: '/x402' })
+    const url = await serve(handler)
+    const body = JSON.stringify(ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '5', nonce: 'n2' }))
+    // node:http's client sends the path as given; fetch would normalise it first.
+    const post = (path: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+          let text = ''
+          res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+        })
+        req.on('error', reject)
+        req.end(body)
+      })
+    for (const path of ['/x402/verify', '/x402/verify/?trace=1', '/x402/other/../verify', '/x402/./verify']) {
+      const answer = await post(path)
+      expect([path, answer.status, JSON.parse(answer.text).isValid]).toEqual([path, 200, true])
+    }
+    for (const path of ['/x402//verify', '/verify', '/x402/verify%2F', '/x402/%76erify']) {
+      const answer = await post(path)
+      expect([path, answer.status, JSON.parse(answer.text).code]).toEqual([path, 404, 'not_found'])
+    }
+  })
+
   it('serves any other web handler through a Request', async () => {
     const url = await serve(async (request) => Response.json({ method: request.method, body: await request.text() }, { headers: { 'x-kind': 'foreign' } }))
     const response = await fetch(`${url}/anything`, { method: 'POST', body: 'hello' })

@@ -14,13 +14,14 @@ export async function readJsonBody(call: Pick<HttpCall, 'header' | 'bytes'>, max
     throw new FacilitatorError('unsupported_media_type', 'the body must be application/json')
   }
   const text = new TextDecoder('utf-8', { fatal: false }).decode(await call.bytes(maxBytes))
-  if (text.trim() === '') throw new FacilitatorError('invalid_json', 'the body is empty; send a JSON object')
   if (exceedsDepth(text, maxDepth)) {
     throw new FacilitatorError('invalid_request', `the body is nested deeper than ${maxDepth} levels`)
   }
   try {
     return JSON.parse(text) as unknown
   } catch {
+    // Told apart only here: a body JSON.parse takes is never blank.
+    if (text.trim() === '') throw new FacilitatorError('invalid_json', 'the body is empty; send a JSON object')
     throw new FacilitatorError('invalid_json', 'the body is not valid JSON')
   }
 }

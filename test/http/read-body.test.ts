@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { exceedsDepth } from '../../src/http/read-body.js'
+import type { FacilitatorError } from '../../src/errors/facilitator-error.js'
+import { exceedsDepth, readJsonBody } from '../../src/http/read-body.js'
 
 const nest = (depth: number, open = '[', close = ']') => `${open.repeat(depth)}${close.repeat(depth)}`
 
@@ -28,5 +29,20 @@ describe('exceedsDepth', () => {
     const body = JSON.stringify({ x402Version: 2, paymentPayload: { payload: { authorization: { from: '0x1', to: '0x2' }, signature: '0x' } }, paymentRequirements: { extra: { name: 'USDC' } } })
     expect(exceedsDepth(body, 32)).toBe(false)
     expect(exceedsDepth(body, 3)).toBe(true)
+  })
+})
+
+describe('readJsonBody', () => {
+  const read = (text: string) =>
+    readJsonBody({ header: (name) => (name === 'content-type' ? 'application/json' : null), bytes: async () => new TextEncoder().encode(text) }, 65_536, 32)
+  const refusal = (text: string) => read(text).then(() => null, (error: FacilitatorError) => [error.code, error.message])
+
+  it('parses a JSON body, surrounding blanks included', async () => {
+    expect(await read(' {"a":[1]}\n')).toEqual({ a: [1] })
+  })
+
+  it('tells an empty or blank body from one that is not JSON', async () => {
+    for (const text of ['', ' ', '\r\n\t']) expect(await refusal(text), JSON.stringify(text)).toEqual(['invalid_json', 'the body is empty; send a JSON object'])
+    for (const text of ['nul', '{"a":', ' x ']) expect(await refusal(text), text).toEqual(['invalid_json', 'the body is not valid JSON'])
   })
 })

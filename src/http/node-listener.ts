@@ -119,7 +119,7 @@ function writeAnswer(answer: HttpAnswer | Response, res: ServerResponse): void |
     return
   }
   // With its length given, node:http writes head and body as one string instead of chunked framing in four parts.
-  // (Object.assign: a spread with one more key costs about 2 µs here, as much as the rest of this function.)
+  // Object.assign, not a spread with one more key: V8 builds that spread on a slow path (about 2 µs against 0.1 µs).
   res.writeHead(answer.status, Object.assign({}, answer.headers, { 'content-length': Buffer.byteLength(answer.body) }))
   res.end(answer.body)
 }

@@ -72,11 +72,24 @@ export async function benchHttp(): Promise<Row[]> {
     const generator = fork(LOAD, [bodiesFile], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
     load = generator
     await new Promise<void>((resolve) => generator.once('message', () => resolve()))
-    const send = (url: string, count = c.perRound, concurrency = c.concurrency) =>
-      new Promise<{ elapsedMs: number; ok: number; failed: number }>((resolve) => {
+    // One round of POST /verify from the load generator; every answer must be 200 isValid:true.
+    const post = async (url: string, count = c.perRound, concurrency = c.concurrency) => {
+      const result = await new Promise<{ elapsedMs: number; ok: number; failed: number }>((resolve) => {
         generator.once('message', (answer) => resolve(answer as { elapsedMs: number; ok: number; failed: number }))
         generator.send({ url, count, concurrency })
       })
+      check(result.failed === 0, `every POST /verify to ${url} answers 200 isValid:true (${result.failed} did not)`)
+      return result
+    }
+    // The same round in this process, straight through verify(); every answer must be valid.
+    const verifyAll = async (target: Pick<Facilitator, 'verify'>, count = c.perRound, concurrency = c.concurrency) => {
+      const result = await runConcurrent(count, concurrency, async (i) => {
+        const answer = await target.verify(bodies[i % bodies.length])
+        if (!answer.isValid) throw new Error(answer.invalidReason)
+      })
+      check(result.errors.length === 0, `every in-process verify is valid (${String(result.errors[0])})`)
+      return result
+    }
     // CPU of this process (the server) per call: on a small machine the wall-clock rate over HTTP also pays
     // for the load generator's own process, which is no overhead of the handler.
     const cpu = { inProcessMs: 0, httpMs: 0, bareMs: 0 }
@@ -84,10 +97,7 @@ export async function benchHttp(): Promise<Row[]> {
     const inProcess = async () => {
       const start = ownCpuMs()
       const requestsBefore = rpcRequests
-      const result = await runConcurrent(c.perRound, c.concurrency, async (i) => {
-        const answer = await facilitator.verify(bodies[i % bodies.length])
-        if (!answer.isValid) throw new Error(answer.invalidReason)
-      })
+      const result = await verifyAll(facilitator)
       cpu.inProcessMs += ownCpuMs() - start
       rpc.inProcess += rpcRequests - requestsBefore
       return result
@@ -95,10 +105,9 @@ export async function benchHttp(): Promise<Row[]> {
     const overHttp = async (url: string, into: 'httpMs' | 'bareMs') => {
       const start = ownCpuMs()
       const requestsBefore = rpcRequests
-      const result = await send(url)
+      const result = await post(url)
       cpu[into] += ownCpuMs() - start
       if (into === 'httpMs') rpc.http += rpcRequests - requestsBefore
-      check(result.failed === 0, `every POST /verify answers 200 isValid:true (${result.failed} did not)`)
       return (result.ok * 1000) / result.elapsedMs
     }
     // Warm-up of both paths, then alternating rounds.
@@ -112,9 +121,7 @@ export async function benchHttp(): Promise<Row[]> {
     const httpRates: number[] = []
     const bareRates: number[] = []
     for (let round = 0; round < c.rounds; round++) {
-      const r = await inProcess()
-      check(r.errors.length === 0, `every in-process verify is valid (${String(r.errors[0])})`)
-      inMs += r.elapsedMs
+      inMs += (await inProcess()).elapsedMs
       // Which server goes first alternates, so warm-up and garbage left behind fall on both alike.
       if (round % 2 === 0) {
         httpRates.push(await overHttp(server.url!, 'httpMs'))
@@ -139,19 +146,18 @@ export async function benchHttp(): Promise<Row[]> {
     progress(`HTTP: ${c.instantRounds} rounds of ${c.instantPerRound} requests answered at once, our handler vs bare node:http`)
     const instantCpuUs = async (url: string) => {
       const start = ownCpuMs()
-      const result = await send(url, c.instantPerRound, c.concurrency)
-      check(result.failed === 0, `every POST /verify answers 200 isValid:true (${result.failed} did not)`)
+      await post(url, c.instantPerRound)
       return ((ownCpuMs() - start) * 1000) / c.instantPerRound
     }
     await instantCpuUs(instantServer.url!)
     await instantCpuUs(instantBare.url!)
     const instantRounds: { ours: number; bare: number }[] = []
     for (let round = 0; round < c.instantRounds; round++) {
-      if (round % 2 === 0) instantRounds.push({ ours: await instantCpuUs(instantServer.url!), bare: await instantCpuUs(instantBare.url!) })
-      else {
-        const bareUs = await instantCpuUs(instantBare.url!)
-        instantRounds.push({ ours: await instantCpuUs(instantServer.url!), bare: bareUs })
+      const figures = { ours: 0, bare: 0 }
+      for (const side of round % 2 === 0 ? (['ours', 'bare'] as const) : (['bare', 'ours'] as const)) {
+        figures[side] = await instantCpuUs((side === 'ours' ? instantServer : instantBare).url!)
       }
+      instantRounds.push(figures)
     }
     const median = (values: number[]) => percentile(values, 50)
     const instantHttpUs = median(instantRounds.map((r) => r.ours))
@@ -167,19 +173,8 @@ export async function benchHttp(): Promise<Row[]> {
       schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url], assets: [world.knownAsset] }] }))],
     })
     Object.assign(farServer, await startNodeHttpServer(far))
-    const farInProcess = async (count: number, concurrency: number) => {
-      const result = await runConcurrent(count, concurrency, async (i) => {
-        const answer = await far.verify(bodies[i % bodies.length])
-        if (!answer.isValid) throw new Error(answer.invalidReason)
-      })
-      check(result.errors.length === 0, `every in-process verify through the distant RPC is valid (${String(result.errors[0])})`)
-      return result.elapsedMs
-    }
-    const farOverHttp = async (count: number, concurrency: number) => {
-      const result = await send(farServer.url!, count, concurrency)
-      check(result.failed === 0, `every POST /verify through the distant RPC answers 200 isValid:true (${result.failed} did not)`)
-      return result.elapsedMs
-    }
+    const farInProcess = async (count: number, concurrency: number) => (await verifyAll(far, count, concurrency)).elapsedMs
+    const farOverHttp = async (count: number, concurrency: number) => (await post(farServer.url!, count, concurrency)).elapsedMs
     await farInProcess(c.farSequential, c.concurrency)
     await farOverHttp(c.farSequential, c.concurrency)
     const farMs = { inProcess: 0, http: 0, inProcessOne: 0, httpOne: 0 }

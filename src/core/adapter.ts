@@ -58,6 +58,21 @@ export interface SettleJournal {
   broadcasting(record: BroadcastRecord): Promise<void>
 }
 
+/**
+ * What a verified payment takes from its payer's balance, as the chain reported it
+ * to that verify. The core holds `amount` against `balance` (shared through the
+ * store) before a settlement is sent, so that payments racing from one payer never
+ * spend more than it holds: the chain would refuse the rest at the facilitator's cost.
+ */
+export interface PayerSpend {
+  /** The balance spent from, as a stable id (EVM `<chainId>:<token>:<payer>`, Solana `<network>:<source token account>`). */
+  readonly account: string
+  /** What the settlement takes from it, in the token's smallest unit. */
+  readonly amount: bigint
+  /** The balance the chain reported to the verify of this context. */
+  readonly balance: bigint
+}
+
 /** A settlement slot held on a signer; `release` frees it (idempotent). */
 export interface SettleReservation {
   release(): void
@@ -93,6 +108,12 @@ export interface SchemeAdapter {
    * a bound omit it.
    */
   reserveSettlement?(ctx: PaymentContext): SettleReservation
+  /**
+   * What the settlement of `ctx` spends, known after a `verify(ctx)` of the same context
+   * that answered valid; `undefined` before that, or when the adapter cannot tell (the
+   * core then holds nothing). Optional.
+   */
+  spendOf?(ctx: PaymentContext): PayerSpend | undefined
   /** Re-checks, broadcasts (after `journal.broadcasting`) and confirms a payment. */
   settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse>
   /**

@@ -1,6 +1,13 @@
 import { addToHyperLogLog, createHyperLogLog, estimateHyperLogLog } from './hyperloglog.js'
 import type { ExpiryOptions, RankedEntry, SetOptions, Store } from './store.js'
 
+/** One hold on a balance: open while `closedAt` is 0. */
+interface Hold {
+  amount: bigint
+  closedAt: number
+  expiresAt: number
+}
+
 interface Entry<T> {
   value: T
   expiresAt: number
@@ -27,6 +34,7 @@ export interface MemoryStoreSize {
   texts: number
   sketches: number
   rankings: number
+  holds: number
 }
 
 /** The in-memory store, with a size probe for tests and monitoring. */
@@ -50,7 +58,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const texts = new Map<string, Entry<Map<string, string>>>()
   const sketches = new Map<string, Entry<Uint8Array>>()
   const rankings = new Map<string, Entry<Map<string, number>>>()
-  const all = [values, hashes, texts, sketches, rankings] as Map<string, Entry<unknown>>[]
+  const holds = new Map<string, Entry<Map<string, Hold>>>()
+  const all = [values, hashes, texts, sketches, rankings, holds] as Map<string, Entry<unknown>>[]
   let writesSinceSweep = 0
 
   const live = <T>(map: Map<string, Entry<T>>, key: string): Entry<T> | undefined => {
@@ -165,9 +174,41 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     async countRanked(key) {
       return live(rankings, key)?.value.size ?? 0
     },
+    async placeHold(key, id, hold) {
+      const t = now()
+      const amount = BigInt(hold.amount)
+      let held = amount
+      const entry = live(holds, key)
+      for (const [other, existing] of entry?.value ?? []) {
+        if (existing.expiresAt <= t) entry!.value.delete(other)
+        else if (other !== id && (existing.closedAt === 0 || existing.closedAt >= hold.since)) held += existing.amount
+      }
+      if (held > BigInt(hold.limit)) return false
+      const expiresAt = t + hold.ttlMs
+      const placed = upsert(holds, key, () => new Map<string, Hold>())
+      placed.value.set(id, { amount, closedAt: 0, expiresAt })
+      // The key lives as long as its longest hold.
+      placed.expiresAt = Math.max(placed.expiresAt === Infinity ? 0 : placed.expiresAt, expiresAt)
+      return true
+    },
+    async closeHold(key, id, options = {}) {
+      const entry = live(holds, key)
+      const existing = entry?.value.get(id)
+      if (!entry || !existing) return
+      const keepMs = options.keepMs ?? 0
+      if (keepMs <= 0) {
+        entry.value.delete(id)
+        if (entry.value.size === 0) holds.delete(key)
+        return
+      }
+      const t = now()
+      existing.closedAt = t
+      existing.expiresAt = t + keepMs
+      entry.expiresAt = Math.max(entry.expiresAt, existing.expiresAt)
+    },
     size() {
       sweepAll()
-      return { values: values.size, hashes: hashes.size, texts: texts.size, sketches: sketches.size, rankings: rankings.size }
+      return { values: values.size, hashes: hashes.size, texts: texts.size, sketches: sketches.size, rankings: rankings.size, holds: holds.size }
     },
   }
 }

@@ -81,6 +81,55 @@ if cap then
 end
 return result`
 
+// Holds: one hash per balance, field = hold id, value = "amount:closedAt:expiresAt" (closedAt 0 while
+// open). Amounts are decimal strings of any size (Lua numbers are doubles), added and compared as digits.
+const HOLD_HELPERS = `
+local function add(a, b)
+  local out, carry, i, j = {}, 0, #a, #b
+  while i > 0 or j > 0 or carry > 0 do
+    local sum = carry + (i > 0 and a:byte(i) - 48 or 0) + (j > 0 and b:byte(j) - 48 or 0)
+    out[#out + 1] = string.char(48 + sum % 10)
+    carry = math.floor(sum / 10)
+    i, j = i - 1, j - 1
+  end
+  return string.reverse(table.concat(out))
+end
+local function above(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+local function extend(key, expiresAt, now)
+  local left = redis.call('PTTL', key)
+  if left < expiresAt - now then redis.call('PEXPIRE', key, expiresAt - now) end
+end`
+
+// ARGV: id, amount, limit, since, ttlMs, now.
+const PLACE_HOLD = `${HOLD_HELPERS}
+local now, since = tonumber(ARGV[6]), tonumber(ARGV[4])
+local held = ARGV[2]
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local amount, closed, expires = string.match(entries[i + 1], '^(%d+):(%d+):(%d+)$')
+  if not amount or tonumber(expires) <= now then redis.call('HDEL', KEYS[1], entries[i])
+  elseif entries[i] ~= ARGV[1] and (closed == '0' or tonumber(closed) >= since) then held = add(held, amount) end
+end
+if above(held, ARGV[3]) then return 0 end
+local expiresAt = now + tonumber(ARGV[5])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':0:' .. string.format('%.0f', expiresAt))
+extend(KEYS[1], expiresAt, now)
+return 1`
+
+// ARGV: id, keepMs, now.
+const CLOSE_HOLD = `${HOLD_HELPERS}
+local value = redis.call('HGET', KEYS[1], ARGV[1])
+if not value then return 0 end
+local keep, now = tonumber(ARGV[2]), tonumber(ARGV[3])
+if keep <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) return 1 end
+local amount = string.match(value, '^(%d+):')
+redis.call('HSET', KEYS[1], ARGV[1], amount .. ':' .. string.format('%.0f', now) .. ':' .. string.format('%.0f', now + keep))
+extend(KEYS[1], now + keep, now)
+return 1`
+
 /**
  * A store in Redis, for several facilitator processes that must act as one:
  * a payment claimed by one is claimed for all (`SET NX PX`), and statistics
@@ -193,11 +242,27 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
       await connected()
       return client.zcard(k(key))
     },
+    async placeHold(key, id, hold) {
+      await connected()
+      const args = [id, decimal(hold.amount), decimal(hold.limit), String(Math.floor(hold.since)), String(Math.max(1, Math.ceil(hold.ttlMs))), String(Date.now())]
+      return (await run(PLACE_HOLD, [k(key)], args)) === 1
+    },
+    async closeHold(key, id, options = {}) {
+      await connected()
+      await run(CLOSE_HOLD, [k(key)], [id, String(Math.max(0, Math.ceil(options.keepMs ?? 0))), String(Date.now())])
+    },
     async close() {
       // QUIT cannot be sent while disconnected (no offline queue): then just stop reconnecting.
       if (owned) await client.quit().catch(() => client.disconnect())
     },
   }
+}
+
+/** A non-negative decimal integer without leading zeros, as the hold script adds and compares them. */
+function decimal(value: string): string {
+  const parsed = BigInt(value)
+  if (parsed < 0n) throw new RangeError('a hold amount or limit cannot be negative')
+  return parsed.toString()
 }
 
 /**

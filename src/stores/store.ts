@@ -6,8 +6,8 @@
  *
  * Keys hold one kind of value each: a string (`get`/`set`), a hash of numbers
  * (`incrementFields`), a hash of strings (`setTextFields`), a distinct-count
- * sketch (`addDistinct`) or a ranking (`incrementRanked`). `delete` removes
- * whatever a key holds.
+ * sketch (`addDistinct`), a ranking (`incrementRanked`) or a set of holds on a
+ * balance (`placeHold`). `delete` removes whatever a key holds.
  */
 export interface Store {
   /** Reads a value, or `undefined` when absent or expired. */
@@ -55,8 +55,43 @@ export interface Store {
   /** Number of members in a ranking. */
   countRanked(key: string): Promise<number>
 
+  /**
+   * Atomically places hold `id` of `amount` on a balance of `limit` when the holds that
+   * count, with this one, stay within `limit`, and answers whether it did. Counted: every
+   * open hold, and every hold closed at or after `since` (the moment `limit` was read: a
+   * balance read before a spend landed does not reflect it). A hold with the same `id` is replaced,
+   * never counted twice. Amounts and limits are decimal integer strings of any size.
+   *
+   * @example
+   * // Two settlements from one payer: each holds its amount against the balance its verify read.
+   * await store.placeHold('hold:eip155:8453:usdc:0xpayer', 'payment-1', { amount: '600', limit: '1000', since, ttlMs: 120_000 }) // true
+   * await store.placeHold('hold:eip155:8453:usdc:0xpayer', 'payment-2', { amount: '600', limit: '1000', since, ttlMs: 120_000 }) // false
+   */
+  placeHold(key: string, id: string, hold: HoldRequest): Promise<boolean>
+  /**
+   * Closes hold `id`. With `keepMs` it stays, closed now, for that long (it counts against
+   * limits read before now); without, it is gone. Closing an absent hold does nothing.
+   */
+  closeHold(key: string, id: string, options?: CloseHoldOptions): Promise<void>
+
   /** Releases connections and timers. */
   close?(): Promise<void>
+}
+
+export interface HoldRequest {
+  /** What the hold takes, a decimal integer string. */
+  amount: string
+  /** The balance held against, a decimal integer string. */
+  limit: string
+  /** When `limit` was read (epoch ms): holds closed at or after it still count. */
+  since: number
+  /** How long an open hold lives if it is never closed. */
+  ttlMs: number
+}
+
+export interface CloseHoldOptions {
+  /** How long the closed hold keeps counting against balances read before it closed. @default 0 (removed) */
+  keepMs?: number
 }
 
 export interface ExpiryOptions {

@@ -20,10 +20,10 @@ describe('memory store', () => {
       await store.setTextFields(`t${i}`, { a: 'b' }, { ttlMs: 1000 })
       await store.set(`v${i}`, 'x', { ttlMs: 1000 })
     }
-    expect(store.size()).toEqual({ values: 2000, hashes: 2000, texts: 2000, sketches: 2000, rankings: 0 })
+    expect(store.size()).toEqual({ values: 2000, hashes: 2000, texts: 2000, sketches: 2000, rankings: 0, holds: 0 })
     now = 5000
     await store.set('fresh', 'x')
-    expect(store.size()).toEqual({ values: 1, hashes: 0, texts: 0, sketches: 0, rankings: 0 })
+    expect(store.size()).toEqual({ values: 1, hashes: 0, texts: 0, sketches: 0, rankings: 0, holds: 0 })
   })
 })
 

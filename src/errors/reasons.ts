@@ -32,6 +32,16 @@ export const REJECTION = {
   settlementPending: 'settlement_pending',
   /** Settle: the transaction was mined and reverted / failed; `transaction` is kept. */
   transactionFailed: 'transaction_failed',
+  /**
+   * Settle: the payer's balance, less what its settlements in flight hold, does not cover this
+   * payment (payments racing from one payer); nothing was sent.
+   */
+  insufficientFunds: 'insufficient_funds',
+  /**
+   * Settle: the chain refused or reverted this payer's settlements after they passed verify, as
+   * often as the failure budget allows; the payer is refused until the window passes.
+   */
+  payerSuspended: 'payer_suspended',
 } as const
 
 export type RejectionCode = (typeof REJECTION)[keyof typeof REJECTION]

@@ -1,7 +1,7 @@
-import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
+import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
-import { REJECTION } from '../errors/reasons.js'
+import { isPendingSettlement, REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import type { Store } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
@@ -22,6 +22,24 @@ export interface SettlementOptions {
    * has sent its transaction answer with the transaction id. @default 5_000
    */
   storeTimeoutMs?: number
+  /**
+   * Budget of settlements that the chain refused or reverted after they passed verify, per
+   * payer (its address, and the balance it pays from), shared through the store: past
+   * `maxFailures` within `windowMs` (counted from the last failure), the payer's settles answer
+   * `payer_suspended` before anything is sent, so a hostile payer spends its own time rather
+   * than the facilitator's gas. A transaction that only expired is not counted (a dropped
+   * transaction may be the network's doing). `false` turns the budget off.
+   * @default { maxFailures: 3, windowMs: 3_600_000 }
+   */
+  payerFailures?: PayerFailureBudget | false
+}
+
+/** See {@link SettlementOptions.payerFailures}. */
+export interface PayerFailureBudget {
+  /** Failures after which the payer is refused. @default 3 */
+  maxFailures?: number
+  /** How long a failure is remembered (restarted by each new one). @default 3_600_000 */
+  windowMs?: number
 }
 
 interface SettleOnceInput {
@@ -42,6 +60,8 @@ interface SettleOnceInput {
 }
 
 const DAY_MS = 86_400_000
+const DEFAULT_MAX_PAYER_FAILURES = 3
+const DEFAULT_PAYER_FAILURE_WINDOW_MS = 3_600_000
 
 /**
  * Settles a payment at most once, also across processes sharing the store:
@@ -99,9 +119,19 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const resumeLockKey = `${storeKey}:resume`
   const lockResume = () =>
     boundedStoreCall(() => store.set(resumeLockKey, '1', { ifAbsent: true, ttlMs: budgetMs }), bound(), 'locking the resume')
+  const holdKey = (account: string) => `hold:${account.toLowerCase()}`
+  // What this payment spends, once verified and claimed (see holdSpend).
+  let spend: PayerSpend | undefined
   const unlockResume = () => boundedStoreCall(() => store.delete(resumeLockKey), storeTimeoutMs, 'unlocking the resume').catch(() => undefined)
 
+  const failureBudget = options.payerFailures === false ? undefined : {
+    maxFailures: options.payerFailures?.maxFailures ?? DEFAULT_MAX_PAYER_FAILURES,
+    windowMs: options.payerFailures?.windowMs ?? DEFAULT_PAYER_FAILURE_WINDOW_MS,
+  }
+
   let verified: VerifyResponse | undefined
+  // When the verify that `verified` came from started: the balance it read is at least this old.
+  let verifiedSince = 0
   let reservation: SettleReservation | undefined
   try {
     return await claimAndSettle()
@@ -138,12 +168,15 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       // Before any work on a new payment: a saturated signer set answers signer_busy, nothing claimed.
       reservation ??= input.reserve?.()
       if (!verified) {
+        verifiedSince = Date.now()
         verified = await input.verify()
         if (!verified.isValid) {
           // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
           if (await read()) continue
           return settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
         }
+        const suspended = await suspension(verified.payer)
+        if (suspended) return suspended
       }
       // A claim that fails or times out counts as not taken: nothing is sent, the caller gets store_unavailable.
       if (await claim()) return settleClaimed(verified.payer)
@@ -188,7 +221,84 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     }
   }
 
+  /** The refusal of a payer past its failure budget, or `undefined`. */
+  async function suspension(payer: string | undefined): Promise<SettleResponse | undefined> {
+    if (!failureBudget) return undefined
+    for (const key of failureKeys(payer)) {
+      const { failures = 0 } = await boundedStoreCall(() => store.readFields(key), bound(), 'reading the payer\'s failures')
+      if (failures >= failureBudget.maxFailures) {
+        return settleFailure(
+          context,
+          REJECTION.payerSuspended,
+          `${failures} settlements of this payer were refused or reverted by the chain after passing verify; it is refused for up to ${Math.round(failureBudget.windowMs / 1000)} s after the last one`,
+          payer,
+        )
+      }
+    }
+    return undefined
+  }
+
+  /** The payer's address, and the balance it pays from when the adapter names it. */
+  function failureKeys(payer: string | undefined): string[] {
+    const keys = payer ? [`payer-failures:${context.network}:${payer.toLowerCase()}`] : []
+    const account = spend?.account
+    if (account) keys.push(`payer-failures:${account.toLowerCase()}`)
+    return keys
+  }
+
+  /** Counts a settlement the chain refused after it passed verify against the payer (best effort). */
+  async function countFailure(result: SettleResponse): Promise<void> {
+    if (!failureBudget || result.success || isPendingSettlement(result.errorReason) || result.errorReason?.endsWith('transaction_expired')) return
+    const payer = result.payer ?? verified?.payer
+    await Promise.all(
+      failureKeys(payer).map((key) =>
+        boundedStoreCall(() => store.incrementFields(key, { failures: 1 }, { ttlMs: failureBudget.windowMs }), storeTimeoutMs, 'counting the payer\'s failure').catch(() => undefined),
+      ),
+    )
+  }
+
+  /**
+   * Holds the payment's amount against the balance its verify read, so that settlements
+   * racing from one payer never send more than it holds: the chain would refuse the rest at
+   * the facilitator's cost. Answers the refusal, or `undefined` once held (or nothing to hold).
+   */
+  async function holdSpend(payer: string | undefined): Promise<SettleResponse | undefined> {
+    const held = spend
+    if (!held) return undefined
+    const placed = await boundedStoreCall(
+      () => store.placeHold(holdKey(held.account), storeKey, { amount: held.amount.toString(), limit: held.balance.toString(), since: verifiedSince, ttlMs: budgetMs * 2 }),
+      bound(),
+      'holding the payer\'s balance',
+    )
+    if (placed) return undefined
+    return settleFailure(
+      context,
+      REJECTION.insufficientFunds,
+      `the payer's balance ${held.balance} does not cover ${held.amount} besides what its settlements in flight hold; nothing was sent`,
+      payer,
+    )
+  }
+
+  /** Ends the hold: kept closed for a budget when the spend landed (balances read before it do not show it), else dropped. */
+  function closeSpend(landed: boolean): void {
+    if (!spend) return
+    const account = spend.account
+    void boundedStoreCall(() => store.closeHold(holdKey(account), storeKey, landed ? { keepMs: budgetMs } : {}), storeTimeoutMs, 'closing the hold').catch(() => undefined)
+  }
+
   async function settleClaimed(payer: string | undefined): Promise<SettleResponse> {
+    spend = adapter.spendOf?.(context)
+    let refusal: SettleResponse | undefined
+    try {
+      refusal = await holdSpend(payer)
+    } catch (error) {
+      await release()
+      throw error
+    }
+    if (refusal) {
+      await release()
+      return refusal
+    }
     let sent: BroadcastRecord | undefined
     let journaling: Promise<void> | undefined
     // Why the journal could not be written: the adapter then sent nothing, and this is the answer.
@@ -217,9 +327,12 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       const result = await withDeadline(work, context.signal)
       if (!sent) {
         // Nothing left the process: free the claim so the payer may retry.
+        closeSpend(false)
         await release()
         return result
       }
+      // A pending transaction may still land: its hold stays open until it expires.
+      if (!isPendingSettlement(result.errorReason)) closeSpend(result.success)
       // Awaited here so that a failing store write still answers with the transaction id.
       return await finishSafely(result, sent)
     } catch (error) {
@@ -228,6 +341,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       if (!sent && journaling) await (journaling as Promise<void>).catch(() => undefined)
       // The budget may be spent: this bookkeeping runs behind the answer, with its own bound.
       if (!sent) {
+        closeSpend(false)
         void release(storeTimeoutMs)
         throw journalFault ?? error
       }
@@ -262,6 +376,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     } else if (result.errorReason === REJECTION.settlementPending) {
       await write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs)
     } else {
+      void countFailure(result)
       await write(
         { state: 'failed', transaction, errorReason: result.errorReason ?? REJECTION.transactionFailed, errorMessage: result.errorMessage, payer: result.payer },
         recordTtlMs,

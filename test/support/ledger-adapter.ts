@@ -13,6 +13,8 @@ export interface LedgerAdapter extends SchemeAdapter {
   /** Transfers applied, by transaction id (what "on chain" means here). */
   readonly applied: Map<string, { from: string; to: string; value: bigint }>
   sign(transfer: { from: string; to: string; value: string; nonce: string }): string
+  /** Transfers the ledger refused when applying them ("reverted on chain", at the facilitator's cost). */
+  readonly reverted: string[]
 }
 
 const ledgerPayload = z.object({
@@ -29,13 +31,22 @@ export interface LedgerAdapterOptions {
   secret?: string
   /** Delay before a transfer is applied ("confirmation"), in ms. */
   confirmDelayMs?: number
+  /** The ledger's balances, to share one "chain" between two adapters (two processes). @default a new one */
+  balances?: Map<string, bigint>
+  /** Report what a verified payment spends (`spendOf`), as the chain adapters do. @default true */
+  reportSpend?: boolean
+  /** Transfers the ledger refuses when applying them although verify passed (a hostile payer's trick). */
+  revertWhen?: (transfer: { from: string; to: string; value: bigint }) => boolean
 }
 
 export function createLedgerAdapter(options: LedgerAdapterOptions = {}): LedgerAdapter {
   const secret = options.secret ?? 'ledger-test-secret'
-  const balances = new Map<string, bigint>()
+  const balances = options.balances ?? new Map<string, bigint>()
   const applied = new Map<string, { from: string; to: string; value: bigint }>()
   const usedNonces = new Set<string>()
+  const reverted: string[] = []
+  // The balance each successful verify read, for spendOf.
+  const verifiedBalances = new WeakMap<PaymentContext, { account: string; amount: bigint; balance: bigint }>()
   const sign = (t: { from: string; to: string; value: string; nonce: string }) =>
     createHmac('sha256', secret).update(`${t.from}|${t.to}|${t.value}|${t.nonce}`).digest('hex')
 
@@ -64,8 +75,13 @@ export function createLedgerAdapter(options: LedgerAdapterOptions = {}): LedgerA
       if (usedNonces.has(p.nonce)) {
         return { success: false, errorReason: 'transaction_failed', transaction, network: ctx.wireNetwork, payer: p.from }
       }
-      usedNonces.add(p.nonce)
       const value = BigInt(p.value)
+      // Like a chain: a transfer the balance no longer covers (or a hostile one) reverts, and the nonce stays unused.
+      if ((balances.get(p.from) ?? 0n) < value || options.revertWhen?.({ from: p.from, to: p.to, value })) {
+        reverted.push(transaction)
+        return { success: false, errorReason: 'transaction_failed', transaction, network: ctx.wireNetwork, payer: p.from }
+      }
+      usedNonces.add(p.nonce)
       balances.set(p.from, (balances.get(p.from) ?? 0n) - value)
       balances.set(p.to, (balances.get(p.to) ?? 0n) + value)
       applied.set(transaction, { from: p.from, to: p.to, value })
@@ -79,9 +95,18 @@ export function createLedgerAdapter(options: LedgerAdapterOptions = {}): LedgerA
     networks: [{ caip2: options.network ?? 'eip155:31337', ...(options.v1Name ? { v1Name: options.v1Name } : {}) }],
     balances,
     applied,
+    reverted,
     sign,
     signers: () => ['0x000000000000000000000000000000000000fa11'],
-    verify: async (ctx) => check(ctx),
+    async verify(ctx) {
+      const verdict = check(ctx)
+      if (verdict.isValid && options.reportSpend !== false) {
+        const p = ledgerPayload.parse(ctx.payload.payload)
+        verifiedBalances.set(ctx, { account: `ledger:${p.from}`, amount: BigInt(p.value), balance: balances.get(p.from) ?? 0n })
+      }
+      return verdict
+    },
+    spendOf: (ctx) => verifiedBalances.get(ctx),
     settlementKey(ctx) {
       const parsed = ledgerPayload.safeParse(ctx.payload.payload)
       return parsed.success ? `${parsed.data.from}:${parsed.data.nonce}` : undefined

@@ -1,6 +1,7 @@
 import type { Facilitator } from '../core/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'
+import { createRateLimiter, type RateLimitOptions } from './rate-limit.js'
 import { readJsonBody, readStreamBytes } from './read-body.js'
 import { routePath } from './route-path.js'
 
@@ -32,15 +33,36 @@ export interface HandlerOptions {
   maxJsonDepth?: number
   /**
    * Decides whether a request may use a payment route; `false` answers 401.
-   * Public extra routes are never asked.
+   * Answering `{ clientId }` (e.g. the API key's name) allows it and names the
+   * client for `rateLimit`. Public extra routes are never asked.
    */
-  authenticate?: (request: Request, route: PaymentRoute) => boolean | Promise<boolean>
+  authenticate?: (request: Request, route: PaymentRoute) => AuthenticateResult | Promise<AuthenticateResult>
+  /**
+   * Per-client limits of `/verify` and `/settle`, counted in the store (instances sharing
+   * it share the limits): past them, 429 `{error, code: "rate_limited"}` with `Retry-After`.
+   * A client is the `clientId` that `authenticate` names, else its address
+   * (`clientAddress`). @default no limits
+   *
+   * @example
+   * createHandler(facilitator, { rateLimit: { store: facilitator.store, verify: { limit: 600 }, settle: { limit: 120 } } })
+   */
+  rateLimit?: RateLimitOptions
+  /**
+   * The client's address, for `rateLimit` when `authenticate` names no client. The node
+   * listener gives the socket's remote address; behind a proxy, or on a runtime whose
+   * `Request` carries no address, read it here (e.g. from a header your proxy sets).
+   * @default the socket's address under createNodeListener, else 'unknown' (one bucket for all)
+   */
+  clientAddress?: (request: Request) => string | undefined
   /** Adds CORS headers and answers preflight requests. @default false */
   cors?: boolean | CorsOptions
   routes?: readonly ExtraRoute[]
   /** Sees every fault answered with a 5xx, with its cause, for logging. */
   onError?: (error: FacilitatorError, request: Request) => void
 }
+
+/** What `authenticate` answers: allowed or not, or allowed as a named client. */
+export type AuthenticateResult = boolean | { clientId: string }
 
 /** A web-standard request handler: `(Request) => Promise<Response>`. */
 export type FetchHandler = (request: Request) => Promise<Response>
@@ -68,6 +90,7 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   const maxJsonDepth = options.maxJsonDepth ?? 32
   const cors = options.cors ? (options.cors === true ? {} : options.cors) : undefined
   const extra = new Map((options.routes ?? []).map((route) => [route.path, route]))
+  const rateLimit = options.rateLimit ? createRateLimiter(options.rateLimit) : undefined
 
   const payment: Record<string, { method: 'GET' | 'POST'; route: PaymentRoute }> = {
     '/supported': { method: 'GET', route: 'supported' },
@@ -88,21 +111,35 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
       throw methodNotAllowed(known.method)
     }
     // Not even awaited without a hook: each await is a turn of the microtask queue on every request.
-    if (options.authenticate) await authenticate(call, known.route, options.authenticate)
+    const client = options.authenticate ? await authenticate(call, known.route, options.authenticate) : undefined
     if (known.route === 'supported') return jsonAnswer(200, await facilitator.supported())
+    if (rateLimit) await rateLimit(known.route, client ?? clientOf(call))
     const body = await readJsonBody(call, maxBodyBytes, maxJsonDepth)
     if (known.route === 'verify') return jsonAnswer(200, await facilitator.verify(body))
     return jsonAnswer(200, await facilitator.settle(body))
   }
 
-  async function authenticate(call: HttpCall, name: PaymentRoute, hook: NonNullable<HandlerOptions['authenticate']>) {
-    let allowed = false
+  /** Throws 401 unless the hook allows the call; answers the client it names (as `key:<id>`). */
+  async function authenticate(call: HttpCall, name: PaymentRoute, hook: NonNullable<HandlerOptions['authenticate']>): Promise<string | undefined> {
+    let allowed: AuthenticateResult = false
     try {
       allowed = await hook(call.request(), name)
     } catch (error) {
       throw new FacilitatorError('unauthorized', 'authentication failed', { cause: error })
     }
     if (!allowed) throw new FacilitatorError('unauthorized', 'missing or invalid credentials')
+    return typeof allowed === 'object' && typeof allowed.clientId === 'string' && allowed.clientId !== '' ? `key:${allowed.clientId}` : undefined
+  }
+
+  /** A client known only by its address (`addr:<address>`). */
+  function clientOf(call: HttpCall): string {
+    let address: string | undefined
+    try {
+      address = options.clientAddress ? options.clientAddress(call.request()) : call.clientAddress
+    } catch {
+      address = undefined
+    }
+    return `addr:${address || 'unknown'}`
   }
 
   const answer: CallAnswerer = async (call) => {
@@ -182,9 +219,12 @@ function faultAnswer(fault: FacilitatorError, path: string): HttpAnswer {
   }
   const answer = jsonAnswer(fault.status, body)
   if (fault.status === 405 && fault.details?.allow) answer.headers.allow = String(fault.details.allow)
-  if (fault.status === 429 || fault.status === 503) answer.headers['retry-after'] = '1'
-  // The rest of an oversized body is not worth reading: close rather than drain it.
-  if (fault.status === 413) answer.headers.connection = 'close'
+  if (fault.status === 429 || fault.status === 503) {
+    const seconds = fault.details?.retryAfterSeconds
+    answer.headers['retry-after'] = typeof seconds === 'number' ? String(seconds) : '1'
+  }
+  // The rest of an oversized body (or one refused for memory) is not worth reading: close rather than drain it.
+  if (fault.status === 413 || fault.details?.closeConnection === true) answer.headers.connection = 'close'
   return answer
 }
 

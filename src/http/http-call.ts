@@ -7,6 +7,8 @@ export interface HttpCall {
   readonly method: string
   /** The path of the URL (no query), or `undefined` when the URL is unusable. */
   readonly pathname: string | undefined
+  /** The peer's address when the server knows it (the node listener: the socket's remote address). */
+  readonly clientAddress?: string | undefined
   /** A header value (names are case-insensitive), or `null`. */
   header(name: string): string | null
   /** The body bytes; stops reading and throws `payload_too_large` past `maxBytes`. */

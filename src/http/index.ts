@@ -3,6 +3,7 @@ export {
   createHandler,
   json,
   toResponse,
+  type AuthenticateResult,
   type CallAnswerer,
   type CorsOptions,
   type ExtraRoute,
@@ -12,4 +13,6 @@ export {
 } from './handler.js'
 export type { HttpAnswer, HttpCall } from './http-call.js'
 export { createNodeListener, toRequest, writeResponse, type NodeListenerOptions } from './node-listener.js'
+export { createNodeServer, type NodeServerOptions } from './node-server.js'
 export { exceedsDepth, readJsonBody } from './read-body.js'
+export { createRateLimiter, type RateLimiter, type RateLimitOptions, type RateLimitRule } from './rate-limit.js'

@@ -4,11 +4,21 @@ import { answerOf, type FetchHandler } from './handler.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'
 import { concatBytes, tooLarge } from './read-body.js'
 import { plainPathname } from './route-path.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
 
 export interface NodeListenerOptions {
   /** Origin used to build request URLs when the Host header is missing. @default 'http://localhost' */
   origin?: string
+  /**
+   * Most bytes of request bodies held in memory at once, over every request in flight.
+   * A body that would go past it is refused with 503 `server_busy` and its connection
+   * closed, so thousands of slow, nearly complete bodies cannot fill the process.
+   * @default 16 MiB
+   */
+  maxBodyBytesInFlight?: number
 }
+
+const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT = 16 * 1024 * 1024
 
 /**
  * Adapts a web-standard handler to node:http (and to Express or Fastify,
@@ -22,9 +32,10 @@ export interface NodeListenerOptions {
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}) {
   const fallbackOrigin = options.origin ?? 'http://localhost'
   const answer = answerOf(handler)
+  const budget = { left: options.maxBodyBytesInFlight ?? DEFAULT_MAX_BODY_BYTES_IN_FLIGHT }
   return async function listener(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      if (answer) await writeAnswer(await answer(nodeCall(req, fallbackOrigin)), res)
+      if (answer) await writeAnswer(await answer(nodeCall(req, fallbackOrigin, budget)), res)
       else await writeResponse(await handler(toRequest(req, fallbackOrigin)), res)
     } catch {
       // Only a broken socket gets here: the handler itself never throws.
@@ -61,7 +72,7 @@ export function toRequest(req: IncomingMessage, fallbackOrigin = 'http://localho
 }
 
 /** The handler's view of a node request: headers read in place, body read once with its limit. */
-function nodeCall(req: IncomingMessage, fallbackOrigin: string): HttpCall {
+function nodeCall(req: IncomingMessage, fallbackOrigin: string, budget: BodyBudget): HttpCall {
   const target = req.url ?? '/'
   let url: URL | undefined
   const urlOf = () => (url ??= new URL(target, originOf(req, fallbackOrigin)))
@@ -78,36 +89,63 @@ function nodeCall(req: IncomingMessage, fallbackOrigin: string): HttpCall {
   return {
     method: req.method ?? 'GET',
     pathname,
+    clientAddress: req.socket?.remoteAddress,
     header(name) {
       const value = req.headers[name.toLowerCase()]
       if (value === undefined) return null
       return Array.isArray(value) ? value.join(', ') : value
     },
-    bytes: (maxBytes) => readNodeBody(req, maxBytes),
+    bytes: (maxBytes) => readNodeBody(req, maxBytes, budget),
     // Built only when asked (authentication hook, extra routes, error hook); the body stays with the handler.
     request: () => (request ??= new Request(pathname === undefined ? new URL('/', fallbackOrigin) : urlOf(), { method: req.method ?? 'GET', headers: headersOf(req) })),
   }
 }
 
-function readNodeBody(req: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+/** Bytes of bodies that may still be buffered, shared by every request of one listener. */
+interface BodyBudget {
+  left: number
+}
+
+function readNodeBody(req: IncomingMessage, maxBytes: number, budget: BodyBudget): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
+    let settled = false
+    // The bytes this body holds go back to the budget once it is read, refused or abandoned.
+    const giveBack = () => {
+      if (settled) return
+      settled = true
+      budget.left += size
+    }
+    const stop = (error: unknown) => {
+      // Stop reading: the rest of the body is never buffered.
+      req.off('data', onData)
+      req.pause()
+      giveBack()
+      reject(error)
+    }
     const onData = (chunk: Buffer) => {
-      size += chunk.byteLength
-      if (size > maxBytes) {
-        // Stop reading: the rest of an oversized body is never buffered.
-        req.off('data', onData)
-        req.pause()
-        reject(tooLarge(maxBytes))
-        return
+      if (settled) return
+      if (size + chunk.byteLength > maxBytes) return stop(tooLarge(maxBytes))
+      if (chunk.byteLength > budget.left) {
+        return stop(new FacilitatorError('server_busy', 'too many request bodies are being received at once; retry shortly', { details: { closeConnection: true } }))
       }
+      budget.left -= chunk.byteLength
+      size += chunk.byteLength
       chunks.push(chunk)
     }
     // Left in place after the end: a request emits nothing more worth hearing, and a settled promise ignores it.
     req.on('data', onData)
-    req.once('end', () => resolve(concatBytes(chunks, size)))
-    req.once('error', reject)
+    req.once('end', () => {
+      const bytes = concatBytes(chunks, size)
+      giveBack()
+      resolve(bytes)
+    })
+    req.once('error', stop)
+    // A client that goes away mid-body (or is cut by the server's request timeout) frees its share.
+    req.once('close', () => {
+      if (!settled) stop(new FacilitatorError('request_timeout', 'the request body was not received in time'))
+    })
   })
 }
 

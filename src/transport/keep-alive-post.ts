@@ -21,6 +21,22 @@ export { createConnectionPool, type ConnectionPool } from './connection-pool.js'
 export const RPC_REQUEST_CHANNEL = 'x402-facilitator:rpc-request'
 const requestChannel = diagnostics.channel(RPC_REQUEST_CHANNEL)
 
+/**
+ * Every exchange's end is published here as `{ host, outcome, status?, durationMs }`:
+ * `outcome` is `ok` (an HTTP answer below 500), `http_error` (5xx), `timeout` or
+ * `error` (the connection failed). Never the path or credentials. Metrics use it.
+ */
+export const RPC_RESPONSE_CHANNEL = 'x402-facilitator:rpc-response'
+const responseChannel = diagnostics.channel(RPC_RESPONSE_CHANNEL)
+
+/** What {@link RPC_RESPONSE_CHANNEL} carries. */
+export interface RpcResponseEvent {
+  readonly host: string
+  readonly outcome: 'ok' | 'http_error' | 'timeout' | 'error'
+  readonly status?: number
+  readonly durationMs: number
+}
+
 // The answers are JSON-RPC results; a bound keeps a hostile endpoint from filling memory.
 const LIMITS: ResponseLimits = { maxHeaderBytes: 64 * 1024, maxBodyBytes: 64 * 1024 * 1024 }
 
@@ -72,6 +88,12 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
     const { signal, pool } = options
     if (signal?.aborted) return reject(new PostFailure(false, signal.reason))
     if (requestChannel.hasSubscribers) requestChannel.publish({ host: url.host })
+    const startedAt = responseChannel.hasSubscribers ? performance.now() : 0
+    const report = (outcome: RpcResponseEvent['outcome'], status?: number) => {
+      if (!responseChannel.hasSubscribers) return
+      const event: RpcResponseEvent = { host: url.host, outcome, ...(status === undefined ? {} : { status }), durationMs: performance.now() - startedAt }
+      responseChannel.publish(event)
+    }
 
     const first = pool.take(url)
     let socket = first.socket
@@ -93,6 +115,7 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
       if (settled) return
       settle()
       socket.destroy()
+      report(timedOut ? 'timeout' : 'error')
       reject(new PostFailure(timedOut, error))
     }
     /** The connection ended or failed: a stale one that never answered is replaced once. */
@@ -110,6 +133,7 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
       settle()
       if (response.reusable) pool.give(url, socket, response.idleHintMs === undefined ? undefined : response.idleHintMs - 1_000)
       else socket.destroy()
+      report(response.status >= 500 ? 'http_error' : 'ok', response.status)
       resolve({
         status: response.status,
         statusMessage: response.statusMessage || undefined,

@@ -8,6 +8,7 @@ export default defineConfig({
     'evm/index': 'src/evm/index.ts',
     'svm/index': 'src/svm/index.ts',
     'stores/redis': 'src/stores/redis-store.ts',
+    'ops/metrics': 'src/ops/metrics.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

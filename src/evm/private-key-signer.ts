@@ -4,6 +4,22 @@ import type { EvmSettlementSigner } from './exact-evm-config.js'
 import { encodeEip1559, type Eip1559Fields } from './eip1559-transaction.js'
 import { keccak256, loadKeccak } from './keccak.js'
 import { loadSecp256k1, type Secp256k1 } from './secp256k1-backend.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
+
+/**
+ * Refuses what is not a 32-byte hex key (an unset environment variable, a key without its
+ * 0x, a truncated paste) with a message that names the problem and never quotes the key.
+ */
+function checkPrivateKey(privateKey: unknown): asserts privateKey is Hex {
+  if (privateKey === undefined || privateKey === null || privateKey === '') {
+    throw new FacilitatorError('misconfigured', 'privateKeySigner: no private key was given (is its environment variable set?)')
+  }
+  if (typeof privateKey !== 'string') throw new FacilitatorError('misconfigured', `privateKeySigner: the private key must be a hex string, not ${typeof privateKey}`)
+  if (!/^0x[0-9a-fA-F]{64}$/.test(privateKey)) {
+    const hint = /^[0-9a-fA-F]{64}$/.test(privateKey) ? ' (add the 0x prefix)' : ` (${privateKey.length} characters)`
+    throw new FacilitatorError('misconfigured', `privateKeySigner: the private key must be 0x followed by 64 hex digits${hint}`)
+  }
+}
 
 /**
  * A settlement signer for a raw private key that signs legacy and EIP-1559
@@ -24,9 +40,16 @@ export function privateKeySigner(privateKey: Hex): EvmSettlementSigner & { reado
 
 /** {@link privateKeySigner} on a given backend (viem's code when it gives none); the tests try each. */
 export function signerOn(privateKey: Hex, backend: () => Promise<Secp256k1 | undefined>): EvmSettlementSigner & { readonly address: Address } {
+  checkPrivateKey(privateKey)
   void loadKeccak()
   // Validates the key and serves every case the fast path does not.
-  const account = privateKeyToAccount(privateKey)
+  let account: LocalAccount
+  try {
+    account = privateKeyToAccount(privateKey)
+  } catch (error) {
+    // viem's message quotes the key: never repeated here.
+    throw new FacilitatorError('misconfigured', 'privateKeySigner: the private key is not a valid secp256k1 key', { cause: undefined, details: { reason: error instanceof Error ? error.name : 'invalid' } })
+  }
   const key = hexToBytes(privateKey)
   const signTransaction = async (transaction: Parameters<LocalAccount['signTransaction']>[0], options?: Parameters<LocalAccount['signTransaction']>[1]) => {
     const type = transaction.type

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { Redis, type RedisOptions } from 'ioredis'
+import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExpiryOptions, RankedEntry, SetOptions, Store } from './store.js'
 
 /** Options of the Redis store: a client of yours, or what to connect to. */
@@ -141,6 +142,7 @@ return 1`
  * const facilitator = createFacilitator({ schemes, store })
  */
 export function createRedisStore(options: RedisStoreOptions = {}): Store {
+  checkTarget(options)
   const owned = !options.client
   const settings: RedisOptions = { ...REDIS_STORE_DEFAULTS, ...options.redis }
   const client = options.client ?? (options.url ? new Redis(options.url, settings) : new Redis(settings))
@@ -255,6 +257,30 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
       // QUIT cannot be sent while disconnected (no offline queue): then just stop reconnecting.
       if (owned) await client.quit().catch(() => client.disconnect())
     },
+  }
+}
+
+/**
+ * A store with nowhere to connect would quietly use 127.0.0.1:6379 and log a connection error
+ * every second: refused when the factory is called, naming the option (never quoting a URL,
+ * which may carry a password).
+ */
+function checkTarget(options: RedisStoreOptions): void {
+  if (options.client) return
+  const redis = options.redis as { host?: unknown; path?: unknown; sentinels?: unknown } | undefined
+  if ('url' in options || !redis) {
+    if (typeof options.url !== 'string' || options.url.trim() === '') {
+      throw new FacilitatorError('misconfigured', 'createRedisStore: `url` is empty or undefined (is REDIS_URL set?); give a redis:// URL, a `client`, or `redis` connection options')
+    }
+    let protocol: string
+    try {
+      protocol = new URL(options.url).protocol
+    } catch {
+      throw new FacilitatorError('misconfigured', 'createRedisStore: `url` is not a URL; expected redis://[user:password@]host[:port][/db]')
+    }
+    if (protocol !== 'redis:' && protocol !== 'rediss:') {
+      throw new FacilitatorError('misconfigured', `createRedisStore: \`url\` must start with redis:// or rediss://, not ${protocol}//`)
+    }
   }
 }
 

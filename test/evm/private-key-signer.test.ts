@@ -67,7 +67,24 @@ describe('privateKeySigner', () => {
     }
   })
 
-  it('refuses a malformed key when it is made, not when it signs', () => {
-    expect(() => privateKeySigner('0x1234')).toThrow()
+  it('refuses a malformed key when it is made, not when it signs, as misconfigured, never quoting the key', () => {
+    const refusal = (key: unknown) => {
+      try {
+        privateKeySigner(key as `0x${string}`)
+      } catch (error) {
+        return error as { code?: string; message: string }
+      }
+      throw new Error('accepted')
+    }
+    expect(refusal(undefined)).toMatchObject({ code: 'misconfigured', message: expect.stringMatching(/no private key was given/) })
+    expect(refusal('')).toMatchObject({ code: 'misconfigured' })
+    expect(refusal('0x1234')).toMatchObject({ code: 'misconfigured', message: expect.stringMatching(/64 hex digits \(6 characters\)/) })
+    const bare = 'ab'.repeat(32)
+    expect(refusal(bare).message).toMatch(/add the 0x prefix/)
+    expect(refusal(bare).message).not.toContain(bare)
+    // 64 hex digits, but not a key of the curve (zero).
+    const zero = `0x${'0'.repeat(64)}`
+    expect(refusal(zero)).toMatchObject({ code: 'misconfigured', message: expect.stringMatching(/not a valid secp256k1 key/) })
+    expect(refusal(zero).message).not.toContain('0'.repeat(64))
   })
 })

@@ -23,6 +23,21 @@ storeConformance('redis store', {
 })
 
 describe('redis store', () => {
+  it('refuses to be made with nowhere to connect, naming the option and never quoting the URL', () => {
+    expect(() => createRedisStore()).toThrow(/`url` is empty or undefined/)
+    expect(() => createRedisStore({ url: undefined })).toThrow(expect.objectContaining({ code: 'misconfigured' }))
+    expect(() => createRedisStore({ url: '  ' })).toThrow(/`url` is empty/)
+    expect(() => createRedisStore({ url: 'not a url' })).toThrow(/`url` is not a URL/)
+    let message = ''
+    try {
+      createRedisStore({ url: 'http://user:hunter2@cache.internal:6379' })
+    } catch (error) {
+      message = (error as Error).message
+    }
+    expect(message).toMatch(/must start with redis:\/\/ or rediss:\/\//)
+    expect(message).not.toContain('hunter2')
+  })
+
   it('claims with an atomic SET NX PX: the key carries its ttl', async () => {
     const store = createRedisStore({ url: server.url, keyPrefix: 'claim:' })
     await store.set('settlement:x', 'claimed', { ifAbsent: true, ttlMs: 30_000 })

@@ -122,4 +122,6 @@ export interface SchemeAdapter {
    * re-sends `raw` when the chain has never seen it, then waits with a bound.
    */
   resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse>
+  /** Releases connections and timers (`facilitator.close()` calls it). Optional. */
+  close?(): Promise<void>
 }

@@ -158,6 +158,13 @@ export interface Facilitator {
   settle(body: unknown): Promise<SettleResponse>
   /** Resolves when every after-hook started so far has finished (for tests and shutdown). */
   drain(): Promise<void>
+  /**
+   * Shuts down: waits for the after-hooks, then releases the adapters' RPC
+   * connections and timers and closes the store. Verifies and settles asked after it
+   * are refused with 503 `server_busy`. Settles still in flight are not waited for: stop taking requests and
+   * let them finish (or answer pending) first.
+   */
+  close(): Promise<void>
 }
 
 /**
@@ -175,14 +182,22 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
   const store = config.store ?? createMemoryStore()
   const pending = new Set<Promise<unknown>>()
   const base = { hooks: config.hooks, timeouts: config.timeouts, onError: config.onError, pending }
+  let closed = false
+  const shuttingDown = () => Promise.reject(new FacilitatorError('server_busy', 'the facilitator is shutting down'))
   return {
     registry,
     store,
     supported: async () => supported(registry, config.extensions),
-    verify: (body) => verify(registry, body, base),
-    settle: (body) => settle(registry, body, { ...base, store, settlement: config.settlement }),
+    verify: (body) => (closed ? shuttingDown() : verify(registry, body, base)),
+    settle: (body) => (closed ? shuttingDown() : settle(registry, body, { ...base, store, settlement: config.settlement })),
     async drain() {
       while (pending.size > 0) await Promise.allSettled([...pending])
+    },
+    async close() {
+      closed = true
+      while (pending.size > 0) await Promise.allSettled([...pending])
+      await Promise.allSettled(config.schemes.map((adapter) => adapter.close?.()))
+      await store.close?.()
     },
   }
 }

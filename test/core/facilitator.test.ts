@@ -344,3 +344,23 @@ describe('settlement identity', () => {
     expect(new Set(answers.map((a) => a.transaction))).toEqual(new Set(['tx-orphan']))
   })
 })
+
+describe('close', () => {
+  it('waits for after-hooks, closes the adapters and the store, then refuses new calls with server_busy', async () => {
+    const adapter = setup()
+    const closed: string[] = []
+    const store = createMemoryStore()
+    let hookDone = false
+    const facilitator = createFacilitator({
+      schemes: [Object.assign(adapter, { close: async () => void closed.push('adapter') })],
+      store: Object.assign(store, { close: async () => void closed.push('store') }),
+      hooks: [{ afterVerify: () => new Promise<void>((resolve) => setTimeout(() => ((hookDone = true), resolve()), 30)) }],
+    })
+    expect((await facilitator.verify(ledgerBody(adapter, { from: payer, to: shop, value: '5', nonce: 'c1' }))).isValid).toBe(true)
+    await facilitator.close()
+    expect(hookDone).toBe(true)
+    expect(closed).toEqual(['adapter', 'store'])
+    await expect(facilitator.verify(ledgerBody(adapter, { from: payer, to: shop, value: '5', nonce: 'c2' }))).rejects.toMatchObject({ code: 'server_busy', status: 503 })
+    await expect(facilitator.settle(ledgerBody(adapter, { from: payer, to: shop, value: '5', nonce: 'c3' }))).rejects.toMatchObject({ code: 'server_busy' })
+  })
+})

@@ -2,6 +2,7 @@
 export type {
   AdapterNetwork,
   BroadcastRecord,
+  PayerSpend,
   PaymentContext,
   SchemeAdapter,
   SettleJournal,
@@ -18,6 +19,7 @@ export {
   type Timeouts,
 } from './core/facilitator.js'
 export type { FacilitatorHooks, HookRejection, PaymentEvent, SettleEvent, VerifyEvent } from './core/hooks.js'
+export { loggingHooks, type Logger } from './core/logging-hooks.js'
 export { createRegistry, type Registry, type RegistryMatch } from './core/registry.js'
 export {
   FAULT_STATUS,

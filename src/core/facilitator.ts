@@ -10,6 +10,7 @@ import { dispatch } from './context.js'
 import { withDeadline } from './deadline.js'
 import type { FacilitatorHooks, PaymentEvent } from './hooks.js'
 import { createRegistry, type Registry } from './registry.js'
+import { loggingHooks, type Logger } from './logging-hooks.js'
 
 /** Time budgets of one call. */
 export interface Timeouts {
@@ -76,7 +77,7 @@ export async function verify(registry: Registry, body: unknown, options: Payment
     }
   } catch (error) {
     const fault = asFault(error, signal)
-    if ('request' in request) notify(options, 'afterVerify', { operation: 'verify', request: request.request, context, result: invalid(fault.code, fault.message), durationMs: performance.now() - started, fault: { code: fault.code } })
+    if ('request' in request) notify(options, 'afterVerify', { operation: 'verify', request: request.request, context, result: invalid(fault.code, fault.message), durationMs: performance.now() - started, fault: { code: fault.code, message: fault.message, status: fault.status } })
     throw fault
   }
   if ('request' in request) notify(options, 'afterVerify', { operation: 'verify', request: request.request, context, result, durationMs: performance.now() - started })
@@ -127,7 +128,7 @@ export async function settle(registry: Registry, body: unknown, options: SettleO
     }
   } catch (error) {
     const fault = asFault(error, signal)
-    if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code } })
+    if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code, message: fault.message, status: fault.status } })
     throw fault
   }
   if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started })
@@ -147,6 +148,12 @@ export interface FacilitatorConfig {
   extensions?: readonly string[]
   /** Receives errors of after-hooks. @default ignore */
   onError?: (error: unknown, where: string) => void
+  /**
+   * A pino-compatible logger (`info`/`warn`/`error(fields, message)`). Faults, pending and
+   * failed settlements and refused payers are logged once each, with structured fields and
+   * no secret; errors of after-hooks too. @default silent
+   */
+  logger?: Logger
 }
 
 /** A facilitator: supported, verify and settle bound to one configuration. */
@@ -181,7 +188,15 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
   const registry = createRegistry(config.schemes)
   const store = config.store ?? createMemoryStore()
   const pending = new Set<Promise<unknown>>()
-  const base = { hooks: config.hooks, timeouts: config.timeouts, onError: config.onError, pending }
+  const logger = config.logger
+  const hooks = logger ? [...(config.hooks ?? []), loggingHooks(logger)] : config.hooks
+  const onError = logger
+    ? (error: unknown, where: string) => {
+        logger.error({ event: 'hook_failed', hook: where, error: error instanceof Error ? error.message : String(error) }, 'an after-hook failed')
+        config.onError?.(error, where)
+      }
+    : config.onError
+  const base = { hooks, timeouts: config.timeouts, onError, pending }
   let closed = false
   const shuttingDown = () => Promise.reject(new FacilitatorError('server_busy', 'the facilitator is shutting down'))
   return {

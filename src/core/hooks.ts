@@ -17,8 +17,8 @@ export interface PaymentEvent<Result> {
   readonly result: Result
   /** Wall time of the operation in milliseconds. */
   readonly durationMs: number
-  /** When the operation ended in a fault rather than an answer. */
-  readonly fault?: { code: string }
+  /** When the operation ended in a fault rather than an answer (the message is safe to show). */
+  readonly fault?: { code: string; message?: string; status?: number }
 }
 
 export type VerifyEvent = PaymentEvent<VerifyResponse>

@@ -1,0 +1,51 @@
+import type { FacilitatorHooks, SettleEvent, VerifyEvent } from './hooks.js'
+
+/** The part of a pino logger the facilitator uses: `logger.warn({ fields }, 'message')`. */
+export interface Logger {
+  info(fields: Record<string, unknown>, message?: string): void
+  warn(fields: Record<string, unknown>, message?: string): void
+  error(fields: Record<string, unknown>, message?: string): void
+}
+
+// Settle outcomes an operator should hear of: money may be moving, or a payer is misbehaving.
+const NOTABLE_SETTLE_REASONS = new Set(['settlement_pending', 'transaction_failed', 'payer_suspended', 'invalid_exact_svm_transaction_expired'])
+
+/**
+ * After-hooks that log what an operator acts on, once per event: faults (5xx as
+ * errors, others as warnings), settlements left pending or failed on chain, and
+ * payers refused after failures. Fields are public data only (network, scheme,
+ * codes, payer and transaction ids, durations): never a signature, a payload or
+ * an RPC URL.
+ *
+ * @example
+ * createFacilitator({ schemes, hooks: [loggingHooks(pino())] }) // or simply { logger: pino() }
+ */
+export function loggingHooks(logger: Logger): FacilitatorHooks {
+  const fieldsOf = (event: VerifyEvent | SettleEvent) => ({
+    operation: event.operation,
+    network: event.context?.network ?? event.request.paymentRequirements.network,
+    scheme: event.context?.scheme ?? event.request.paymentRequirements.scheme,
+    durationMs: Math.round(event.durationMs),
+  })
+  const logFault = (event: VerifyEvent | SettleEvent): boolean => {
+    if (!event.fault) return false
+    const fields = { ...fieldsOf(event), event: 'fault', code: event.fault.code, status: event.fault.status, reason: event.fault.message }
+    if ((event.fault.status ?? 500) >= 500) logger.error(fields, `${event.operation} failed: ${event.fault.code}`)
+    else logger.warn(fields, `${event.operation} refused: ${event.fault.code}`)
+    return true
+  }
+  return {
+    afterVerify(event) {
+      logFault(event)
+    },
+    afterSettle(event) {
+      if (logFault(event)) return
+      const { result } = event
+      if (result.success || !result.errorReason || !NOTABLE_SETTLE_REASONS.has(result.errorReason)) return
+      logger.warn(
+        { ...fieldsOf(event), event: 'settlement_not_landed', code: result.errorReason, payer: result.payer, transaction: result.transaction || undefined, reason: result.errorMessage },
+        `settle answered ${result.errorReason}`,
+      )
+    },
+  }
+}

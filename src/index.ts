@@ -4,6 +4,7 @@ export type {
   BroadcastRecord,
   PayerSpend,
   PaymentContext,
+  ReadinessCheck,
   SchemeAdapter,
   SettleJournal,
 } from './core/adapter.js'

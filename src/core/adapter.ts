@@ -73,6 +73,15 @@ export interface PayerSpend {
   readonly balance: bigint
 }
 
+/** One line of a readiness report. */
+export interface ReadinessCheck {
+  /** What was checked, e.g. `rpc eip155:8453`, `signer 0xabc… eip155:8453`, `store`. */
+  readonly name: string
+  readonly ok: boolean
+  /** What was seen, or why it failed (never a secret or an RPC URL). */
+  readonly detail?: string
+}
+
 /** A settlement slot held on a signer; `release` frees it (idempotent). */
 export interface SettleReservation {
   release(): void
@@ -122,6 +131,12 @@ export interface SchemeAdapter {
    * re-sends `raw` when the chain has never seen it, then waits with a bound.
    */
   resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse>
+  /**
+   * Checks that what this adapter depends on answers as configured (the RPC with the
+   * expected chain, contracts where configured, signers' gas money), one line per check,
+   * for `GET /readyz`. Never throws: a failed check is `ok: false`. Optional.
+   */
+  readiness?(signal: AbortSignal): Promise<ReadinessCheck[]>
   /** Releases connections and timers (`facilitator.close()` calls it). Optional. */
   close?(): Promise<void>
 }

@@ -5,7 +5,7 @@ import { parsePaymentRequest } from '../schemas/parse-request.js'
 import { settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
 import { createMemoryStore } from '../stores/memory-store.js'
 import type { Store } from '../stores/store.js'
-import type { PaymentContext, SchemeAdapter } from './adapter.js'
+import type { PaymentContext, ReadinessCheck, SchemeAdapter } from './adapter.js'
 import { dispatch } from './context.js'
 import { withDeadline } from './deadline.js'
 import type { FacilitatorHooks, PaymentEvent } from './hooks.js'
@@ -166,6 +166,12 @@ export interface Facilitator {
   /** Resolves when every after-hook started so far has finished (for tests and shutdown). */
   drain(): Promise<void>
   /**
+   * Whether the facilitator can serve payments now: the store answers a write and a
+   * read, and each adapter's own checks pass (RPC and chain id, contracts, signer gas
+   * money). Bounded by `timeoutMs` (default 5 s); a check past it is not ready.
+   */
+  readiness(timeoutMs?: number): Promise<{ ready: boolean; checks: ReadinessCheck[] }>
+  /**
    * Shuts down: waits for the after-hooks, then releases the adapters' RPC
    * connections and timers and closes the store. Verifies and settles asked after it
    * are refused with 503 `server_busy`. Settles still in flight are not waited for: stop taking requests and
@@ -207,6 +213,25 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
     settle: (body) => (closed ? shuttingDown() : settle(registry, body, { ...base, store, settlement: config.settlement })),
     async drain() {
       while (pending.size > 0) await Promise.allSettled([...pending])
+    },
+    async readiness(timeoutMs = 5_000) {
+      const signal = AbortSignal.timeout(timeoutMs)
+      const storeCheck = async (): Promise<ReadinessCheck[]> => {
+        const key = `readiness:${process.pid}:${Math.random().toString(36).slice(2)}`
+        try {
+          await withDeadline(store.set(key, '1', { ttlMs: 10_000 }), signal)
+          const read = await withDeadline(store.get(key), signal)
+          return [{ name: 'store', ok: read === '1', ...(read === '1' ? {} : { detail: 'a value written was not read back' }) }]
+        } catch {
+          return [{ name: 'store', ok: false, detail: signal.aborted ? `no answer within ${timeoutMs} ms` : 'the store failed a write or a read' }]
+        }
+      }
+      const adapterChecks = (adapter: SchemeAdapter): Promise<ReadinessCheck[]> =>
+        adapter.readiness
+          ? withDeadline(adapter.readiness(signal), signal).catch(() => [{ name: `${adapter.scheme} ${adapter.family}`, ok: false, detail: `no answer within ${timeoutMs} ms` }])
+          : Promise.resolve([])
+      const checks = (await Promise.all([storeCheck(), ...config.schemes.map(adapterChecks)])).flat()
+      return { ready: !closed && checks.every((check) => check.ok), checks }
     },
     async close() {
       closed = true

@@ -123,3 +123,25 @@ describe('createNodeServer', () => {
     expect(() => createNodeServer(handler, { headersTimeoutMs: 5_000, requestTimeoutMs: 1_000 })).toThrow(/headersTimeoutMs/)
   })
 })
+
+describe('health routes', () => {
+  it('healthz answers 200; readyz answers 200 with a line per check, and 503 naming the store when it fails', async () => {
+    const { createMemoryStore } = await import('../../src/index.js')
+    const { healthRoutes } = await import('../../src/http/index.js')
+    const adapter = createLedgerAdapter()
+    const good = createFacilitator({ schemes: [adapter] })
+    const handler = createHandler(good, { routes: healthRoutes(good), authenticate: () => false })
+    expect((await handler(new Request('http://x/healthz'))).status).toBe(200)
+    const ready = await handler(new Request('http://x/readyz'))
+    expect(ready.status).toBe(200)
+    expect(await ready.json()).toEqual({ status: 'ready', checks: [{ name: 'store', ok: true }] })
+
+    const failing = { ...createMemoryStore(), set: () => Promise.reject(new Error('redis://:password@host down')) }
+    const bad = createFacilitator({ schemes: [adapter], store: failing })
+    const answer = await createHandler(bad, { routes: healthRoutes(bad) })(new Request('http://x/readyz'))
+    expect(answer.status).toBe(503)
+    const text = await answer.text()
+    expect(JSON.parse(text)).toEqual({ status: 'not_ready', checks: [{ name: 'store', ok: false, detail: 'the store failed a write or a read' }] })
+    expect(text).not.toContain('password')
+  })
+})

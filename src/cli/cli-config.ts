@@ -1,0 +1,257 @@
+import { describeNetwork } from '../networks/networks.js'
+
+/** One variable the command reads, as `--help` lists it. */
+export interface EnvVariable {
+  readonly name: string
+  readonly description: string
+  readonly example?: string
+  readonly default?: string
+}
+
+/**
+ * Every variable `x402-facilitator` reads. `<NETWORK>` is a network name in
+ * capitals with other characters as `_`: `BASE`, `BASE_SEPOLIA`, `EIP155_8453`,
+ * `SOLANA_DEVNET`.
+ */
+export const ENV_VARIABLES: readonly EnvVariable[] = [
+  { name: 'NETWORKS', description: 'networks to serve, comma-separated: v1 names or CAIP-2 ids', example: 'base,solana' },
+  { name: 'RPC_URL_<NETWORK>', description: 'JSON-RPC URL(s) of a network, comma-separated (tried in order); may carry an API key, never logged', example: 'RPC_URL_BASE=https://base-mainnet.example/v2/KEY' },
+  { name: 'EVM_PRIVATE_KEYS', description: 'settlement keys of the EVM networks, comma-separated 0x-prefixed 32-byte hex (keep only gas money on them)' },
+  { name: 'SOLANA_FEE_PAYER_KEYS', description: 'fee payers of the Solana networks: a 64-byte keypair as solana-keygen writes it (JSON array), a JSON array of such, or comma-separated base58 keypairs' },
+  { name: 'ASSETS_<NETWORK>', description: 'tokens accepted on a network besides its built-in USDC, comma-separated (EVM: address:name:version, the EIP-712 domain; Solana: mint)', example: 'ASSETS_BASE=0xabc…:My Token:1' },
+  { name: 'RESTRICT_ASSETS', description: 'accept only the built-in and listed tokens (false: any token, at your gas)', default: 'true' },
+  { name: 'HOST', description: 'address to listen on', default: '0.0.0.0' },
+  { name: 'PORT', description: 'port of /supported, /verify, /settle, /healthz, /readyz, /metrics', default: '4020' },
+  { name: 'STATS_PORT', description: 'port of the public statistics and catalog (/public/stats, /public/resources, /discovery/resources); unset: served on PORT' },
+  { name: 'STORE_URL', description: 'redis://… (several instances), or memory (one process, forgets on restart)', default: 'memory' },
+  { name: 'API_TOKENS', description: 'bearer tokens for /verify, /settle and /metrics, comma-separated, each name:token (the name keys the rate limits); unset: open to anyone' },
+  { name: 'RATE_LIMIT_VERIFY', description: 'verifies a client may ask per minute (0: no limit)', default: '600' },
+  { name: 'RATE_LIMIT_SETTLE', description: 'settles a client may ask per minute (0: no limit)', default: '120' },
+  { name: 'TRUST_PROXY', description: 'take the client address from X-Forwarded-For (only behind a proxy that sets it)', default: 'false' },
+  { name: 'MAX_IN_FLIGHT_SETTLES_PER_SIGNER', description: 'settlements one signer may have in flight; past it 503 signer_busy', default: '256' },
+  { name: 'SHUTDOWN_TIMEOUT_MS', description: 'on SIGTERM, how long in-flight requests may finish before the process exits', default: '30000' },
+  { name: 'LOG_LEVEL', description: 'pino level: fatal, error, warn, info, debug, trace, silent', default: 'info' },
+]
+
+/** A network the command serves, with its URLs and accepted tokens. */
+export interface CliNetwork {
+  readonly name: string
+  readonly family: 'eip155' | 'solana'
+  readonly rpcUrls: readonly string[]
+  readonly assets: readonly string[]
+}
+
+/** The command's configuration, every variable checked. */
+export interface CliConfig {
+  readonly networks: readonly CliNetwork[]
+  readonly evmPrivateKeys: readonly `0x${string}`[]
+  /** 64-byte Solana keypairs. */
+  readonly solanaFeePayerKeys: readonly Uint8Array[]
+  readonly restrictAssets: boolean
+  readonly host: string
+  readonly port: number
+  readonly statsPort: number | undefined
+  readonly storeUrl: string
+  readonly apiTokens: ReadonlyMap<string, string>
+  readonly rateLimitVerify: number
+  readonly rateLimitSettle: number
+  readonly trustProxy: boolean
+  readonly maxInFlightSettlesPerSigner: number
+  readonly shutdownTimeoutMs: number
+  readonly logLevel: string
+}
+
+/** The outcome of reading the environment: the configuration, or one line per problem. */
+export type CliConfigResult = { ok: true; config: CliConfig } | { ok: false; problems: string[] }
+
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+
+/** `<NETWORK>` of a variable name: `base-sepolia` → `BASE_SEPOLIA`, `eip155:8453` → `EIP155_8453`. */
+export function networkVariableSuffix(network: string): string {
+  return network.toUpperCase().replace(/[^A-Z0-9]/g, '_')
+}
+
+/**
+ * Reads and checks the environment. Problems name the variable and what is wrong
+ * with it, and never quote a key, a token or a URL (they may carry secrets).
+ *
+ * @example
+ * const result = readCliConfig(process.env)
+ * if (!result.ok) for (const problem of result.problems) console.error(problem)
+ */
+export function readCliConfig(env: Readonly<Record<string, string | undefined>>): CliConfigResult {
+  const problems: string[] = []
+  const text = (name: string) => {
+    const value = env[name]?.trim()
+    return value === undefined || value === '' ? undefined : value
+  }
+  const list = (name: string) => (text(name) ?? '').split(',').map((part) => part.trim()).filter((part) => part !== '')
+  const integer = (name: string, fallback: number, min: number, max: number) => {
+    const value = text(name)
+    if (value === undefined) return fallback
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max}`)
+      return fallback
+    }
+    return Number(value)
+  }
+  const boolean = (name: string, fallback: boolean) => {
+    const value = text(name)?.toLowerCase()
+    if (value === undefined) return fallback
+    if (['true', '1', 'yes'].includes(value)) return true
+    if (['false', '0', 'no'].includes(value)) return false
+    problems.push(`${name} must be true or false`)
+    return fallback
+  }
+
+  const networks: CliNetwork[] = []
+  const names = list('NETWORKS')
+  if (names.length === 0) problems.push('NETWORKS is missing: name the networks to serve, e.g. NETWORKS=base,solana')
+  for (const name of names) {
+    const info = describeNetwork(name)
+    if (!info) {
+      problems.push(`NETWORKS names an unknown network "${name.slice(0, 40)}" (use a v1 name such as base or solana-devnet, or a CAIP-2 id such as eip155:8453)`)
+      continue
+    }
+    const suffix = networkVariableSuffix(name)
+    const urls = list(`RPC_URL_${suffix}`)
+    if (urls.length === 0) problems.push(`RPC_URL_${suffix} is missing: the JSON-RPC URL of ${name}`)
+    for (const [index, url] of urls.entries()) {
+      let protocol = ''
+      try {
+        protocol = new URL(url).protocol
+      } catch {
+        protocol = ''
+      }
+      if (protocol !== 'http:' && protocol !== 'https:') problems.push(`RPC_URL_${suffix} (URL ${index + 1}) is not an http:// or https:// URL`)
+    }
+    const assets = list(`ASSETS_${suffix}`)
+    for (const asset of assets) {
+      const ok = info.family === 'eip155' ? /^0x[0-9a-fA-F]{40}:[^:]+:[^:]+$/.test(asset) : /^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(asset)
+      if (!ok) problems.push(`ASSETS_${suffix} has an entry that is not ${info.family === 'eip155' ? 'address:name:version' : 'a base58 mint address'}`)
+    }
+    networks.push({ name, family: info.family, rpcUrls: urls, assets })
+  }
+
+  const evmPrivateKeys = list('EVM_PRIVATE_KEYS')
+  const evm = networks.some((network) => network.family === 'eip155')
+  if (evm && evmPrivateKeys.length === 0) problems.push('EVM_PRIVATE_KEYS is missing: at least one settlement key for the EVM networks')
+  evmPrivateKeys.forEach((key, index) => {
+    if (!/^0x[0-9a-fA-F]{64}$/.test(key)) problems.push(`EVM_PRIVATE_KEYS (key ${index + 1}) is not 0x followed by 64 hex digits`)
+  })
+
+  const solana = networks.some((network) => network.family === 'solana')
+  const solanaKeys = readSolanaKeys(text('SOLANA_FEE_PAYER_KEYS'), problems)
+  if (solana && solanaKeys.length === 0 && !problems.some((p) => p.startsWith('SOLANA_FEE_PAYER_KEYS'))) {
+    problems.push('SOLANA_FEE_PAYER_KEYS is missing: at least one fee payer keypair for the Solana networks')
+  }
+
+  const storeUrl = text('STORE_URL') ?? 'memory'
+  if (storeUrl !== 'memory' && !/^rediss?:\/\//.test(storeUrl)) problems.push('STORE_URL must be memory or a redis:// or rediss:// URL')
+
+  const apiTokens = new Map<string, string>()
+  list('API_TOKENS').forEach((entry, index) => {
+    const at = entry.indexOf(':')
+    const name = entry.slice(0, at)
+    const token = entry.slice(at + 1)
+    if (at <= 0 || token.length < 16) problems.push(`API_TOKENS (entry ${index + 1}) must be name:token with a token of at least 16 characters`)
+    else apiTokens.set(token, name)
+  })
+
+  const logLevel = text('LOG_LEVEL') ?? 'info'
+  if (!LOG_LEVELS.has(logLevel)) problems.push(`LOG_LEVEL must be one of ${[...LOG_LEVELS].join(', ')}`)
+  const port = integer('PORT', 4020, 0, 65_535)
+  const statsPortText = text('STATS_PORT')
+  const statsPort = statsPortText === undefined ? undefined : integer('STATS_PORT', 0, 0, 65_535)
+
+  const config: CliConfig = {
+    networks,
+    evmPrivateKeys: evmPrivateKeys as `0x${string}`[],
+    solanaFeePayerKeys: solanaKeys,
+    restrictAssets: boolean('RESTRICT_ASSETS', true),
+    host: text('HOST') ?? '0.0.0.0',
+    port,
+    statsPort,
+    storeUrl,
+    apiTokens,
+    rateLimitVerify: integer('RATE_LIMIT_VERIFY', 600, 0, 1_000_000),
+    rateLimitSettle: integer('RATE_LIMIT_SETTLE', 120, 0, 1_000_000),
+    trustProxy: boolean('TRUST_PROXY', false),
+    maxInFlightSettlesPerSigner: integer('MAX_IN_FLIGHT_SETTLES_PER_SIGNER', 256, 1, 100_000),
+    shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
+    logLevel,
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, config }
+}
+
+/** Solana keypairs from a JSON byte array, a JSON array of them, or comma-separated base58. */
+function readSolanaKeys(value: string | undefined, problems: string[]): Uint8Array[] {
+  if (value === undefined) return []
+  const fail = (why: string) => {
+    problems.push(`SOLANA_FEE_PAYER_KEYS ${why}`)
+    return []
+  }
+  if (value.startsWith('[')) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(value)
+    } catch {
+      return fail('is not valid JSON')
+    }
+    const arrays = Array.isArray(parsed) && parsed.every((item) => Array.isArray(item)) ? (parsed as unknown[][]) : [parsed as unknown[]]
+    const keys: Uint8Array[] = []
+    for (const [index, array] of arrays.entries()) {
+      if (!Array.isArray(array) || array.length !== 64 || !array.every((byte) => Number.isInteger(byte) && (byte as number) >= 0 && (byte as number) <= 255)) {
+        return fail(`(key ${index + 1}) must be 64 bytes, as solana-keygen writes a keypair`)
+      }
+      keys.push(Uint8Array.from(array as number[]))
+    }
+    return keys
+  }
+  const keys: Uint8Array[] = []
+  for (const [index, part] of value.split(',').map((p) => p.trim()).filter(Boolean).entries()) {
+    const bytes = decodeBase58(part)
+    if (!bytes || bytes.length !== 64) return fail(`(key ${index + 1}) must be a 64-byte keypair in base58 or a JSON byte array`)
+    keys.push(bytes)
+  }
+  return keys
+}
+
+const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+
+function decodeBase58(text: string): Uint8Array | undefined {
+  let value = 0n
+  for (const char of text) {
+    const digit = BASE58.indexOf(char)
+    if (digit < 0) return undefined
+    value = value * 58n + BigInt(digit)
+  }
+  const bytes: number[] = []
+  while (value > 0n) {
+    bytes.unshift(Number(value & 0xffn))
+    value >>= 8n
+  }
+  for (const char of text) {
+    if (char !== '1') break
+    bytes.unshift(0)
+  }
+  return Uint8Array.from(bytes)
+}
+
+/** The text of `--help`. */
+export function helpText(): string {
+  const lines = [
+    'x402-facilitator: an x402 payment facilitator (verify and settle payments on EVM chains and Solana)',
+    '',
+    'Usage: x402-facilitator [--help]',
+    '',
+    'Configured from environment variables:',
+    '',
+  ]
+  for (const variable of ENV_VARIABLES) {
+    lines.push(`  ${variable.name}${variable.default === undefined ? '' : ` (default ${variable.default})`}`)
+    lines.push(`      ${variable.description}${variable.example ? `; e.g. ${variable.example}` : ''}`)
+  }
+  lines.push('', 'Routes: GET /supported, POST /verify, POST /settle, GET /healthz, GET /readyz, GET /metrics;', 'public: GET /public/stats, /public/resources, /discovery/resources.')
+  return lines.join('\n')
+}

@@ -1,0 +1,182 @@
+#!/usr/bin/env node
+import type { Server } from 'node:http'
+import { createFacilitator, type Facilitator } from '../core/facilitator.js'
+import type { SchemeAdapter } from '../core/adapter.js'
+import type { Logger } from '../core/logging-hooks.js'
+import { createCatalog } from '../catalog/catalog.js'
+import { createHandler, type ExtraRoute } from '../http/handler.js'
+import { healthRoutes } from '../http/health-routes.js'
+import { createNodeServer } from '../http/node-server.js'
+import { createPublicStats } from '../stats/public-stats.js'
+import { createMemoryStore } from '../stores/memory-store.js'
+import type { Store } from '../stores/store.js'
+import { helpText, readCliConfig, type CliConfig } from './cli-config.js'
+
+/** A module the command loads only when the configuration needs it, with what to install. */
+async function load<T>(specifier: string, why: string, install: string): Promise<T> {
+  try {
+    return (await import(specifier)) as T
+  } catch (error) {
+    const missing = (error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' || (error as { code?: string }).code === 'MODULE_NOT_FOUND'
+    throw new StartupError(missing ? `${why} needs ${specifier}: npm install ${install}` : `${why}: ${specifier} failed to load`)
+  }
+}
+
+/** A refusal to start: printed as one line, without a stack trace. */
+class StartupError extends Error {}
+
+async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAdapter[]> {
+  const schemes: SchemeAdapter[] = []
+  const evmNetworks = config.networks.filter((network) => network.family === 'eip155')
+  if (evmNetworks.length > 0) {
+    const evm = await load<typeof import('../evm/index.js')>('x402-facilitator/evm', 'an EVM network', 'viem')
+    schemes.push(
+      evm.exactEvm({
+        networks: evmNetworks.map((network) => ({
+          network: network.name,
+          rpcUrls: network.rpcUrls,
+          restrictAssets: config.restrictAssets,
+          assets: network.assets.map((entry) => {
+            const [address, name, version] = entry.split(':') as [`0x${string}`, string, string]
+            return { address, name, version }
+          }),
+        })),
+        signers: config.evmPrivateKeys.map((key) => evm.privateKeySigner(key)),
+        maxInFlightSettlesPerSigner: config.maxInFlightSettlesPerSigner,
+      }),
+    )
+  }
+  const solanaNetworks = config.networks.filter((network) => network.family === 'solana')
+  if (solanaNetworks.length > 0) {
+    const svm = await load<typeof import('../svm/index.js')>('x402-facilitator/svm', 'a Solana network', '@solana/kit @solana-program/token @solana-program/compute-budget @solana-program/system')
+    const kit = await load<typeof import('@solana/kit')>('@solana/kit', 'a Solana network', '@solana/kit')
+    const feePayers = []
+    for (const [index, key] of config.solanaFeePayerKeys.entries()) {
+      try {
+        feePayers.push(await kit.createKeyPairSignerFromBytes(key))
+      } catch {
+        throw new StartupError(`SOLANA_FEE_PAYER_KEYS (key ${index + 1}) is not a valid Ed25519 keypair (its public half does not match its secret)`)
+      }
+    }
+    schemes.push(
+      svm.exactSvm({
+        networks: solanaNetworks.map((network) => ({ network: network.name, rpcUrls: network.rpcUrls, restrictAssets: config.restrictAssets, assets: network.assets })),
+        feePayers,
+        maxInFlightSettlesPerSigner: config.maxInFlightSettlesPerSigner,
+      }),
+    )
+  }
+  logger.info({ event: 'configured', networks: config.networks.map((network) => network.name), restrictAssets: config.restrictAssets }, 'facilitator configured')
+  return schemes
+}
+
+async function buildStore(config: CliConfig): Promise<Store> {
+  if (config.storeUrl === 'memory') return createMemoryStore()
+  const redis = await load<typeof import('../stores/redis-store.js')>('x402-facilitator/stores/redis', 'STORE_URL=redis://…', 'ioredis')
+  return redis.createRedisStore({ url: config.storeUrl })
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      const address = server.address()
+      resolve(typeof address === 'object' && address ? address.port : port)
+    })
+  })
+}
+
+/**
+ * Runs the facilitator from the environment until SIGTERM or SIGINT. Answers the
+ * process exit code: 0 after a clean shutdown, 1 when it refused to start.
+ */
+export async function main(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${helpText()}\n`)
+    return 0
+  }
+  const read = readCliConfig(env)
+  if (!read.ok) {
+    for (const problem of read.problems) process.stderr.write(`x402-facilitator: ${problem}\n`)
+    process.stderr.write('x402-facilitator: not started; run with --help for every variable\n')
+    return 1
+  }
+  const config = read.config
+  let facilitator: Facilitator | undefined
+  try {
+    const { pino } = await load<typeof import('pino')>('pino', 'logging', 'pino')
+    const logger = pino({ level: config.logLevel, base: { service: 'x402-facilitator' } })
+    const { createMetrics } = await load<typeof import('../ops/metrics.js')>('x402-facilitator/metrics', 'metrics', 'prom-client')
+    const metrics = createMetrics({ processMetrics: true })
+    const store = await buildStore(config)
+    const stats = createPublicStats({ store })
+    const catalog = createCatalog({ store })
+    facilitator = createFacilitator({ schemes: await buildSchemes(config, logger), store, hooks: [stats.hooks, catalog.hooks, metrics.hooks], logger })
+    const publicRoutes: ExtraRoute[] = [stats.route(), ...catalog.routes()]
+    const tokens = config.apiTokens
+    const handler = createHandler(facilitator, {
+      routes: [...healthRoutes(facilitator), metrics.route(), ...(config.statsPort === undefined ? publicRoutes : [])],
+      ...(tokens.size > 0
+        ? {
+            authenticate: (request: Request) => {
+              const token = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1]
+              const name = token === undefined ? undefined : tokens.get(token)
+              return name === undefined ? false : { clientId: name }
+            },
+          }
+        : {}),
+      ...(config.rateLimitVerify > 0 || config.rateLimitSettle > 0
+        ? {
+            rateLimit: {
+              store,
+              ...(config.rateLimitVerify > 0 ? { verify: { limit: config.rateLimitVerify, windowMs: 60_000 } } : {}),
+              ...(config.rateLimitSettle > 0 ? { settle: { limit: config.rateLimitSettle, windowMs: 60_000 } } : {}),
+            },
+          }
+        : {}),
+      ...(config.trustProxy ? { clientAddress: (request: Request) => request.headers.get('x-forwarded-for')?.split(',')[0]?.trim() || undefined } : {}),
+      onError: (fault) => logger.error({ event: 'http_fault', code: fault.code, status: fault.status, reason: fault.message }, 'request failed'),
+    })
+    const servers: Server[] = [createNodeServer(handler)]
+    const port = await listen(servers[0]!, config.port, config.host)
+    let statsPort: number | undefined
+    if (config.statsPort !== undefined) {
+      const statsServer = createNodeServer(stats.handler({ routes: catalog.routes() }))
+      servers.push(statsServer)
+      statsPort = await listen(statsServer, config.statsPort, config.host)
+    }
+    logger.info({ event: 'listening', host: config.host, port, statsPort }, `facilitator listening on ${config.host}:${port}`)
+
+    const signal = await new Promise<string>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'))
+      process.once('SIGINT', () => resolve('SIGINT'))
+    })
+    logger.info({ event: 'shutting_down', signal }, 'stopping: no new connections; in-flight requests may finish')
+    // Stop accepting; requests in flight (a settle waits for its confirmation or answers pending within its budget) finish.
+    const closing = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
+    for (const server of servers) server.closeIdleConnections()
+    const timedOut = await Promise.race([closing.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownTimeoutMs).unref())])
+    if (timedOut) {
+      logger.warn({ event: 'shutdown_timeout', timeoutMs: config.shutdownTimeoutMs }, 'requests still in flight at the shutdown bound were cut')
+      for (const server of servers) server.closeAllConnections()
+    }
+    await facilitator.close()
+    metrics.close()
+    logger.info({ event: 'stopped' }, 'stopped')
+    return 0
+  } catch (error) {
+    const message = error instanceof StartupError || (error instanceof Error && error.name === 'FacilitatorError') ? error.message : 'an unexpected error stopped the start (set LOG_LEVEL=debug for details)'
+    if (env.LOG_LEVEL === 'debug' && !(error instanceof StartupError)) process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+    process.stderr.write(`x402-facilitator: ${message}\n`)
+    await facilitator?.close().catch(() => undefined)
+    return 1
+  }
+}
+
+// Run when executed as the package's bin (not when imported by a test).
+if (process.argv[1] && /(?:^|[\\/])(?:cli\.(?:c?js|ts)|x402-facilitator)$/.test(process.argv[1])) {
+  void main(process.argv.slice(2), process.env).then((code) => {
+    process.exitCode = code
+  })
+}

@@ -156,6 +156,11 @@ async function main(): Promise<void> {
   detail('fee payer', `${sol.feePayer.address}  (the facilitator's)`)
 
   console.log('\nServers')
+  // The paid API listens first: the catalog pins its /weather to the payTo of each network, since an
+  // unpinned URL keeps only the first payTo paid (docs/catalog.md) and this one has two.
+  const app = express()
+  const shop = await listen(app)
+  track('paid API', () => shop.close())
   // The test tokens stand in for USDC: price them so statistics and catalog show dollars.
   const assets = createAssetTable([
     { network: EVM_NETWORK, address: world.token.address, symbol: 'USDC', decimals: DECIMALS, usdPrice: 1 },
@@ -163,7 +168,7 @@ async function main(): Promise<void> {
   ])
   const store = createMemoryStore()
   const stats = createPublicStats({ store, assets, cacheSeconds: 0 })
-  const catalog = createCatalog({ store, assets, ttlSeconds: 0 })
+  const catalog = createCatalog({ store, assets, ttlSeconds: 0, resources: [{ url: `${shop.url}/weather`, payTo: [world.payTo, sol.payTo] }] })
   const verifications: VerifyEvent[] = []
   const settlements: SettleEvent[] = []
   const facilitator = createFacilitator({
@@ -188,11 +193,10 @@ async function main(): Promise<void> {
   for (const kind of supported.kinds) detail(`kind v${kind.x402Version}`, `${kind.scheme} ${kind.network}${kind.extra?.feePayer ? `  feePayer ${short(String(kind.extra.feePayer))}` : ''}`)
   for (const [family, signers] of Object.entries(supported.signers)) detail(`signers ${family}`, signers.map(short).join(', '))
 
-  const shop = await step('paid API: Express + official @x402/express (v2)', async () => {
+  await step('paid API: Express + official @x402/express (v2)', async () => {
     const server = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorServer.url }))
       .register(EVM_NETWORK, new ExactEvmServerScheme())
       .register(SOLANA_DEVNET, new ExactSvmServerScheme())
-    const app = express()
     app.use(
       paymentMiddleware(
         {
@@ -214,9 +218,6 @@ async function main(): Promise<void> {
       ),
     )
     app.get('/weather', (_req, res) => void res.json({ weather: 'sunny', temperatureC: 21 }))
-    const listening = await listen(app)
-    track('paid API', () => listening.close())
-    return listening
   })
   detail('url', `${shop.url}/weather  (facilitator: ${facilitatorServer.url})`)
 

@@ -5,6 +5,7 @@ import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import type { Store } from '../stores/store.js'
 import { usdValue } from '../stats/token-units.js'
 import { isRecord } from '../schemas/parse-request.js'
+import { catalogPayToKey, createPayToBinding, type PayToPin } from './payto-binding.js'
 import { resourceId } from './resource-name.js'
 
 /**
@@ -14,6 +15,7 @@ import { resourceId } from './resource-name.js'
  * - `catalog:t:<id>`     text fields: url, description, mimeType, serviceName, iconUrl,
  *                        lastCalledAt, x402Version, scheme/network/asset of the latest payment,
  *                        `accepts|<scheme>|<network>` (JSON), bazaar (JSON)
+ * - `catalog:payto:<id>` the payTo the entry is bound to (see payto-binding.ts)
  * - `catalog:once:<network>:<tx>` guards against counting a repeated settle twice
  */
 export const CATALOG_INDEX_KEY = 'catalog:index'
@@ -37,6 +39,8 @@ export interface CatalogRecorderOptions {
   dedupeTtlMs?: number
   /** Clock in milliseconds. @default Date.now */
   now?: () => number
+  /** Resources whose payTo the operator fixes; the others are bound to the first payTo a payment settled to. */
+  resources?: readonly PayToPin[]
 }
 
 /**
@@ -50,6 +54,10 @@ export interface CatalogRecorderOptions {
  * nothing, so counting them would let anyone lower a resource's score for
  * free. For the same reason only a successful payment can create an entry.
  *
+ * Only payments to the entry's own payTo count (see `createPayToBinding`), and
+ * what they describe (description, name, requirements) is taken from those
+ * that settled: a failed payment counts as a call and nothing else.
+ *
  * @example
  * const facilitator = createFacilitator({ schemes, store, hooks: [createCatalogRecorder({ store })] })
  */
@@ -59,6 +67,7 @@ export function createCatalogRecorder(options: CatalogRecorderOptions): Facilita
   const assets = options.assets ?? createAssetTable()
   const now = options.now ?? Date.now
   const dedupeTtlMs = options.dedupeTtlMs ?? 7 * 86_400_000
+  const binding = createPayToBinding(store, options.resources)
 
   return {
     async afterSettle(event: SettleEvent) {
@@ -68,11 +77,17 @@ export function createCatalogRecorder(options: CatalogRecorderOptions): Facilita
       const found = describeResource(context)
       if (!found) return
       if (!(await store.set(onceKey(context.network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) return
-      if (!result.success && (await store.readTextFields(catalogTextKey(found.id))).url === undefined) return
+      const claim = await binding.claim(found.id, context.payTo, result.success)
+      if (claim === 'ignored') return
+      // Payments racing a takeover on other instances may lose their count: it happens once per pin.
+      if (claim === 'takeover') await Promise.all([store.delete(catalogCountsKey(found.id)), store.delete(catalogTextKey(found.id))])
+      else if (!result.success && (await store.readTextFields(catalogTextKey(found.id))).url === undefined) return
 
-      const { evicted } = await store.incrementRanked(CATALOG_INDEX_KEY, found.id, 1, { cap })
-      await Promise.all(evicted.flatMap((id) => [store.delete(catalogCountsKey(id)), store.delete(catalogTextKey(id))]))
+      const { score, evicted } = await store.incrementRanked(CATALOG_INDEX_KEY, found.id, 1, { cap })
+      await Promise.all(evicted.flatMap((id) => [store.delete(catalogCountsKey(id)), store.delete(catalogTextKey(id)), store.delete(catalogPayToKey(id))]))
       if (evicted.includes(found.id)) return
+      // The pinned payTo starts from one call: the rank the other payTo earned is not its own.
+      if (claim === 'takeover' && score !== 1) await store.incrementRanked(CATALOG_INDEX_KEY, found.id, 1 - score)
 
       const usd = result.success ? usdValue(context.amount, assets.find(context.network, context.asset)) : undefined
       const { requirements } = context
@@ -84,16 +99,22 @@ export function createCatalogRecorder(options: CatalogRecorderOptions): Facilita
           // Which network the listing shows: the one the resource is paid on most.
           ...(result.success ? { [paidOnKey(context.network)]: 1 } : {}),
         }),
-        store.setTextFields(catalogTextKey(found.id), {
-          ...found.text,
-          lastCalledAt: String(now()),
-          x402Version: String(context.x402Version),
-          scheme: context.scheme,
-          network: context.network,
-          asset: context.asset,
-          // The latest requirements per (scheme, network): what a client would pay today.
-          [`accepts|${context.scheme}|${context.wireNetwork}`]: JSON.stringify({ ...requirements }),
-        }),
+        store.setTextFields(
+          catalogTextKey(found.id),
+          // What the payment describes comes from payers and resource servers: only a settled payment may say it.
+          result.success
+            ? {
+                ...found.text,
+                lastCalledAt: String(now()),
+                x402Version: String(context.x402Version),
+                scheme: context.scheme,
+                network: context.network,
+                asset: context.asset,
+                // The latest requirements per (scheme, network): what a client would pay today.
+                [`accepts|${context.scheme}|${context.wireNetwork}`]: JSON.stringify({ ...requirements }),
+              }
+            : { lastCalledAt: String(now()) },
+        ),
       ])
     },
   }

@@ -8,6 +8,7 @@ import { publicError, publicJson } from '../stats/public-response.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { formatLastCalled, formatUsdCompact } from './catalog-format.js'
 import { CATALOG_INDEX_KEY, catalogCountsKey, catalogTextKey, createCatalogRecorder, paidOnKey, type CatalogRecorderOptions } from './catalog-recorder.js'
+import { createPayToBinding } from './payto-binding.js'
 import { discoveryQuerySchema, type CatalogListing, type CatalogResource, type DiscoveryQuery, type DiscoveryResponse } from './catalog-schema.js'
 import { toDiscoveryResponse } from './discovery.js'
 import { resourceId, resourceName } from './resource-name.js'
@@ -23,6 +24,12 @@ export interface CatalogResourceConfig {
   jobsUrl?: string
   /** Lets a resource be listed before its first payment. */
   paymentRequirements?: { scheme: string; network: string; asset: string }
+  /**
+   * The resource's payTo, or one per network when they differ (an EVM and a Solana address):
+   * only payments to these count. Without it, the first payTo a payment settled to is kept.
+   * @default bound by the first settled payment
+   */
+  payTo?: string | readonly string[]
 }
 
 /** Options of `createCatalog`. */
@@ -111,6 +118,7 @@ export function createCatalog(options: CatalogOptions): CatalogService {
   const cap = options.maxResources ?? 1000
   const minCalls = options.minCallsForRate ?? 3
   const hooks = createCatalogRecorder({ ...options, now })
+  const binding = createPayToBinding(store, options.resources)
   const configured = new Map<string, CatalogResourceConfig>()
   for (const config of options.resources ?? []) {
     const id = resourceId(config.url)
@@ -120,11 +128,19 @@ export function createCatalog(options: CatalogOptions): CatalogService {
   async function build(): Promise<CatalogSnapshot> {
     const builtAt = now()
     const ranked = await store.readRanked(CATALOG_INDEX_KEY, { limit: cap })
-    const rows = await Promise.all(ranked.map(async ({ member }) => ({ id: member, counts: await store.readFields(catalogCountsKey(member)), text: await store.readTextFields(catalogTextKey(member)) })))
+    const rows = await Promise.all(
+      ranked.map(async ({ member }) => ({
+        id: member,
+        pinnedOwner: await binding.holdsPinnedOwner(member),
+        counts: await store.readFields(catalogCountsKey(member)),
+        text: await store.readTextFields(catalogTextKey(member)),
+      })),
+    )
     const entries: CatalogEntry[] = []
-    for (const { id, counts, text } of rows) {
+    for (const { id, pinnedOwner, counts, text } of rows) {
       // An entry evicted or half-written by another instance has no text yet: skip it rather than guess.
-      if (!text.url) continue
+      // One the operator pinned to another payTo than it was bound to is not the pinned payTo's.
+      if (!text.url || !pinnedOwner) continue
       entries.push(entry(id, counts, text))
     }
     const listed = new Set(entries.map((e) => e.id))

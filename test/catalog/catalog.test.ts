@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createCatalog, type CatalogOptions } from '../../src/catalog/catalog.js'
 import { catalogListingSchema, discoveryResponseSchema } from '../../src/catalog/catalog-schema.js'
+import { catalogPayToKey } from '../../src/catalog/payto-binding.js'
 import { createFacilitator } from '../../src/core/facilitator.js'
 import { createHandler } from '../../src/http/handler.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
@@ -65,8 +66,9 @@ describe('catalog listing', () => {
   })
 
   it('lists a resource paid on several networks once, under the network it is paid on most; discovery accepts every one', async () => {
-    const { catalog, clock, pay } = setup({ minCallsForRate: 1, ttlSeconds: 1 })
     const url = 'https://api.example.com/weather'
+    // Its payTo differs per network, so the operator pins both (unpinned, the first one paid would be kept alone).
+    const { catalog, clock, pay } = setup({ minCallsForRate: 1, ttlSeconds: 1, resources: [{ url, payTo: ['0xshop', 'SolShop'] }] })
     const onSolana = (n: number) => ({ network: SOLANA_DEVNET, asset: SOL_USDC, from: `SolPayer${n}`, to: 'SolShop', nonce: `sol${n}` })
     for (let i = 0; i < 3; i++) await pay(url)
     // The latest payment is on Solana, but most are on EVM: the listing keeps EVM with its own asset.
@@ -195,10 +197,12 @@ describe('catalog listing', () => {
     for (let i = 0; i < 20; i++) await pay(`https://spam${i}.example.com/x`)
     const listing = await catalog.list()
     expect(listing.resources.map((r) => r.url)).toEqual(['https://a.example.com/a', 'https://b.example.com/b', 'https://c.example.com/c'])
-    // Evicted newcomers left nothing behind but their duplicate guards.
+    // Evicted newcomers left nothing behind but their duplicate guards: not even their payTo binding.
     const after = store.size()
     expect(after.hashes).toBe(before.hashes)
     expect(after.texts).toBe(before.texts)
+    for (let i = 0; i < 20; i++) expect(await store.get(catalogPayToKey(`https://spam${i}.example.com/x`))).toBeUndefined()
+    expect(await store.get(catalogPayToKey('https://c.example.com/c'))).toBe('0xshop')
   })
 })
 

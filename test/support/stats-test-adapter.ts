@@ -11,6 +11,8 @@ export interface TestChain {
   readonly balances: Map<string, bigint>
   readonly applied: Map<string, { from: string; to: string; value: bigint }>
   readonly usedNonces: Set<string>
+  /** Payers whose transfers the chain refuses once sent: a failure on chain after verify passed. */
+  readonly reverts: Set<string>
   fund(account: string, value: bigint): void
   sign(transfer: Transfer): string
 }
@@ -29,6 +31,7 @@ export function createTestChain(secret = 'stats-test-chain'): TestChain {
     balances,
     applied: new Map(),
     usedNonces: new Set(),
+    reverts: new Set(),
     fund: (account, value) => balances.set(account, (balances.get(account) ?? 0n) + value),
     sign: (t) => createHmac('sha256', secret).update(`${t.from}|${t.to}|${t.value}|${t.asset}|${t.nonce}`).digest('hex'),
   }
@@ -81,7 +84,7 @@ export function createChainAdapter(chain: TestChain, options: ChainAdapterOption
     const sent = performance.now()
     if (options.confirmDelayMs) await sleep(options.confirmDelayMs)
     if (!chain.applied.has(transaction)) {
-      if (chain.usedNonces.has(p.nonce)) return { success: false, errorReason: 'transaction_failed', transaction, network: ctx.wireNetwork, payer: p.from }
+      if (chain.usedNonces.has(p.nonce) || chain.reverts.has(p.from)) return { success: false, errorReason: 'transaction_failed', transaction, network: ctx.wireNetwork, payer: p.from }
       const value = BigInt(p.value)
       if ((chain.balances.get(p.from) ?? 0n) < value) return { success: false, errorReason: 'transaction_failed', transaction, network: ctx.wireNetwork, payer: p.from }
       chain.usedNonces.add(p.nonce)

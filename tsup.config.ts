@@ -20,8 +20,7 @@ export default defineConfig({
   treeshake: true,
   // Optional packages load at run time from the embedder's node_modules: bundled, they would lose
   // their WebAssembly files (tiny-secp256k1) or drag every hash of hash-wasm into dist.
-  // The command loads the package's own subpaths by name, so that only what is configured is imported.
-  external: ['tiny-secp256k1', 'secp256k1', 'hash-wasm', /^x402-facilitator(\/|$)/],
+  external: ['tiny-secp256k1', 'secp256k1', 'hash-wasm'],
   // zod is bundled, tree-shaken: from node_modules every entry of zod 4 loads its 64 locale modules
   // (about 50 ms before a first verify). Its types still come from the installed package.
   noExternal: ['zod'],

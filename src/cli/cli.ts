@@ -13,12 +13,13 @@ import type { Store } from '../stores/store.js'
 import { helpText, readCliConfig, type CliConfig } from './cli-config.js'
 
 /** A module the command loads only when the configuration needs it, with what to install. */
-async function load<T>(specifier: string, why: string, install: string): Promise<T> {
+async function load<T>(importing: () => Promise<T>, why: string, install: string): Promise<T> {
   try {
-    return (await import(specifier)) as T
+    return await importing()
   } catch (error) {
-    const missing = (error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' || (error as { code?: string }).code === 'MODULE_NOT_FOUND'
-    throw new StartupError(missing ? `${why} needs ${specifier}: npm install ${install}` : `${why}: ${specifier} failed to load`)
+    const code = (error as { code?: string }).code
+    const missing = code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND'
+    throw new StartupError(missing ? `${why} needs packages that are not installed: npm install ${install}` : `${why}: a module failed to load`)
   }
 }
 
@@ -29,7 +30,7 @@ async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAd
   const schemes: SchemeAdapter[] = []
   const evmNetworks = config.networks.filter((network) => network.family === 'eip155')
   if (evmNetworks.length > 0) {
-    const evm = await load<typeof import('../evm/index.js')>('x402-facilitator/evm', 'an EVM network', 'viem')
+    const evm = await load(() => import('../evm/index.js'), 'an EVM network', 'viem')
     schemes.push(
       evm.exactEvm({
         networks: evmNetworks.map((network) => ({
@@ -48,8 +49,8 @@ async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAd
   }
   const solanaNetworks = config.networks.filter((network) => network.family === 'solana')
   if (solanaNetworks.length > 0) {
-    const svm = await load<typeof import('../svm/index.js')>('x402-facilitator/svm', 'a Solana network', '@solana/kit @solana-program/token @solana-program/compute-budget @solana-program/system')
-    const kit = await load<typeof import('@solana/kit')>('@solana/kit', 'a Solana network', '@solana/kit')
+    const svm = await load(() => import('../svm/index.js'), 'a Solana network', '@solana/kit @solana-program/token @solana-program/compute-budget @solana-program/system')
+    const kit = await load(() => import('@solana/kit'), 'a Solana network', '@solana/kit')
     const feePayers = []
     for (const [index, key] of config.solanaFeePayerKeys.entries()) {
       try {
@@ -72,7 +73,7 @@ async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAd
 
 async function buildStore(config: CliConfig): Promise<Store> {
   if (config.storeUrl === 'memory') return createMemoryStore()
-  const redis = await load<typeof import('../stores/redis-store.js')>('x402-facilitator/stores/redis', 'STORE_URL=redis://…', 'ioredis')
+  const redis = await load(() => import('../stores/redis-store.js'), 'STORE_URL=redis://…', 'ioredis')
   return redis.createRedisStore({ url: config.storeUrl })
 }
 
@@ -105,9 +106,9 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
   const config = read.config
   let facilitator: Facilitator | undefined
   try {
-    const { pino } = await load<typeof import('pino')>('pino', 'logging', 'pino')
+    const { pino } = await load(() => import('pino'), 'logging', 'pino')
     const logger = pino({ level: config.logLevel, base: { service: 'x402-facilitator' } })
-    const { createMetrics } = await load<typeof import('../ops/metrics.js')>('x402-facilitator/metrics', 'metrics', 'prom-client')
+    const { createMetrics } = await load(() => import('../ops/metrics.js'), 'metrics', 'prom-client')
     const metrics = createMetrics({ processMetrics: true })
     const store = await buildStore(config)
     const stats = createPublicStats({ store })

@@ -156,8 +156,11 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     logger.info({ event: 'shutting_down', signal }, 'stopping: no new connections; in-flight requests may finish')
     // Stop accepting; requests in flight (a settle waits for its confirmation or answers pending within its budget) finish.
     const closing = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
+    // A keep-alive connection whose request finishes now goes idle: closed then, not at its idle timeout.
+    const sweeping = setInterval(() => servers.forEach((server) => server.closeIdleConnections()), 50)
     for (const server of servers) server.closeIdleConnections()
     const timedOut = await Promise.race([closing.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), config.shutdownTimeoutMs).unref())])
+    clearInterval(sweeping)
     if (timedOut) {
       logger.warn({ event: 'shutdown_timeout', timeoutMs: config.shutdownTimeoutMs }, 'requests still in flight at the shutdown bound were cut')
       for (const server of servers) server.closeAllConnections()

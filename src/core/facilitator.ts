@@ -10,6 +10,8 @@ import { dispatch } from './context.js'
 import { withDeadline } from './deadline.js'
 import type { FacilitatorHooks, PaymentEvent } from './hooks.js'
 import { createRegistry, type Registry } from './registry.js'
+import { trace } from '@opentelemetry/api'
+import { traced } from './tracing.js'
 import { loggingHooks, type Logger } from './logging-hooks.js'
 
 /** Time budgets of one call. */
@@ -57,8 +59,17 @@ export function supported(registry: Registry, extensions: readonly string[] = []
  * a malformed body throws `FacilitatorError('invalid_request')` naming the
  * field; an unreachable chain throws a `rpc_*` or `timeout` FacilitatorError.
  */
-export async function verify(registry: Registry, body: unknown, options: PaymentOptions = {}): Promise<VerifyResponse> {
+export function verify(registry: Registry, body: unknown, options: PaymentOptions = {}): Promise<VerifyResponse> {
+  return traced('x402.verify', {}, async (span) => {
+    const result = await verifyUntraced(registry, body, options)
+    span.setAttribute('x402.outcome', result.isValid ? 'valid' : (result.invalidReason ?? 'invalid'))
+    return result
+  })
+}
+
+async function verifyUntraced(registry: Registry, body: unknown, options: PaymentOptions): Promise<VerifyResponse> {
   const request = parseOrThrow(body)
+  if ('request' in request) labelSpan(request.request)
   const started = performance.now()
   const signal = AbortSignal.timeout(options.timeouts?.verifyMs ?? DEFAULT_VERIFY_MS)
   let context: PaymentContext | undefined
@@ -90,8 +101,17 @@ export async function verify(registry: Registry, body: unknown, options: Payment
  * confirmed within the budget answers `success:false` with
  * `errorReason: 'settlement_pending'` and keeps its id in `transaction`.
  */
-export async function settle(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
+export function settle(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
+  return traced('x402.settle', {}, async (span) => {
+    const result = await settleUntraced(registry, body, options)
+    span.setAttribute('x402.outcome', result.success ? 'success' : (result.errorReason ?? 'failed'))
+    return result
+  })
+}
+
+async function settleUntraced(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
   const request = parseOrThrow(body)
+  if ('request' in request) labelSpan(request.request)
   const started = performance.now()
   const budgetMs = options.timeouts?.settleMs ?? DEFAULT_SETTLE_MS
   const signal = AbortSignal.timeout(budgetMs)
@@ -254,6 +274,15 @@ async function firstRejection(hooks: readonly FacilitatorHooks[] | undefined, na
     if (verdict) return verdict
   }
   return undefined
+}
+
+/** Network, scheme and version of the request on the active span. */
+function labelSpan(request: PaymentRequest): void {
+  trace.getActiveSpan()?.setAttributes({
+    'x402.network': request.paymentRequirements.network,
+    'x402.scheme': request.paymentRequirements.scheme,
+    'x402.version': request.x402Version,
+  })
 }
 
 type ParsedBody = { request: PaymentRequest } | { rejection: { reason: string; message: string }; network: string }

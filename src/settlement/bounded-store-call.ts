@@ -1,3 +1,4 @@
+import { traced } from '../core/tracing.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 
 /**
@@ -14,6 +15,10 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
  * const record = await boundedStoreCall(() => store.get(key), 1_000, 'reading the settlement record')
  */
 export function boundedStoreCall<T>(work: () => Promise<T>, boundMs: number, what: string): Promise<T> {
+  return traced('x402.store', { 'x402.store.operation': what }, () => boundedCall(work, boundMs, what))
+}
+
+function boundedCall<T>(work: () => Promise<T>, boundMs: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new FacilitatorError('store_unavailable', `the store did not answer in time (${what})`)),

@@ -110,7 +110,8 @@ describe('package shape', () => {
 
   it('declares what bundlers and installers rely on', () => {
     expect(manifest.sideEffects).toBe(false)
-    expect(Object.keys(manifest.dependencies)).toEqual(['zod'])
+    // The OpenTelemetry API is what a library depends on to be traced: a no-op until the application installs an SDK.
+    expect(Object.keys(manifest.dependencies)).toEqual(['@opentelemetry/api', 'zod'])
     for (const subpath of subpaths) {
       const target = manifest.exports[subpath]
       expect(typeof target === 'object' && target.import.default.endsWith('.js') && target.require.default.endsWith('.cjs'), subpath).toBe(true)

@@ -1,0 +1,48 @@
+import { context, trace } from '@opentelemetry/api'
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createFacilitator } from '../../src/index.js'
+import { createLedgerAdapter, ledgerBody } from '../support/ledger-adapter.js'
+
+const exporter = new InMemorySpanExporter()
+const contextManager = new AsyncLocalStorageContextManager()
+beforeAll(() => {
+  // What an application does to turn tracing on: an SDK with a context manager.
+  context.setGlobalContextManager(contextManager.enable())
+  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+})
+afterAll(() => {
+  trace.disable()
+  context.disable()
+})
+
+describe('tracing', () => {
+  it('makes verify and settle spans with their store calls as children, and no address or payload in any attribute', async () => {
+    const adapter = createLedgerAdapter()
+    adapter.balances.set('0xpayer', 100n)
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '5', nonce: 'traced' })
+    exporter.reset()
+    await facilitator.verify(body)
+    await facilitator.settle(body)
+    await expect(facilitator.verify({ nonsense: true })).rejects.toMatchObject({ code: 'invalid_request' })
+
+    const spans = exporter.getFinishedSpans()
+    const verifies = spans.filter((span) => span.name === 'x402.verify')
+    expect(verifies).toHaveLength(2)
+    expect(verifies[0]!.attributes).toEqual({ 'x402.network': 'eip155:31337', 'x402.scheme': 'exact', 'x402.version': 2, 'x402.outcome': 'valid' })
+    expect(verifies[1]!.status).toMatchObject({ code: 2, message: 'invalid_request' })
+    const settle = spans.find((span) => span.name === 'x402.settle')!
+    expect(settle.attributes['x402.outcome']).toBe('success')
+    const storeCalls = spans.filter((span) => span.name === 'x402.store')
+    expect(storeCalls.length).toBeGreaterThanOrEqual(3)
+    // Every store call of the settle is its child, in the same trace.
+    for (const child of storeCalls) {
+      expect(child.spanContext().traceId).toBe(settle.spanContext().traceId)
+      expect(child.parentSpanContext?.spanId).toBe(settle.spanContext().spanId)
+    }
+    expect(storeCalls.map((span) => span.attributes['x402.store.operation'])).toEqual(expect.arrayContaining(['claiming the payment', 'holding the payer\'s balance']))
+    expect(JSON.stringify(spans.map((span) => span.attributes))).not.toMatch(/0xpayer|0xshop|signature/)
+  })
+})

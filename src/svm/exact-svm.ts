@@ -383,8 +383,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     await journal.broadcasting({ transaction: signature, raw: wire })
     const sentAt = performance.now()
     let offeredAt: number | undefined
+    let sendOutcome: RpcOutcome | undefined
     try {
-      await runtime.rpc.request(
+      ;[sendOutcome] = await runtime.rpc.request(
         // Preflight would simulate a second time; verify has just done it.
         [{ method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] }],
         ctx.signal,
@@ -395,7 +396,10 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // bytes again the first time the chain says it has never seen them.
       if (ctx.signal.aborted || !(error instanceof FacilitatorError)) throw error
     }
-    // A refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
+    // A signature that does not verify (or a message that does not sanitize) fails the same way on every node, for good.
+    const refusal = finalRefusalOf(sendOutcome)
+    if (refusal) return settleFailure(ctx, SVM_REASON.signatureInvalid, refusal, payment.payer, signature)
+    // Any other refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
     return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt })
   }
 
@@ -479,7 +483,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       if (c.wire && performance.now() >= nextOffer) {
         try {
           // Bounded by the wait's own signal: a hanging send must not hold the answer past confirmTimeoutMs.
-          await runtime.rpc.request([{ method: 'sendTransaction', params: [c.wire, { encoding: 'base64', skipPreflight: true }] }], signal)
+          const [outcome] = await runtime.rpc.request([{ method: 'sendTransaction', params: [c.wire, { encoding: 'base64', skipPreflight: true }] }], signal)
+          const refusal = finalRefusalOf(outcome)
+          if (refusal) return settleFailure(ctx, SVM_REASON.signatureInvalid, refusal, c.payer, c.signature)
           nextOffer = rebroadcastIntervalMs > 0 ? performance.now() + rebroadcastIntervalMs : Number.POSITIVE_INFINITY
         } catch (error) {
           // Still refused: keep polling and offering the bytes (not faster than the rebroadcast pace) until the bound.
@@ -571,6 +577,20 @@ function decodeTokenAccount(
   if (data.length < TOKEN_ACCOUNT_SIZE) return undefined
   const mint = encodeBase58(data.subarray(0, 32))
   return mint === payment.mint ? { amount: data.readBigUInt64LE(TOKEN_ACCOUNT_AMOUNT_OFFSET) } : undefined
+}
+
+/**
+ * Why a node's answer to sendTransaction proves the bytes can never land: a signature that does not
+ * verify (-32003) or a transaction that does not sanitize. `undefined` for anything else (accepted,
+ * or a refusal that proves nothing: another node may have the bytes).
+ */
+function finalRefusalOf(outcome: RpcOutcome | undefined): string | undefined {
+  if (!outcome || outcome.ok) return undefined
+  const { code, message } = outcome.error
+  if (code === -32003 || /signature verification fail|SignatureFailure|sanitiz/i.test(message)) {
+    return `the node refused the transaction for good: ${message.slice(0, 200)}`
+  }
+  return undefined
 }
 
 function parseResult<T extends z.ZodType>(schema: T, outcome: RpcOutcome | undefined, method: string): z.infer<T> {

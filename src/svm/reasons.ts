@@ -48,6 +48,8 @@ export const SVM_REASON = {
   recipientMismatch: 'invalid_exact_svm_payload_recipient_mismatch',
   /** The transferred amount differs from the required amount. */
   amountMismatch: 'invalid_exact_svm_payload_amount_mismatch',
+  /** The transfer's source is its destination: the payer pays itself and the fee payer pays for nothing. */
+  transferToSelf: 'invalid_exact_svm_payload_transfer_to_self',
   /** The requirements carry `extra.memo` and the transaction has no single memo equal to it. */
   memoMismatch: 'invalid_exact_svm_payload_memo_mismatch',
   /** The mint account does not exist or belongs to another program than the transfer's. */

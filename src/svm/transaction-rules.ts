@@ -262,6 +262,11 @@ async function applyRules(transaction: WireTransaction, input: Omit<TransactionR
   if (destination !== expectedDestination) {
     return violation(SVM_REASON.recipientMismatch, `the transfer pays ${destination}, not the associated token account ${expectedDestination} of payTo`, payer)
   }
+  const source = accounts[sourceIndex]!
+  // Nothing would change hands, and the fee payer would pay for it.
+  if (source === destination) {
+    return violation(SVM_REASON.transferToSelf, `the transfer's source ${source} is its destination: a payment cannot pay itself`, payer)
+  }
   const amount = dataView(transfer.data).getBigUint64(1, true)
   if (amount !== input.amount) {
     return violation(SVM_REASON.amountMismatch, `the transfer moves ${amount}, the requirements ask for exactly ${input.amount}`, payer)
@@ -282,7 +287,7 @@ async function applyRules(transaction: WireTransaction, input: Omit<TransactionR
       transaction: transaction.kitTransaction as Transaction & TransactionWithinSizeLimit,
       feePayer,
       payer,
-      source: accounts[sourceIndex]!,
+      source,
       destination,
       mint,
       tokenProgram,

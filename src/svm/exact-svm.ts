@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type Blockhash, isAddress, type TransactionPartialSigner } from '@solana/kit'
 import * as z from 'zod'
-import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
+import type { AdapterNetwork, BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
@@ -137,8 +137,10 @@ const encodedAccountSchema = z.looseObject({
 })
 const multipleAccountsSchema = z.looseObject({ value: z.array(encodedAccountSchema.nullable()) })
 const simulationSchema = z.looseObject({
-  value: z.looseObject({ err: z.unknown().nullish(), logs: z.array(z.string()).nullish() }),
+  // `accounts` is read on its own (see sourceBalanceOf): an odd shape there loses the spend figure, not the verdict.
+  value: z.looseObject({ err: z.unknown().nullish(), logs: z.array(z.string()).nullish(), accounts: z.unknown() }),
 })
+const simulatedAccountsSchema = z.array(encodedAccountSchema.nullable())
 
 /** The Clock sysvar, read beside a Token-2022 mint when transfer fees are allowed: the epoch picks the fee schedule. */
 const CLOCK_SYSVAR = 'SysvarC1ock11111111111111111111111111111111'
@@ -256,6 +258,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
   const decodedByContext = new WeakMap<PaymentContext, { transaction: WireTransaction | undefined } | null>()
   const preparedByContext = new WeakMap<PaymentContext, Promise<Prepared>>()
+  /** What each context's payment spends, from its last verify that answered valid. */
+  const spendByContext = new WeakMap<PaymentContext, PayerSpend>()
 
   /** The decoding of the payload's base64 transaction, done once per context (`undefined`: not a base64 string). */
   const decodedOf = (ctx: PaymentContext): { transaction: WireTransaction | undefined } | undefined => {
@@ -329,6 +333,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   }
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
+    spendByContext.delete(ctx)
     const runtime = runtimeOf(ctx)
     const prepared = await preparedOf(ctx, runtime)
     if (!prepared.ok) return invalid(prepared.reason, prepared.message, prepared.payer)
@@ -348,7 +353,17 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
         // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
         // was checked in prepare; the signature (transaction id) above comes from signing locally.
-        params: [prepared.signed.payerSignedWire, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }],
+        // The source's state after the transfer comes back too: plus the amount, it is the balance spent from.
+        params: [
+          prepared.signed.payerSignedWire,
+          {
+            encoding: 'base64',
+            sigVerify: false,
+            replaceRecentBlockhash: false,
+            commitment: 'confirmed',
+            accounts: { encoding: 'base64', addresses: [payment.source] },
+          },
+        ],
       },
     ]
     if (readsMint) {
@@ -382,6 +397,10 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       if (text === 'SignatureFailure') return invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
       // Name the account at fault when one is; the chain's error text otherwise.
       return (await accountProblem(ctx, runtime, payment)) ?? invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer)
+    }
+    const balanceAfter = sourceBalanceOf(simulation.data.value.accounts, payment)
+    if (balanceAfter !== undefined) {
+      spendByContext.set(ctx, { account: `${ctx.network}:${payment.source}`, amount: payment.amount, balance: balanceAfter + payment.amount })
     }
     return { isValid: true, payer }
   }
@@ -604,6 +623,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         },
       }
     },
+    spendOf: (ctx) => spendByContext.get(ctx),
     settlementKey(ctx) {
       const transaction = decodedOf(ctx)?.transaction
       if (!transaction) return undefined
@@ -650,6 +670,15 @@ function decodeTokenAccount(
   if (data.length < TOKEN_ACCOUNT_SIZE) return undefined
   const mint = encodeBase58(data.subarray(0, 32))
   return mint === payment.mint ? { amount: data.readBigUInt64LE(TOKEN_ACCOUNT_AMOUNT_OFFSET) } : undefined
+}
+
+/**
+ * The source's token balance after the simulated transfer, from the simulation's `accounts`
+ * (`undefined` when the node left them out or answered an odd shape).
+ */
+function sourceBalanceOf(accounts: unknown, payment: CheckedPayment): bigint | undefined {
+  const parsed = simulatedAccountsSchema.safeParse(accounts)
+  return parsed.success ? decodeTokenAccount(parsed.data[0], payment)?.amount : undefined
 }
 
 /**

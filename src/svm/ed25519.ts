@@ -1,5 +1,6 @@
 import { createPublicKey, KeyObject, sign, verify } from 'node:crypto'
 import { type Address, getAddressEncoder, type ReadonlyUint8Array, type SignatureBytes, type TransactionPartialSigner } from '@solana/kit'
+import { isStrictEd25519PublicKey, isStrictEd25519SignatureEncoding } from './ed25519-strict.js'
 
 /** What a fee payer signs, and what its signatures look like: kit's partial-signer types. */
 type SignableTransaction = Parameters<TransactionPartialSigner['signTransactions']>[0][number]
@@ -12,12 +13,16 @@ const KEY_CACHE_SIZE = 4_096
 export type Ed25519Verifier = (address: Address, message: ReadonlyUint8Array, signature: ReadonlyUint8Array) => boolean
 
 /**
- * A checker of `address`'s Ed25519 signatures on Node's native (OpenSSL)
- * Ed25519: synchronous and far cheaper than a pure-JS check. Imported keys are
- * kept (up to 4,096 payers) because importing costs a third of a check. Verify
- * checks the payer's signature with it so that the RPC simulates the
- * payer-signed transaction (`sigVerify: false`) and never sees the fee payer's
- * signature before settle sends it.
+ * A checker of `address`'s Ed25519 signatures with the Solana runtime's strict
+ * semantics (ed25519-dalek `verify_strict`): the key and R must be canonical
+ * points not of small order and S below L, checked here in a few byte
+ * compares; the group equation then runs on Node's native (OpenSSL) Ed25519,
+ * synchronous and far cheaper than a pure-JS check. OpenSSL alone accepts a
+ * small-order R, which the chain refuses: such a payment would verify and
+ * never land. Imported keys are kept (up to 4,096 payers) because importing
+ * costs a third of a check. Verify checks the payer's signature with it so
+ * that the RPC simulates the payer-signed transaction (`sigVerify: false`) and
+ * never sees the fee payer's signature before settle sends it.
  *
  * @example
  * const verifySignature = createEd25519Verifier()
@@ -29,9 +34,14 @@ export function createEd25519Verifier(): Ed25519Verifier {
     let key = keys.get(address)
     if (key !== undefined) return key
     try {
-      // A JWK imports several times faster than the equivalent DER SubjectPublicKeyInfo.
-      const x = Buffer.from(getAddressEncoder().encode(address)).toString('base64url')
-      key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' })
+      const bytes = getAddressEncoder().encode(address)
+      // A small-order or non-canonical key signs nothing the chain accepts; remembered as such, like a non-point.
+      if (isStrictEd25519PublicKey(bytes)) {
+        // A JWK imports several times faster than the equivalent DER SubjectPublicKeyInfo.
+        key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(bytes).toString('base64url') }, format: 'jwk' })
+      } else {
+        key = null
+      }
     } catch {
       // Not a curve point: it cannot have signed anything.
       key = null
@@ -42,7 +52,7 @@ export function createEd25519Verifier(): Ed25519Verifier {
     return key
   }
   return (address, message, signature) => {
-    if (signature.length !== 64) return false
+    if (!isStrictEd25519SignatureEncoding(signature)) return false
     const key = keyOf(address)
     if (!key) return false
     try {

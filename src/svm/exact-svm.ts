@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type Blockhash, isAddress, type TransactionPartialSigner } from '@solana/kit'
 import * as z from 'zod'
-import type { AdapterNetwork, BroadcastRecord, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
+import type { AdapterNetwork, BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
@@ -13,9 +13,10 @@ import { settleFailure, settlementPending } from '../settlement/settle-answers.j
 import { createAssociatedTokenCache } from './associated-token-cache.js'
 import { encodeBase58 } from './base58.js'
 import { createEd25519Verifier, type FeePayerSigning, feePayerSigning } from './ed25519.js'
+import { ALLOWABLE_MINT_EXTENSIONS, judgeToken2022Mint, type MintExtensionName, readToken2022Mint } from './mint-extensions.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
 import { type SignaturePoller, type SignatureRound, createSignaturePoller, signatureStatusesSchema } from './signature-poller.js'
-import { createHttpRpcTransport, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
+import { createHttpRpcTransport, type RpcCall, type RpcOutcome, resultOf, type SvmRpcTransport } from './solana-rpc.js'
 import {
   checkDecodedPaymentTransaction,
   type CheckedPayment,
@@ -23,6 +24,7 @@ import {
   DEFAULT_LIMITS,
   decodeWireTransaction,
   type ExactSvmLimits,
+  TOKEN_2022_PROGRAM_ADDRESS,
 } from './transaction-rules.js'
 import { bytesOfBase64, readWireTransaction, type WireTransaction } from './wire-transaction.js'
 
@@ -50,6 +52,19 @@ export interface ExactSvmNetworkConfig {
    * @default false
    */
   restrictAssets?: boolean
+  /**
+   * Token-2022 mint extensions accepted on this network although they can short payTo,
+   * take the tokens back or block a transfer. Without them such mints are refused, each
+   * with its own code (`invalid_exact_svm_mint_transfer_fee`, ...):
+   * - `'transferFee'`: the payment then moves the amount plus the fee, and what must equal
+   *   the required amount is what reaches payTo (under the fee schedule of the current epoch);
+   * - `'permanentDelegate'`, `'pausable'` (a paused mint is still refused),
+   *   `'defaultAccountStateFrozen'`, `'transferHook'` (a hook that needs extra accounts
+   *   still fails: a payment carries none).
+   * Non-transferable mints and extension types this version does not know are always refused.
+   * @default [] (every such mint is refused)
+   */
+  allowedMintExtensions?: readonly MintExtensionName[]
 }
 
 /** Configuration of {@link exactSvm}. */
@@ -122,8 +137,16 @@ const encodedAccountSchema = z.looseObject({
 })
 const multipleAccountsSchema = z.looseObject({ value: z.array(encodedAccountSchema.nullable()) })
 const simulationSchema = z.looseObject({
-  value: z.looseObject({ err: z.unknown().nullish(), logs: z.array(z.string()).nullish() }),
+  // `accounts` is read on its own (see sourceBalanceOf): an odd shape there loses the spend figure, not the verdict.
+  value: z.looseObject({ err: z.unknown().nullish(), logs: z.array(z.string()).nullish(), accounts: z.unknown() }),
 })
+const simulatedAccountsSchema = z.array(encodedAccountSchema.nullable())
+
+/** The Clock sysvar, read beside a Token-2022 mint when transfer fees are allowed: the epoch picks the fee schedule. */
+const CLOCK_SYSVAR = 'SysvarC1ock11111111111111111111111111111111'
+const SYSVAR_OWNER = 'Sysvar1111111111111111111111111111111111111'
+/** Clock layout: slot, epoch start timestamp, epoch (u64 LE at 16), leader schedule epoch, unix timestamp. */
+const CLOCK_EPOCH_OFFSET = 16
 
 /** Signer, RPC and advertised fee payer of one served network. */
 interface NetworkRuntime {
@@ -133,6 +156,8 @@ interface NetworkRuntime {
   readonly poller: SignaturePoller
   /** The mints accepted on this network; `undefined` accepts any (no `restrictAssets`). */
   readonly allowedMints: ReadonlySet<string> | undefined
+  /** Token-2022 mint extensions the operator accepts on this network. */
+  readonly allowedMintExtensions: ReadonlySet<MintExtensionName>
 }
 
 /** A payment that passed the static rules, signed by its fee payer. */
@@ -152,8 +177,12 @@ type Prepared = { ok: true; signed: SignedPayment } | { ok: false; reason: SvmRe
  * The x402 `exact` scheme on Solana: verifies a payer-signed SPL
  * `TransferChecked` transaction, co-signs it as fee payer and settles it. Every
  * rule that protects the fee payer is checked before anything is simulated or
- * sent (see `transaction-rules.ts`); a valid verify costs one RPC round trip
- * (signature status and simulation in one JSON-RPC batch).
+ * sent (see `transaction-rules.ts`); the payer's signature is checked as
+ * strictly as the runtime checks it (`ed25519.ts`), and Token-2022 mints whose
+ * extensions can short payTo or block the transfer are refused unless allowed
+ * (`mint-extensions.ts`). A valid verify costs one RPC round trip: signature
+ * status and simulation (plus, for a Token-2022 payment, the mint account) in
+ * one JSON-RPC batch.
  *
  * @example
  * import { createFacilitator } from 'x402-facilitator'
@@ -203,6 +232,13 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     for (const mint of entry.assets ?? []) {
       if (!isAddress(mint)) throw new FacilitatorError('misconfigured', `asset ${mint} of ${entry.network} is not a Solana mint address`)
     }
+    const allowedMintExtensions = new Set<MintExtensionName>()
+    for (const name of entry.allowedMintExtensions ?? []) {
+      if (!(ALLOWABLE_MINT_EXTENSIONS as readonly string[]).includes(name)) {
+        throw new FacilitatorError('misconfigured', `allowedMintExtensions of ${entry.network}: ${String(name)} is not one of ${ALLOWABLE_MINT_EXTENSIONS.join(', ')}`)
+      }
+      allowedMintExtensions.add(name)
+    }
     const allowedMints = entry.restrictAssets
       ? new Set([...knownAssets.filter((asset) => asset.network === info.caip2).map((asset) => asset.address), ...(entry.assets ?? [])])
       : undefined
@@ -214,6 +250,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       rpc,
       poller: createSignaturePoller({ rpc, intervalMs: pollIntervalMs }),
       allowedMints,
+      allowedMintExtensions,
     })
   }
 
@@ -221,6 +258,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
   const decodedByContext = new WeakMap<PaymentContext, { transaction: WireTransaction | undefined } | null>()
   const preparedByContext = new WeakMap<PaymentContext, Promise<Prepared>>()
+  /** What each context's payment spends, from its last verify that answered valid. */
+  const spendByContext = new WeakMap<PaymentContext, PayerSpend>()
 
   /** The decoding of the payload's base64 transaction, done once per context (`undefined`: not a base64 string). */
   const decodedOf = (ctx: PaymentContext): { transaction: WireTransaction | undefined } | undefined => {
@@ -278,6 +317,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       amount: ctx.amount,
       memo: extra.data.memo,
       associatedTokenAccount,
+      transferFeeAllowed: runtime.allowedMintExtensions.has('transferFee'),
     })
     if (!outcome.ok) return outcome
     const payment = outcome.payment
@@ -293,31 +333,50 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   }
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
+    spendByContext.delete(ctx)
     const runtime = runtimeOf(ctx)
     const prepared = await preparedOf(ctx, runtime)
     if (!prepared.ok) return invalid(prepared.reason, prepared.message, prepared.payer)
     const { payment, signature } = prepared.signed
     const payer = payment.payer
+    // Token-2022 mints carry extensions that can short payTo or block the transfer later; spl-token mints have none.
+    const readsMint = payment.tokenProgram === TOKEN_2022_PROGRAM_ADDRESS
+    const readsEpoch = readsMint && runtime.allowedMintExtensions.has('transferFee')
 
-    // One round trip: the replay check and the simulation travel in one batch. A simulation that passes
-    // proves the accounts (mint, funded source, destination of the mint); a failing one reads them below.
-    const [statusOutcome, simulationOutcome] = await runtime.rpc.request(
-      [
-        { method: 'getSignatureStatuses', params: [[signature], { searchTransactionHistory: true }] },
-        {
-          method: 'simulateTransaction',
-          // Simulate before signing: the RPC gets the payer-signed transaction without our signature, so
-          // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
-          // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
-          // was checked in prepare; the signature (transaction id) above comes from signing locally.
-          params: [prepared.signed.payerSignedWire, { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'confirmed' }],
-        },
-      ],
-      ctx.signal,
-    )
+    // One round trip: the replay check, the simulation and (Token-2022) the mint travel in one batch. A simulation
+    // that passes proves the accounts (mint, funded source, destination of the mint); a failing one reads them below.
+    const calls: RpcCall[] = [
+      { method: 'getSignatureStatuses', params: [[signature], { searchTransactionHistory: true }] },
+      {
+        method: 'simulateTransaction',
+        // Simulate before signing: the RPC gets the payer-signed transaction without our signature, so
+        // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
+        // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
+        // was checked in prepare; the signature (transaction id) above comes from signing locally.
+        // The source's state after the transfer comes back too: plus the amount, it is the balance spent from.
+        params: [
+          prepared.signed.payerSignedWire,
+          {
+            encoding: 'base64',
+            sigVerify: false,
+            replaceRecentBlockhash: false,
+            commitment: 'confirmed',
+            accounts: { encoding: 'base64', addresses: [payment.source] },
+          },
+        ],
+      },
+    ]
+    if (readsMint) {
+      calls.push({ method: 'getMultipleAccounts', params: [readsEpoch ? [payment.mint, CLOCK_SYSVAR] : [payment.mint], { encoding: 'base64', commitment: 'confirmed' }] })
+    }
+    const [statusOutcome, simulationOutcome, mintOutcome] = await runtime.rpc.request(calls, ctx.signal)
 
     const status = parseResult(signatureStatusesSchema, statusOutcome, 'getSignatureStatuses').value[0]
     if (status) return invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer)
+    if (readsMint) {
+      const problem = mintProblem(ctx, runtime, payment, mintOutcome, readsEpoch)
+      if (problem) return problem
+    }
 
     if (!simulationOutcome) throw new FacilitatorError('rpc_error', 'the Solana RPC gave no answer to simulateTransaction')
     if (!simulationOutcome.ok) {
@@ -339,7 +398,40 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // Name the account at fault when one is; the chain's error text otherwise.
       return (await accountProblem(ctx, runtime, payment)) ?? invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer)
     }
+    const balanceAfter = sourceBalanceOf(simulation.data.value.accounts, payment)
+    if (balanceAfter !== undefined) {
+      spendByContext.set(ctx, { account: `${ctx.network}:${payment.source}`, amount: payment.amount, balance: balanceAfter + payment.amount })
+    }
     return { isValid: true, payer }
+  }
+
+  /**
+   * Judges a Token-2022 payment's mint (read in verify's batch): its extensions, and, where the operator
+   * allows transfer fees, that what reaches payTo after the fee is the required amount.
+   */
+  function mintProblem(ctx: PaymentContext, runtime: NetworkRuntime, payment: CheckedPayment, outcome: RpcOutcome | undefined, readsEpoch: boolean): VerifyResponse | undefined {
+    const payer = payment.payer
+    const [mintAccount, clockAccount] = parseResult(multipleAccountsSchema, outcome, 'getMultipleAccounts').value
+    if (!mintAccount || mintAccount.owner !== payment.tokenProgram) {
+      return invalid(SVM_REASON.mintAccountInvalid, `mint ${payment.mint} does not exist under the transfer's token program`, payer)
+    }
+    const mint = readToken2022Mint(bytesOfBase64(mintAccount.data[0]))
+    if (!mint) return invalid(SVM_REASON.mintUnparseable, `mint ${payment.mint} is not a Token-2022 mint this facilitator can read`, payer)
+    let epoch: bigint | undefined
+    if (readsEpoch) {
+      const clock = clockAccount && clockAccount.owner === SYSVAR_OWNER ? bytesOfBase64(clockAccount.data[0]) : undefined
+      if (!clock || clock.length < CLOCK_EPOCH_OFFSET + 8) throw new FacilitatorError('rpc_error', 'the Solana RPC answered the Clock sysvar in an unknown shape')
+      epoch = Buffer.from(clock.buffer, clock.byteOffset, clock.byteLength).readBigUInt64LE(CLOCK_EPOCH_OFFSET)
+    }
+    const verdict = judgeToken2022Mint(mint, { amount: payment.amount, allowed: runtime.allowedMintExtensions, ...(epoch === undefined ? {} : { epoch }) })
+    if (!verdict.ok) return invalid(verdict.reason, `mint ${payment.mint}: ${verdict.message}`, payer)
+    if (verdict.received !== ctx.amount) {
+      // Only reachable where transfer fees are allowed: elsewhere the rules require the exact amount and a fee refuses the mint.
+      return mint.transferFee
+        ? invalid(SVM_REASON.amountAfterFeeMismatch, `payTo would receive ${verdict.received} of the ${payment.amount} moved (the mint's transfer fee is withheld); the requirements ask for ${ctx.amount}`, payer)
+        : invalid(SVM_REASON.amountMismatch, `the transfer moves ${payment.amount}, the requirements ask for exactly ${ctx.amount} (the mint charges no transfer fee)`, payer)
+    }
+    return undefined
   }
 
   /** Reads the transfer's accounts after a failed simulation: a missing or unfunded one is the likely cause. */
@@ -383,8 +475,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     await journal.broadcasting({ transaction: signature, raw: wire })
     const sentAt = performance.now()
     let offeredAt: number | undefined
+    let sendOutcome: RpcOutcome | undefined
     try {
-      await runtime.rpc.request(
+      ;[sendOutcome] = await runtime.rpc.request(
         // Preflight would simulate a second time; verify has just done it.
         [{ method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] }],
         ctx.signal,
@@ -395,7 +488,10 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // bytes again the first time the chain says it has never seen them.
       if (ctx.signal.aborted || !(error instanceof FacilitatorError)) throw error
     }
-    // A refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
+    // A signature that does not verify (or a message that does not sanitize) fails the same way on every node, for good.
+    const refusal = finalRefusalOf(sendOutcome)
+    if (refusal) return settleFailure(ctx, SVM_REASON.signatureInvalid, refusal, payment.payer, signature)
+    // Any other refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
     return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt })
   }
 
@@ -479,7 +575,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       if (c.wire && performance.now() >= nextOffer) {
         try {
           // Bounded by the wait's own signal: a hanging send must not hold the answer past confirmTimeoutMs.
-          await runtime.rpc.request([{ method: 'sendTransaction', params: [c.wire, { encoding: 'base64', skipPreflight: true }] }], signal)
+          const [outcome] = await runtime.rpc.request([{ method: 'sendTransaction', params: [c.wire, { encoding: 'base64', skipPreflight: true }] }], signal)
+          const refusal = finalRefusalOf(outcome)
+          if (refusal) return settleFailure(ctx, SVM_REASON.signatureInvalid, refusal, c.payer, c.signature)
           nextOffer = rebroadcastIntervalMs > 0 ? performance.now() + rebroadcastIntervalMs : Number.POSITIVE_INFINITY
         } catch (error) {
           // Still refused: keep polling and offering the bytes (not faster than the rebroadcast pace) until the bound.
@@ -525,6 +623,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         },
       }
     },
+    spendOf: (ctx) => spendByContext.get(ctx),
     settlementKey(ctx) {
       const transaction = decodedOf(ctx)?.transaction
       if (!transaction) return undefined
@@ -571,6 +670,29 @@ function decodeTokenAccount(
   if (data.length < TOKEN_ACCOUNT_SIZE) return undefined
   const mint = encodeBase58(data.subarray(0, 32))
   return mint === payment.mint ? { amount: data.readBigUInt64LE(TOKEN_ACCOUNT_AMOUNT_OFFSET) } : undefined
+}
+
+/**
+ * The source's token balance after the simulated transfer, from the simulation's `accounts`
+ * (`undefined` when the node left them out or answered an odd shape).
+ */
+function sourceBalanceOf(accounts: unknown, payment: CheckedPayment): bigint | undefined {
+  const parsed = simulatedAccountsSchema.safeParse(accounts)
+  return parsed.success ? decodeTokenAccount(parsed.data[0], payment)?.amount : undefined
+}
+
+/**
+ * Why a node's answer to sendTransaction proves the bytes can never land: a signature that does not
+ * verify (-32003) or a transaction that does not sanitize. `undefined` for anything else (accepted,
+ * or a refusal that proves nothing: another node may have the bytes).
+ */
+function finalRefusalOf(outcome: RpcOutcome | undefined): string | undefined {
+  if (!outcome || outcome.ok) return undefined
+  const { code, message } = outcome.error
+  if (code === -32003 || /signature verification fail|SignatureFailure|sanitiz/i.test(message)) {
+    return `the node refused the transaction for good: ${message.slice(0, 200)}`
+  }
+  return undefined
 }
 
 function parseResult<T extends z.ZodType>(schema: T, outcome: RpcOutcome | undefined, method: string): z.infer<T> {

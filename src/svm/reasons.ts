@@ -48,10 +48,33 @@ export const SVM_REASON = {
   recipientMismatch: 'invalid_exact_svm_payload_recipient_mismatch',
   /** The transferred amount differs from the required amount. */
   amountMismatch: 'invalid_exact_svm_payload_amount_mismatch',
+  /**
+   * The mint charges a transfer fee the operator allows (`allowedMintExtensions: ['transferFee']`), and
+   * the amount that reaches payTo after the fee is not the required amount.
+   */
+  amountAfterFeeMismatch: 'invalid_exact_svm_payload_amount_after_transfer_fee_mismatch',
+  /** The transfer's source is its destination: the payer pays itself and the fee payer pays for nothing. */
+  transferToSelf: 'invalid_exact_svm_payload_transfer_to_self',
   /** The requirements carry `extra.memo` and the transaction has no single memo equal to it. */
   memoMismatch: 'invalid_exact_svm_payload_memo_mismatch',
   /** The mint account does not exist or belongs to another program than the transfer's. */
   mintAccountInvalid: 'invalid_exact_svm_payload_mint_account_invalid',
+  /** The Token-2022 mint account is not a mint the program would load (size, account type or extension data malformed). */
+  mintUnparseable: 'invalid_exact_svm_mint_unparseable',
+  /** The Token-2022 mint carries an extension type this facilitator does not know, so cannot judge. */
+  mintExtensionUnknown: 'invalid_exact_svm_mint_extension_unknown',
+  /** The mint charges a transfer fee on this amount (older or newer schedule): payTo would receive less. */
+  mintTransferFee: 'invalid_exact_svm_mint_transfer_fee',
+  /** The mint has a permanent delegate, which can take the paid tokens back from payTo. */
+  mintPermanentDelegate: 'invalid_exact_svm_mint_permanent_delegate',
+  /** The mint is pausable (or paused): its authority can block the transfer between verify and settle. */
+  mintPausable: 'invalid_exact_svm_mint_pausable',
+  /** The mint is non-transferable: no transfer of it can succeed. */
+  mintNonTransferable: 'invalid_exact_svm_mint_non_transferable',
+  /** New token accounts of the mint start frozen (default account state): transfers depend on the freeze authority. */
+  mintDefaultAccountStateFrozen: 'invalid_exact_svm_mint_default_account_state_frozen',
+  /** The mint has a transfer hook (or an authority that can set one): a program of the issuer's decides the transfer. */
+  mintTransferHook: 'invalid_exact_svm_mint_transfer_hook',
   /** The source token account does not exist (or is not a token account of this mint). */
   sourceAccountMissing: 'invalid_exact_svm_payload_source_token_account_missing',
   /** The destination token account does not exist: the facilitator never pays to create it. */

@@ -146,11 +146,11 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   }
 }
 
-// Requests of only these methods (a verify's replay check and simulation) leave with the others made in
-// their microtask, or, while another request is on the wire, in their event-loop turn, even while requests
-// are free: of the verifies of HTTP requests that arrived together, all but one that found the RPC idle
-// then share one batch. Sends and the poller's rounds never wait.
-const TOGETHER_METHODS: ReadonlySet<string> = new Set(['getSignatureStatuses', 'simulateTransaction'])
+// Requests of only these methods (a verify's replay check, simulation and Token-2022 mint read) leave with
+// the others made in their microtask, or, while another request is on the wire, in their event-loop turn,
+// even while requests are free: of the verifies of HTTP requests that arrived together, all but one that
+// found the RPC idle then share one batch. Sends and the poller's rounds never wait.
+const TOGETHER_METHODS: ReadonlySet<string> = new Set(['getSignatureStatuses', 'simulateTransaction', 'getMultipleAccounts'])
 
 // Bytes of one merged batch, about: under the 50 KiB request body that Agave's RPC takes.
 const MAX_MERGED_BYTES = 40_000

@@ -56,6 +56,12 @@ export interface TransactionRuleInput {
   readonly memo: string | undefined
   /** Derives ATA(payTo) (a cache fits here). @default findAssociatedTokenPda */
   readonly associatedTokenAccount?: AssociatedTokenAccountOf
+  /**
+   * Token-2022 transfer fees are allowed: a Token-2022 transfer may then move more than `amount`
+   * (the fee on top), and the caller checks what reaches payTo once it has read the mint.
+   * @default false
+   */
+  readonly transferFeeAllowed?: boolean
 }
 
 /** A payment transaction that passed every static rule. */
@@ -262,9 +268,16 @@ async function applyRules(transaction: WireTransaction, input: Omit<TransactionR
   if (destination !== expectedDestination) {
     return violation(SVM_REASON.recipientMismatch, `the transfer pays ${destination}, not the associated token account ${expectedDestination} of payTo`, payer)
   }
+  const source = accounts[sourceIndex]!
+  // Nothing would change hands, and the fee payer would pay for it.
+  if (source === destination) {
+    return violation(SVM_REASON.transferToSelf, `the transfer's source ${source} is its destination: a payment cannot pay itself`, payer)
+  }
   const amount = dataView(transfer.data).getBigUint64(1, true)
-  if (amount !== input.amount) {
-    return violation(SVM_REASON.amountMismatch, `the transfer moves ${amount}, the requirements ask for exactly ${input.amount}`, payer)
+  const feeOnTop = input.transferFeeAllowed === true && tokenProgram === TOKEN_2022_PROGRAM_ADDRESS
+  if (feeOnTop ? amount < input.amount : amount !== input.amount) {
+    const expected = feeOnTop ? `at least ${input.amount} (the amount plus the mint's transfer fee)` : `exactly ${input.amount}`
+    return violation(SVM_REASON.amountMismatch, `the transfer moves ${amount}, the requirements ask for ${expected}`, payer)
   }
   if (input.memo !== undefined) {
     const expected = new TextEncoder().encode(input.memo)
@@ -282,7 +295,7 @@ async function applyRules(transaction: WireTransaction, input: Omit<TransactionR
       transaction: transaction.kitTransaction as Transaction & TransactionWithinSizeLimit,
       feePayer,
       payer,
-      source: accounts[sourceIndex]!,
+      source,
       destination,
       mint,
       tokenProgram,

@@ -21,6 +21,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import {
   address,
+  type EncodedAccount,
   getBase58Decoder,
   getBase58Encoder,
   getBase64Decoder,
@@ -155,10 +156,12 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
       const result = svm.simulateTransaction(tx)
       if (result instanceof FailedTransactionMetadata) {
         const meta = result.meta()
-        return { err: convertError(result.err()), logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) }
+        return { err: convertError(result.err()), logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()), postAccounts: new Map<string, EncodedAccount>() }
       }
       const meta = result.meta()
-      return { err: null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) }
+      // The accounts the transaction wrote, as they stand after it.
+      const postAccounts = new Map<string, EncodedAccount>(result.postAccounts().map((account) => [account.address, account]))
+      return { err: null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()), postAccounts }
     } finally {
       svm.withSigverify(true)
       svm.withBlockhashCheck(true)
@@ -227,11 +230,21 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
       const sigVerify = options.sigVerify === true
       const replace = options.replaceRecentBlockhash === true
       if (sigVerify && !fullySigned(tx)) throw new RpcError(-32003, 'Transaction signature verification failure')
+      // As Agave: `accounts.addresses` are answered in their state after the simulation (null each when it failed),
+      // never in base58, and no more of them than the transaction has accounts.
+      const wanted = isRecord(options.accounts) && Array.isArray(options.accounts.addresses) ? options.accounts.addresses.map(String) : undefined
+      const accountsEncoding = isRecord(options.accounts) && typeof options.accounts.encoding === 'string' ? options.accounts.encoding : 'base64'
+      if (wanted && (accountsEncoding === 'base58' || accountsEncoding === 'binary')) throw new RpcError(-32602, 'base58 encoding not supported')
+      if (wanted && wanted.length > getCompiledTransactionMessageDecoder().decode(tx.messageBytes).staticAccounts.length) {
+        throw new RpcError(-32602, 'Too many accounts provided')
+      }
       const result = simulate(tx, sigVerify, replace)
       return context({
         err: result.err,
         logs: result.logs,
-        accounts: null,
+        accounts: wanted
+          ? wanted.map((key) => (result.err ? null : encodeAccount(svm, key, accountsEncoding, result.postAccounts.get(key))))
+          : null,
         unitsConsumed: result.unitsConsumed,
         returnData: null,
         innerInstructions: null,
@@ -380,9 +393,11 @@ function fullySigned(tx: Transaction): boolean {
   return Object.values(tx.signatures).every((signature) => signature !== null)
 }
 
-function encodeAccount(svm: LiteSVM, key: string, encoding: string): unknown {
-  const account = svm.getAccount(address(key))
-  if (!account.exists) return null
+/** An account in the RPC's JSON shape: `post`, when given, is its state after a simulation, else the chain's. */
+function encodeAccount(svm: LiteSVM, key: string, encoding: string, post?: EncodedAccount): unknown {
+  const stored = post ?? svm.getAccount(address(key))
+  if ('exists' in stored && !stored.exists) return null
+  const account = stored as EncodedAccount
   const owner = account.programAddress
   const base = { executable: account.executable, lamports: Number(account.lamports), owner, rentEpoch: U64_MAX_SENTINEL, space: account.data.length }
   if (encoding === 'jsonParsed' && (owner === TOKEN_PROGRAM_ADDRESS || owner === TOKEN_2022)) {

@@ -11,6 +11,7 @@
  * await chain.close()
  */
 import {
+  AccountRole,
   type Address,
   appendTransactionMessageInstructions,
   createSolanaRpc,
@@ -37,6 +38,7 @@ import { FailedTransactionMetadata, LiteSVM } from 'litesvm'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
 import { buildExactSvmTransaction } from '../../src/svm/build-transaction.js'
 import { type LiteSvmRpc, type LiteSvmRpcOptions, startLiteSvmRpc } from './litesvm-rpc.js'
+import { type MintExtensionInit, mintSpaceWith } from './token-2022-extensions.js'
 
 // The program ids the adapter knows, under the names the tests use (LiteSVM runs the real programs at
 // these addresses, so a wrong id would fail every token-2022 and memo test).
@@ -72,14 +74,25 @@ export async function execute(svm: LiteSVM, payer: KeyPairSigner, instructions: 
   svm.expireBlockhash()
 }
 
-/** Creates and initializes a mint owned by `tokenProgram`; `authority` may mint. */
+/**
+ * Creates and initializes a mint owned by `tokenProgram`; `authority` may mint (and freeze, with
+ * `freezeAuthority`). Token-2022 `extensions` are initialized before the mint, in order.
+ */
 export async function createMint(
   svm: LiteSVM,
-  options: { payer: KeyPairSigner; authority: Address; decimals?: number; tokenProgram?: Address },
+  options: {
+    payer: KeyPairSigner
+    authority: Address
+    decimals?: number
+    tokenProgram?: Address
+    freezeAuthority?: Address
+    extensions?: readonly MintExtensionInit[]
+  },
 ): Promise<Address> {
   const mint = await generateKeyPairSigner()
   const programAddress = options.tokenProgram ?? TOKEN_PROGRAM_ADDRESS
-  const space = 82n
+  const extensions = options.extensions ?? []
+  const space = BigInt(mintSpaceWith(extensions))
   await execute(svm, options.payer, [
     getCreateAccountInstruction({
       payer: options.payer,
@@ -88,7 +101,13 @@ export async function createMint(
       space,
       programAddress,
     }),
-    getInitializeMint2Instruction({ mint: mint.address, decimals: options.decimals ?? 6, mintAuthority: options.authority }, { programAddress }),
+    ...extensions.map(
+      (extension): Instruction => ({ programAddress, accounts: [{ address: mint.address, role: AccountRole.WRITABLE }], data: extension.data }),
+    ),
+    getInitializeMint2Instruction(
+      { mint: mint.address, decimals: options.decimals ?? 6, mintAuthority: options.authority, freezeAuthority: options.freezeAuthority ?? null },
+      { programAddress },
+    ),
   ])
   return mint.address
 }
@@ -145,7 +164,15 @@ export interface PaymentScenario {
  */
 export async function createPaymentScenario(
   svm: LiteSVM,
-  options: { tokenProgram?: Address; decimals?: number; balance?: bigint; feePayer?: KeyPairSigner; payer?: KeyPairSigner } = {},
+  options: {
+    tokenProgram?: Address
+    decimals?: number
+    balance?: bigint
+    feePayer?: KeyPairSigner
+    payer?: KeyPairSigner
+    /** Token-2022 mint extensions (see `token-2022-extensions.ts`); the tokenProgram must be Token-2022. */
+    mintExtensions?: readonly MintExtensionInit[]
+  } = {},
 ): Promise<PaymentScenario> {
   const tokenProgram = options.tokenProgram ?? TOKEN_PROGRAM_ADDRESS
   const decimals = options.decimals ?? 6
@@ -155,7 +182,7 @@ export async function createPaymentScenario(
   if (options.payer) svm.airdrop(payer.address, lamports(ONE_SOL))
   const payTo = (await generateKeyPairSigner()).address
   const feePayer = options.feePayer ?? (await fundedSigner(svm))
-  const mint = await createMint(svm, { payer: authority, authority: authority.address, decimals, tokenProgram })
+  const mint = await createMint(svm, { payer: authority, authority: authority.address, decimals, tokenProgram, extensions: options.mintExtensions ?? [] })
   const payerAta = await createTokenAccount(svm, { payer: authority, owner: payer.address, mint, tokenProgram })
   const payToAta = await createTokenAccount(svm, { payer: authority, owner: payTo, mint, tokenProgram })
   await mintTo(svm, { payer: authority, authority, mint, account: payerAta, amount: balance, decimals, tokenProgram })

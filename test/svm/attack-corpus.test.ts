@@ -7,8 +7,10 @@ import {
   AccountRole,
   type Address,
   type Blockhash,
+  createKeyPairSignerFromPrivateKeyBytes,
   createNoopSigner,
   generateKeyPairSigner,
+  getAddressEncoder,
   getBase58Decoder,
   getBase64Decoder,
   getBase64EncodedWireTransaction,
@@ -35,6 +37,8 @@ import {
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createFacilitator, SOLANA_DEVNET } from '../../src/index.js'
 import { exactSvm, SVM_REASON } from '../../src/svm/index.js'
+import { readWireTransaction } from '../../src/svm/wire-transaction.js'
+import { forgeSmallOrderSignature } from '../support/ed25519-forgery.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import {
   createMint,
@@ -63,6 +67,8 @@ interface Attack {
   amount?: bigint
   /** The required asset (mint). @default the scenario's mint */
   asset?: () => Address
+  /** The required payTo. @default the scenario's payTo */
+  payTo?: () => Address
 }
 
 let chain: LiteSvmRpc
@@ -104,13 +110,13 @@ function facilitatorFor() {
   })
 }
 
-function body(transaction: string, extra: Record<string, unknown> = {}, amount = AMOUNT, asset: Address = s.mint) {
+function body(transaction: string, extra: Record<string, unknown> = {}, amount = AMOUNT, asset: Address = s.mint, payTo: Address = s.payTo) {
   const requirements = {
     scheme: 'exact',
     network: SOLANA_DEVNET,
     amount: amount.toString(),
     asset,
-    payTo: s.payTo,
+    payTo,
     maxTimeoutSeconds: 60,
     extra: { feePayer: s.feePayer.address, ...extra },
   }
@@ -351,6 +357,25 @@ const attacks: Attack[] = [
     },
   },
   {
+    name: 'a payer signature forged with a small-order R (OpenSSL accepts it, the runtime does not)',
+    code: SVM_REASON.signatureInvalid,
+    build: async () => {
+      // A payer whose secret is known: the forgery needs its scalar. Verify refuses before any account is read.
+      const seed = crypto.getRandomValues(new Uint8Array(32))
+      const forger = await createKeyPairSignerFromPrivateKeyBytes(seed)
+      const wire = new Uint8Array(getBase64Encoder().encode(await tx(await paymentInstructions(s, { amount: AMOUNT, payer: forger }))))
+      const parsed = readWireTransaction(wire)!
+      wire.set(forgeSmallOrderSignature(seed, new Uint8Array(getAddressEncoder().encode(forger.address)), parsed.messageBytes), parsed.signatureOffsets[1]!)
+      return getBase64Decoder().decode(wire)
+    },
+  },
+  {
+    name: 'a payment to oneself (payTo is the payer: source and destination are one account)',
+    code: SVM_REASON.transferToSelf,
+    payTo: () => s.payer.address,
+    build: async () => tx(await paymentInstructions(s, { amount: AMOUNT, payTo: s.payer.address })),
+  },
+  {
     name: 'an unknown (expired) blockhash',
     code: SVM_REASON.blockhashExpired,
     build: async () => buildTransaction({ feePayer: fp(), blockhash: getBase58Decoder().decode(new Uint8Array(32).fill(7)) as Blockhash, instructions: await valid() }),
@@ -410,7 +435,7 @@ describe('attack corpus', () => {
   test.each(attacks.map((attack) => [attack.name, attack] as const))('rejects %s', async (_name, attack) => {
     const facilitator = facilitatorFor()
     const transaction = await attack.build()
-    let request = body(transaction, attack.extra, attack.amount, attack.asset?.())
+    let request = body(transaction, attack.extra, attack.amount, attack.asset?.(), attack.payTo?.())
     if (attack.code === SVM_REASON.destinationAccountMissing) {
       // A fresh recipient with no token account: paying it would make someone create the ATA.
       const stranger = (await generateKeyPairSigner()).address

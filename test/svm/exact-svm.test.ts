@@ -107,9 +107,11 @@ describe('supported', () => {
 
 describe('verify and settle real payments', () => {
   test.each([
-    ['spl-token', () => spl],
-    ['token-2022', () => t22],
-  ])('official @x402/svm v2 client, %s: verify in one RPC request, settle moves the tokens', async (_name, scenario) => {
+    // A passing simulation proves the accounts: a valid spl-token payment reads none; a Token-2022 payment also
+    // reads its mint (extensions), in the same batch.
+    ['spl-token', () => spl, { getSignatureStatuses: 1, simulateTransaction: 1 }],
+    ['token-2022', () => t22, { getSignatureStatuses: 1, simulateTransaction: 1, getMultipleAccounts: 1 }],
+  ])('official @x402/svm v2 client, %s: verify in one RPC request, settle moves the tokens', async (_name, scenario, calls) => {
     const s = scenario()
     const f = facilitator(s)
     const body = await officialV2Body(s, 12_345n)
@@ -120,8 +122,7 @@ describe('verify and settle real payments', () => {
     const verdict = await f.verify(body)
     expect(verdict).toEqual({ isValid: true, payer: s.payer.address })
     expect(chain.stats.requests).toBe(1)
-    // A passing simulation proves the accounts: a valid payment reads none.
-    expect(chain.stats.calls).toEqual({ getSignatureStatuses: 1, simulateTransaction: 1 })
+    expect(chain.stats.calls).toEqual(calls)
 
     const settled = await f.settle(body)
     expect(settled).toMatchObject({ success: true, network: SOLANA_DEVNET, payer: s.payer.address })

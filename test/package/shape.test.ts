@@ -117,4 +117,19 @@ describe('package shape', () => {
       expect(typeof target === 'object' && target.import.default.endsWith('.js') && target.require.default.endsWith('.cjs'), subpath).toBe(true)
     }
   })
+
+  it('passes publint and are-the-types-wrong on the packed tarball (node16 and bundler resolution; node10 reads no exports map)', () => {
+    const bin = (name: string) => join(root, 'node_modules/.bin', name)
+    const publint = execFileSync(bin('publint'), ['--strict'], { cwd: root, encoding: 'utf8', stdio: 'pipe' })
+    expect(publint).toContain('All good')
+    // Exits non-zero on any problem; prints the table otherwise.
+    const attw = execFileSync(bin('attw'), ['--pack', '.', '--profile', 'node16', '--format', 'table'], { cwd: root, encoding: 'utf8', stdio: 'pipe' })
+    expect(attw).toContain('x402-facilitator')
+  }, 180_000)
+
+  it('ships its license and documentation', () => {
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json'], { cwd: root, encoding: 'utf8', stdio: 'pipe' })) as { files: { path: string }[] }[]
+    const files = packed[0]!.files.map((file) => file.path)
+    for (const file of ['LICENSE', 'README.md', 'CHANGELOG.md', 'docs/catalog.md', 'docs/statistics.md', 'dist/index.js', 'dist/cli.js']) expect(files).toContain(file)
+  })
 })

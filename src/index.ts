@@ -75,10 +75,12 @@ export { createStatsRecorder, type StatsRecorderOptions } from './stats/stats-re
 export { readPublicStats, type ReadStatsOptions } from './stats/stats-reader.js'
 export {
   confirmationEntrySchema,
+  dailyNetworkSchema,
   latencyEntrySchema,
   publicStatsSchema,
   usageTotalsSchema,
   volumeEntrySchema,
+  type DailyNetworkEntry,
   type LatencyEntry,
   type PublicStats,
   type UsageTotals,

@@ -52,6 +52,7 @@ thead th{color:var(--muted);font-weight:600;font-size:.8rem;border-bottom-color:
 td.num,th.num{text-align:right}
 .resource-name{font-weight:600}
 .lines{display:inline-block}
+.lines bdi,.nowrap{white-space:nowrap}
 .resource-url{overflow-wrap:anywhere;font-size:.85rem}
 .description{color:var(--muted);overflow-wrap:anywhere;margin:.15rem 0 0}
 .rate-good{color:var(--good);font-weight:600}

@@ -366,7 +366,7 @@ function resourceRow(resource: CatalogResource, prices: readonly ResourcePrice[]
     href ? html`<a class="resource-url" href="${href}" rel="${EXTERNAL}"><bdi>${resource.url}</bdi></a>` : html`<span class="resource-url"><bdi>${resource.url}</bdi></span>`
   }${page ? html` · <a href="${page}" rel="${EXTERNAL}">catalog page</a>` : null}${resource.description ? html`<p class="description"><bdi>${resource.description}</bdi></p>` : null}</td>
 <td data-label="Price">${priceText(prices, resource, assets)}</td>
-<td data-label="Network"><bdi>${networkLabel(resource.paymentRequirements.network)}</bdi></td>
+<td class="nowrap" data-label="Network"><bdi>${networkLabel(resource.paymentRequirements.network)}</bdi></td>
 <td class="num ${rateClass}" data-label="Success rate">${rate}</td>
 <td class="num" data-label="Calls">${formatCount(trustScore.calls)}</td>
 <td class="num" data-label="Value processed">${trustScore.valueProcessed}</td>

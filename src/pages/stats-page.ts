@@ -149,12 +149,12 @@ function networksSection(stats: PublicStats): SafeHtml {
   const content =
     networks.length === 0
       ? html`<p class="muted">Nothing recorded yet.</p>`
-      : html`<table id="networks" class="stack">
+      : html`<table id="networks" class="stack" role="table">
 <caption>Per network. Volume in US dollars where the token has a known price, and in the token itself.</caption>
-<thead><tr><th scope="col">Network</th><th scope="col" class="num">Settlements</th><th scope="col" class="num">Success rate</th><th scope="col" class="num">Volume</th><th scope="col" class="num">Payers</th><th scope="col" class="num">Settlements, 24 h</th><th scope="col" class="num">Volume, 24 h</th></tr></thead>
-<tbody>
+<thead role="rowgroup"><tr role="row"><th role="columnheader" scope="col">Network</th><th role="columnheader" scope="col" class="num">Settlements</th><th role="columnheader" scope="col" class="num">Success rate</th><th role="columnheader" scope="col" class="num">Volume</th><th role="columnheader" scope="col" class="num">Payers</th><th role="columnheader" scope="col" class="num">Settlements, 24 h</th><th role="columnheader" scope="col" class="num">Volume, 24 h</th></tr></thead>
+<tbody role="rowgroup">
 ${networks.map(
-  (n) => html`<tr><th scope="row"><bdi>${networkLabel(n.network)}</bdi></th><td class="num" data-label="Settlements">${formatCount(n.allTime.settlements.total)}</td><td class="num" data-label="Success rate">${formatPercent(n.allTime.settlements.successRate)}</td><td class="num" data-label="Volume">${volumeText(n.allTime)}</td><td class="num" data-label="Payers">${formatCount(n.allTime.payers)}</td><td class="num" data-label="Settlements, 24 h">${formatCount(n.last24h.settlements.total)}</td><td class="num" data-label="Volume, 24 h">${volumeText(n.last24h)}</td></tr>`,
+  (n) => html`<tr role="row"><th role="rowheader" scope="row"><bdi>${networkLabel(n.network)}</bdi></th><td role="cell" class="num" data-label="Settlements">${formatCount(n.allTime.settlements.total)}</td><td role="cell" class="num" data-label="Success rate">${formatPercent(n.allTime.settlements.successRate)}</td><td role="cell" class="num" data-label="Volume">${volumeText(n.allTime)}</td><td role="cell" class="num" data-label="Payers">${formatCount(n.allTime.payers)}</td><td role="cell" class="num" data-label="Settlements, 24 h">${formatCount(n.last24h.settlements.total)}</td><td role="cell" class="num" data-label="Volume, 24 h">${volumeText(n.last24h)}</td></tr>`,
 )}
 </tbody>
 </table>`
@@ -163,6 +163,9 @@ ${networks.map(
 ${content}
 </section>`
 }
+
+// Tables of class "stack" become one card per row on a phone; their explicit roles keep them tables for screen readers
+// (some browsers drop table semantics once CSS changes a table's display).
 
 /** `$0.02 (0.02 USDC)`: the dollar sum, then each token in its own units. */
 function volumeText(usage: UsageTotals): string {
@@ -340,10 +343,10 @@ function catalogSection(catalog: StatsPageCatalog | 'unavailable', assets: Asset
   else {
     const { resources } = catalog.listing
     const shown = resources.slice(0, Math.max(0, maxResources))
-    content = html`<table id="resources" class="stack">
+    content = html`<table id="resources" class="stack" role="table">
 <caption>Ordered by calls, as in the listing of ${formatUtc(catalog.listing.cachedAt)}. Success rate: the share of calls that settled on chain, once there are enough calls to mean something. Names, descriptions and addresses come from resource servers and payers: this facilitator does not vouch for them.</caption>
-<thead><tr><th scope="col">Resource</th><th scope="col">Price</th><th scope="col">Network</th><th scope="col" class="num">Success rate</th><th scope="col" class="num">Calls</th><th scope="col" class="num">Value processed</th><th scope="col">Last called</th></tr></thead>
-<tbody>
+<thead role="rowgroup"><tr role="row"><th role="columnheader" scope="col">Resource</th><th role="columnheader" scope="col">Price</th><th role="columnheader" scope="col">Network</th><th role="columnheader" scope="col" class="num">Success rate</th><th role="columnheader" scope="col" class="num">Calls</th><th role="columnheader" scope="col" class="num">Value processed</th><th role="columnheader" scope="col">Last called</th></tr></thead>
+<tbody role="rowgroup">
 ${shown.map((resource) => resourceRow(resource, catalog.prices.get(resource.url) ?? [], assets))}
 </tbody>
 </table>
@@ -361,16 +364,16 @@ function resourceRow(resource: CatalogResource, prices: readonly ResourcePrice[]
   const { trustScore } = resource
   const rate = trustScore.sufficientData && trustScore.successRate !== null ? formatPercent(trustScore.successRate) : 'not enough data'
   const rateClass = !trustScore.sufficientData || trustScore.successRate === null ? 'muted' : trustScore.successRate >= 95 ? 'rate-good' : 'rate-low'
-  return html`<tr>
-<td class="resource"><span class="resource-name"><bdi>${resource.name}</bdi></span><br>${
+  return html`<tr role="row">
+<td role="cell" class="resource"><span class="resource-name"><bdi>${resource.name}</bdi></span><br>${
     href ? html`<a class="resource-url" href="${href}" rel="${EXTERNAL}"><bdi>${resource.url}</bdi></a>` : html`<span class="resource-url"><bdi>${resource.url}</bdi></span>`
   }${page ? html` · <a href="${page}" rel="${EXTERNAL}">catalog page</a>` : null}${resource.description ? html`<p class="description"><bdi>${resource.description}</bdi></p>` : null}</td>
-<td data-label="Price">${priceText(prices, resource, assets)}</td>
-<td class="nowrap" data-label="Network"><bdi>${networkLabel(resource.paymentRequirements.network)}</bdi></td>
-<td class="num ${rateClass}" data-label="Success rate">${rate}</td>
-<td class="num" data-label="Calls">${formatCount(trustScore.calls)}</td>
-<td class="num" data-label="Value processed">${trustScore.valueProcessed}</td>
-<td data-label="Last called">${trustScore.lastCalled}</td>
+<td role="cell" data-label="Price">${priceText(prices, resource, assets)}</td>
+<td role="cell" class="nowrap" data-label="Network"><bdi>${networkLabel(resource.paymentRequirements.network)}</bdi></td>
+<td role="cell" class="num ${rateClass}" data-label="Success rate">${rate}</td>
+<td role="cell" class="num" data-label="Calls">${formatCount(trustScore.calls)}</td>
+<td role="cell" class="num" data-label="Value processed">${trustScore.valueProcessed}</td>
+<td role="cell" data-label="Last called">${trustScore.lastCalled}</td>
 </tr>`
 }
 

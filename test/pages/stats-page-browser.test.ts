@@ -155,7 +155,7 @@ async function open(url: string, options: { width: number; colorScheme?: 'light'
 
 /** The text of each cell of each body row of a table. */
 const rowsOf = (page: Page, table: string) =>
-  page.$$eval(`${table} tbody tr`, (rows) => rows.map((row) => [...(row as HTMLTableRowElement).cells].map((cell) => (cell.textContent ?? '').trim())))
+  page.$$eval(`${table} tbody tr`, (rows) => rows.map((row) => Array.from((row as HTMLTableRowElement).cells).map((cell) => (cell.textContent ?? '').trim())))
 
 // The page writes numbers for people; read them back as numbers.
 const num = (text: string) => Number(text.replace(/[$,%]|ms/g, '').trim())
@@ -206,7 +206,7 @@ describe('statistics page in Chromium, after real payments on anvil and LiteSVM'
     }
     expect(await page.textContent('.cards li:first-child .value')).toBe(String(stats.usage.allTime.settlements.total))
 
-    const networks = await page.$$eval('#networks tbody tr', (rows) => rows.map((row) => [row.querySelector('th')!.textContent!.trim(), ...[...row.querySelectorAll('td')].map((td) => td.textContent!.trim())]))
+    const networks = await page.$$eval('#networks tbody tr', (rows) => rows.map((row) => [row.querySelector('th')!.textContent!.trim(), ...Array.from(row.querySelectorAll('td')).map((td) => td.textContent!.trim())]))
     expect(networks.map(([label]) => label)).toEqual(stats.networks.map((n) => LABELS[n.network]))
     for (const [label, settlements, successRate, volume, payers, settlements24h, volume24h] of networks) {
       const n = stats.networks.find((entry) => LABELS[entry.network] === label)!
@@ -272,7 +272,7 @@ describe('statistics page in Chromium, after real payments on anvil and LiteSVM'
           name: row.querySelector('.resource-name')!.textContent!.trim(),
           href: row.querySelector('a.resource-url')?.getAttribute('href') ?? null,
           description: row.querySelector('.description')?.textContent ?? '',
-          price: [...row.querySelectorAll('td[data-label="Price"] bdi')].map((line) => line.textContent),
+          price: Array.from(row.querySelectorAll('td[data-label="Price"] bdi')).map((line) => line.textContent),
           network: cell('Network'),
           successRate: cell('Success rate'),
           calls: cell('Calls'),
@@ -303,7 +303,7 @@ describe('statistics page in Chromium, after real payments on anvil and LiteSVM'
     expect(resources[1]!.description).toBe(HOSTILE)
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined()
     expect(await page.evaluate(() => document.querySelectorAll('script, img, iframe, object, embed').length)).toBe(0)
-    expect(await page.evaluate(() => [...document.querySelectorAll('*')].some((element) => [...element.attributes].some((attribute) => attribute.name.startsWith('on'))))).toBe(false)
+    expect(await page.evaluate(() => Array.from(document.querySelectorAll('*')).some((element) => Array.from(element.attributes).some((attribute) => attribute.name.startsWith('on'))))).toBe(false)
     expect(requests).toEqual([`${statsHost.url}/`])
     expect(problems).toEqual([])
     await page.close()

@@ -8,6 +8,10 @@
  * SPL token on Solana. Every step prints its result and its time. Exits 0 only
  * when both payments landed on chain; stops everything it started on success,
  * on error, on Ctrl-C and after a global timeout.
+ *
+ * The statistics host serves the page for people at `/`; its address is
+ * printed. `npm run demo -- --keep` leaves the chains and servers up after the
+ * payments, so a person can open the page, until Ctrl-C (then it exits 0).
  */
 import { x402Client } from '@x402/core/client'
 import { HTTPFacilitatorClient, x402ResourceServer } from '@x402/core/server'
@@ -32,12 +36,14 @@ import {
   publicStatsSchema,
   settleResponseSchema,
   SOLANA_DEVNET,
+  statsPageRoute,
   supportedResponseSchema,
   type SettleEvent,
   type SettleResponse,
   type VerifyEvent,
 } from 'x402-facilitator'
 import { exactEvm } from 'x402-facilitator/evm'
+import { createNodeListener } from 'x402-facilitator/http'
 import { exactSvm } from 'x402-facilitator/svm'
 import { startNodeHttpServer } from '../examples/node-http/server.js'
 import { listen } from '../test/support/listen.js'
@@ -46,6 +52,8 @@ import { createPaymentScenario, startSolanaTestRpc, tokenBalance } from '../test
 
 /** The whole demo must finish within this, or it cleans up and fails. DEMO_TIMEOUT_MS overrides it (to try the timeout). */
 const GLOBAL_TIMEOUT_MS = Number(process.env.DEMO_TIMEOUT_MS) || 120_000
+/** `--keep`: after the payments, keep everything up for a person to look at, until Ctrl-C. */
+const KEEP = process.argv.slice(2).includes('--keep')
 /** What one request for the weather costs: 0.01 of a 6-decimal token. */
 const PRICE = 10_000n
 const DECIMALS = 6
@@ -115,9 +123,11 @@ async function finish(code: number): Promise<never> {
   process.exit(code)
 }
 
+/** Set once the demo is done and kept up: Ctrl-C is then the expected way out, not an interruption. */
+let kept = false
 process.once('SIGINT', () => {
-  console.log('\n  interrupted: stopping the chains and servers')
-  void finish(130)
+  console.log(kept ? '\n  stopping the chains and servers' : '\n  interrupted: stopping the chains and servers')
+  void finish(kept ? 0 : 130)
 })
 process.once('SIGTERM', () => void finish(143))
 const watchdog = setTimeout(() => {
@@ -127,7 +137,7 @@ const watchdog = setTimeout(() => {
 
 // ---- the demo ---------------------------------------------------------------
 
-async function main(): Promise<void> {
+async function main(): Promise<string> {
   const demoStarted = performance.now()
   console.log('\nx402-facilitator demo: pay for an API with the official x402 packages, through our facilitator\n')
 
@@ -189,6 +199,14 @@ async function main(): Promise<void> {
     return server
   })
   detail('url', facilitatorServer.url)
+  // The statistics host of SPEC.md ({stats_url}): the JSON and, at /, the same numbers as a page for people.
+  const statsHost = await step('statistics host: JSON and the page for people', async () => {
+    const page = statsPageRoute({ stats, catalog, assets, title: 'x402-facilitator demo: statistics' })
+    const server = await listen(createNodeListener(stats.handler({ routes: [...catalog.routes(), page] })))
+    track('statistics host', () => server.close())
+    return server
+  })
+  detail('page', `${statsHost.url}/`)
   const supported = await step('GET /supported', async () => supportedResponseSchema.parse(await (await fetch(`${facilitatorServer.url}/supported`)).json()))
   for (const kind of supported.kinds) detail(`kind v${kind.x402Version}`, `${kind.scheme} ${kind.network}${kind.extra?.feePayer ? `  feePayer ${short(String(kind.extra.feePayer))}` : ''}`)
   for (const [family, signers] of Object.entries(supported.signers)) detail(`signers ${family}`, signers.map(short).join(', '))
@@ -317,16 +335,28 @@ async function main(): Promise<void> {
     detail('', `${resource.paymentRequirements.network}  calls ${resource.trustScore.calls}, value ${resource.trustScore.valueProcessed}, last called ${resource.trustScore.lastCalled}`)
   }
 
+  const page = await step('GET / on the statistics host: the page for people', async () => {
+    const response = await fetch(`${statsHost.url}/`)
+    const html = await response.text()
+    if (response.status !== 200 || !response.headers.get('content-type')?.startsWith('text/html')) throw new Error(`the page answered ${response.status}`)
+    return html
+  })
+  detail('page', `${statsHost.url}/  (${(page.length / 1024).toFixed(0)} KiB of HTML, no script)`)
+
   const total = performance.now() - demoStarted
   console.log(`\nDone: 2 payments verified, settled and on chain in ${ms(total)}`)
   detail('EVM tx', evmTx)
   detail('Solana tx', solTx)
+  detail('statistics page', `${statsHost.url}/`)
+  return statsHost.url
 }
 
 main().then(
-  () => {
+  (statsUrl) => {
     clearTimeout(watchdog)
-    void finish(0)
+    if (!KEEP) return void finish(0)
+    kept = true
+    console.log(`\nKept up (--keep): open ${statsUrl}/ in a browser. The chains, the facilitator and the paid API stay up; Ctrl-C stops them.`)
   },
   (error: unknown) => {
     // A step refused because Ctrl-C or the watchdog is already stopping everything: nothing to add.

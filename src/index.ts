@@ -78,10 +78,12 @@ export { createStatsRecorder, type StatsRecorderOptions } from './stats/stats-re
 export { readPublicStats, type ReadStatsOptions } from './stats/stats-reader.js'
 export {
   confirmationEntrySchema,
+  dailyNetworkSchema,
   latencyEntrySchema,
   publicStatsSchema,
   usageTotalsSchema,
   volumeEntrySchema,
+  type DailyNetworkEntry,
   type LatencyEntry,
   type PublicStats,
   type UsageTotals,
@@ -122,3 +124,11 @@ export {
 } from './catalog/catalog-schema.js'
 export { formatLastCalled, formatUsdCompact } from './catalog/catalog-format.js'
 export { resourceId, resourceName } from './catalog/resource-name.js'
+
+// ---- The statistics page for people (issue 25) ----
+export { escapeHtml } from './pages/escape-html.js'
+export { safeHttpUrl } from './pages/safe-http-url.js'
+export { pricesOf, resourcePriceSchema, type ResourcePrice } from './pages/resource-price.js'
+export { renderStatsPage, renderUnavailablePage, type StatsPageCatalog, type StatsPageInput } from './pages/stats-page.js'
+export { STATS_PAGE_PATH, statsPageRoute, type StatsPageOptions } from './pages/stats-page-route.js'
+export { publicCacheControl } from './stats/public-response.js'

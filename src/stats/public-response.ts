@@ -9,16 +9,28 @@ import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-erro
  * return publicJson(request, await stats.read(), 15)
  */
 export function publicJson(request: Request, body: unknown, maxAgeSeconds: number): Response {
-  const age = Math.max(0, Math.floor(maxAgeSeconds))
   return new Response(request.method === 'HEAD' ? null : JSON.stringify(body), {
     status: 200,
     headers: {
       'content-type': 'application/json; charset=utf-8',
-      'cache-control': `public, max-age=${age}, stale-while-revalidate=${age * 4}`,
+      'cache-control': publicCacheControl(maxAgeSeconds),
       'access-control-allow-origin': '*',
       'x-content-type-options': 'nosniff',
     },
   })
+}
+
+/**
+ * The `cache-control` of every public answer (the JSON routes and the page):
+ * shared caches keep it `maxAgeSeconds` and may serve it stale four times as
+ * long while they refresh it.
+ *
+ * @example
+ * publicCacheControl(15) // 'public, max-age=15, stale-while-revalidate=60'
+ */
+export function publicCacheControl(maxAgeSeconds: number): string {
+  const age = Number.isFinite(maxAgeSeconds) ? Math.max(0, Math.floor(maxAgeSeconds)) : 0
+  return `public, max-age=${age}, stale-while-revalidate=${age * 4}`
 }
 
 /** The `{error, code}` body of a fault on a public route; never cached, never with a stack. */

@@ -92,7 +92,10 @@ export async function readPublicStats(store: Store, options: ReadStatsOptions = 
       last24h: usage(last24h, assets, payers24hByNetwork[i]!, network),
     })),
     daily: days.map((date, i) => {
-      const totals = usage(dayTallies[i]!, assets, payersDaily[i]!)
+      const day = dayTallies[i]!
+      const totals = usage(day, assets, payersDaily[i]!)
+      // Distinct payers per network and day would cost one sketch read each: the day's total has them.
+      const dayNetworks = [...new Set([...day.verify.keys(), ...day.settle.keys()])].sort()
       return {
         date,
         verifications: totals.verifications.total,
@@ -101,6 +104,16 @@ export async function readPublicStats(store: Store, options: ReadStatsOptions = 
         successfulSettlements: totals.settlements.succeeded,
         volumeUsd: totals.volumeUsd,
         payers: totals.payers,
+        networks: dayNetworks.map((network) => {
+          const share = usage(day, assets, 0, network)
+          return {
+            network,
+            verifications: share.verifications.total,
+            settlements: share.settlements.total,
+            successfulSettlements: share.settlements.succeeded,
+            volumeUsd: share.volumeUsd,
+          }
+        }),
       }
     }),
     performance: windows.map(({ window, from, tally: t }) => ({ window, from, operations: latencyEntries(t, ['verify', 'settle']) })),

@@ -57,6 +57,15 @@ export const confirmationEntrySchema = z.object({
   p99Ms: z.number(),
 })
 
+/** One network's share of a day of the daily series. */
+export const dailyNetworkSchema = z.object({
+  network: z.string(),
+  verifications: count,
+  settlements: count,
+  successfulSettlements: count,
+  volumeUsd: z.number().describe('sum of the usd values that are known'),
+})
+
 const windowBounds = {
   window: z.enum(['1m', '5m', '1h', '24h', 'all']),
   from: z.string().nullable().describe('ISO start of the oldest bucket read; null for all time'),
@@ -88,6 +97,9 @@ export const publicStatsSchema = z.object({
         successfulSettlements: count,
         volumeUsd: z.number(),
         payers: count,
+        networks: z
+          .array(dailyNetworkSchema)
+          .describe('the same day per network (CAIP-2 id, or "unsupported"), networks without activity that day left out'),
       }),
     )
     .describe('the last 30 UTC days, oldest first, today included'),
@@ -99,3 +111,4 @@ export type PublicStats = z.infer<typeof publicStatsSchema>
 export type UsageTotals = z.infer<typeof usageTotalsSchema>
 export type VolumeEntry = z.infer<typeof volumeEntrySchema>
 export type LatencyEntry = z.infer<typeof latencyEntrySchema>
+export type DailyNetworkEntry = z.infer<typeof dailyNetworkSchema>

@@ -1,18 +1,30 @@
 /**
  * The README's main command works: `scripts/demo.ts` (what `npm run demo`
- * runs) pays twice on local chains, exits 0, prints both transaction ids, and
- * leaves none of its chains or servers running.
+ * runs) pays twice on local chains, exits 0, prints both transaction ids and
+ * the statistics page's address, and leaves none of its chains or servers
+ * running; with `--keep` it stays up, page and all, until Ctrl-C.
  */
 import { spawn } from 'node:child_process'
 import { expect, it } from 'vitest'
 
-/** Runs the demo to its end and collects what it printed. */
-function runDemo(): Promise<{ code: number | null; output: string }> {
+/**
+ * Runs the demo to its end and collects what it printed. `whenPrinted` sees the
+ * output as it grows, with a way to press Ctrl-C (SIGINT to the demo's process
+ * group, as a terminal does).
+ */
+function runDemo(args: string[] = [], whenPrinted?: (output: string, ctrlC: () => void) => void): Promise<{ code: number | null; output: string }> {
+  // Under Ctrl-C, npx itself dies of the signal whatever the demo answers: run the demo's own process to see its exit code.
+  const [command, commandArgs] = whenPrinted ? [process.execPath, ['--import', 'tsx', 'scripts/demo.ts', ...args]] : ['npx', ['tsx', 'scripts/demo.ts', ...args]]
   return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['tsx', 'scripts/demo.ts'], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(command, commandArgs, { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'], detached: whenPrinted !== undefined })
+    const ctrlC = () => process.kill(-child.pid!, 'SIGINT')
     let output = ''
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    const read = (chunk: Buffer) => {
+      output += chunk.toString()
+      whenPrinted?.(output, ctrlC)
+    }
+    child.stdout.on('data', read)
+    child.stderr.on('data', read)
     child.once('error', reject)
     child.once('close', (code) => resolve({ code, output }))
   })
@@ -41,9 +53,40 @@ it('npm run demo: two payments land, both transaction ids are printed, everythin
   // Statistics and catalog saw both payments.
   expect(output).toMatch(/settlements\s+2 \(succeeded 2/)
   expect(output).toMatch(/calls 2, value \$0\.02/)
+  // The page for people: its address is printed, and it was served.
+  const pageUrl = /statistics page\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(output)?.[1]
+  expect(pageUrl).toBeDefined()
+  expect(output).toMatch(/GET \/ on the statistics host: the page for people\s+\d/)
+  await expect(fetch(pageUrl!, { signal: AbortSignal.timeout(2_000) }), pageUrl).rejects.toThrow()
 
   // Every loopback endpoint the demo started is closed once it exits.
   const urls = [...new Set([...output.matchAll(/(?:rpc|url)\s+(http:\/\/127\.0\.0\.1:\d+)/g)].map((m) => m[1]!))]
   expect(urls.length).toBe(4) // anvil, litesvm rpc, facilitator, paid API
+  for (const url of urls) await expect(fetch(url, { signal: AbortSignal.timeout(2_000) }), url).rejects.toThrow()
+}, 150_000)
+
+it('npm run demo -- --keep: stays up with the page served until Ctrl-C, then stops everything and exits 0', async () => {
+  let page: Promise<{ status: number; type: string | null; body: string }> | undefined
+  const { code, output } = await runDemo(['--keep'], (printed, ctrlC) => {
+    const url = /open (http:\/\/127\.0\.0\.1:\d+\/) in a browser/.exec(printed)?.[1]
+    if (!url || page) return
+    // Past the payments, still up: a person opening the page gets it; then Ctrl-C.
+    page = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const response = await fetch(url)
+      const result = { status: response.status, type: response.headers.get('content-type'), body: await response.text() }
+      ctrlC()
+      return result
+    })()
+  })
+  expect(code, output).toBe(0)
+  expect(page, output).toBeDefined()
+  const served = await page!
+  expect(served.status).toBe(200)
+  expect(served.type).toBe('text/html; charset=utf-8')
+  expect(served.body).toContain('<h1>x402-facilitator demo: statistics</h1>')
+  expect(output).toContain('stopping the chains and servers')
+  const urls = [...new Set([...output.matchAll(/(?:rpc|url|page)\s+(http:\/\/127\.0\.0\.1:\d+)/g)].map((m) => m[1]!))]
+  expect(urls.length).toBe(5) // anvil, litesvm rpc, facilitator, statistics host, paid API
   for (const url of urls) await expect(fetch(url, { signal: AbortSignal.timeout(2_000) }), url).rejects.toThrow()
 }, 150_000)

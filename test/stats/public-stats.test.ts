@@ -76,7 +76,26 @@ describe('public statistics', () => {
     expect(body.networks.find((n) => n.network === 'unsupported')?.allTime.verifications.invalid).toBe(1)
 
     expect(body.daily).toHaveLength(30)
-    expect(body.daily.at(-1)).toEqual({ date: '2026-11-02', verifications: 5, validVerifications: 3, settlements: 7, successfulSettlements: 6, volumeUsd: 6.25, payers: 3 })
+    expect(body.daily.at(-1)).toEqual({
+      date: '2026-11-02',
+      verifications: 5,
+      validVerifications: 3,
+      settlements: 7,
+      successfulSettlements: 6,
+      volumeUsd: 6.25,
+      payers: 3,
+      // Per network: the unpriced test token adds settlements but no USD; the unserved network only a verification.
+      networks: [
+        { network: EVM, verifications: 4, settlements: 6, successfulSettlements: 5, volumeUsd: 4.25 },
+        { network: SOLANA_DEVNET, verifications: 0, settlements: 1, successfulSettlements: 1, volumeUsd: 2 },
+        { network: 'unsupported', verifications: 1, settlements: 0, successfulSettlements: 0, volumeUsd: 0 },
+      ],
+    })
+    // The networks of a day add up to the day.
+    for (const day of body.daily) {
+      expect(day.networks.reduce((sum, n) => sum + n.settlements, 0)).toBe(day.settlements)
+      expect(day.networks.reduce((sum, n) => sum + n.volumeUsd, 0)).toBeCloseTo(day.volumeUsd, 6)
+    }
 
     const verify1m = body.performance.find((w) => w.window === '1m')!.operations.find((o) => o.operation === 'verify' && o.network === EVM)!
     expect(verify1m.count).toBe(4)

@@ -71,9 +71,21 @@ beforeAll(async () => {
     { network: SOLANA_DEVNET, address: sol.mint, symbol: 'USDC', decimals: 6, usdPrice: 1 },
   ])
   const store = createMemoryStore()
+  // The paid API listens first: the operator pins its resources (paid on both networks) to their two payTo.
+  const app = express()
+  let paymentGate: express.RequestHandler | undefined
+  app.use((req, res, next) => (paymentGate ? paymentGate(req, res, next) : next()))
+  app.get('/weather', (_req, res) => void res.json({ weather: 'sunny' }))
+  app.get('/notes', (_req, res) => void res.json({ notes: [] }))
+  shop = await listen(app)
   // Cached as in production: the page and the JSON are read from the same cached bodies.
   const stats = createPublicStats({ store, assets, cacheSeconds: 60 })
-  const catalog = createCatalog({ store, assets, ttlSeconds: 300 })
+  const catalog = createCatalog({
+    store,
+    assets,
+    ttlSeconds: 300,
+    resources: ['/weather', '/notes'].map((path) => ({ url: `${shop.url}${path}`, payTo: [world.payTo, sol.payTo] })),
+  })
   const facilitator = createFacilitator({
     store,
     schemes: [exactEvm(world.adapterConfig()), exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrl: solana.url }], feePayers: [sol.feePayer], pollIntervalMs: 5 })],
@@ -90,20 +102,14 @@ beforeAll(async () => {
     { scheme: 'exact', network: EVM, payTo: world.payTo, price: { amount: PRICE.toString(), asset: world.token.address, extra: { name: world.token.name, version: world.token.version } } },
     { scheme: 'exact', network: SOLANA_DEVNET, payTo: sol.payTo, price: { amount: PRICE.toString(), asset: sol.mint } },
   ] as const
-  const app = express()
-  app.use(
-    paymentMiddleware(
+  paymentGate = paymentMiddleware(
       {
         'GET /weather': { accepts: [...accepts], description: 'Weather, paid per request', mimeType: 'application/json' },
         // The description travels in the 402 challenge and the payment: the resource server or the payer wrote it.
         'GET /notes': { accepts: [...accepts], description: HOSTILE, mimeType: 'application/json' },
       },
       resourceServer,
-    ),
-  )
-  app.get('/weather', (_req, res) => void res.json({ weather: 'sunny' }))
-  app.get('/notes', (_req, res) => void res.json({ notes: [] }))
-  shop = await listen(app)
+    )
 
   const evmClient = new x402Client().setSpendControls(false).register(EVM, new ExactEvmClientScheme(evmPayer))
   const solClient = new x402Client().setSpendControls(false).register(SOLANA_DEVNET, new ExactSvmClientScheme(sol.payer, { rpcUrl: solana.url }))

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type Blockhash, isAddress, type TransactionPartialSigner } from '@solana/kit'
 import * as z from 'zod'
-import type { AdapterNetwork, BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
+import type { AdapterNetwork, BroadcastRecord, PayerSpend, PaymentContext, ReadinessCheck, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
@@ -107,6 +107,11 @@ export interface ExactSvmConfig {
   maxRpcRequestsInFlight?: number
   /** Protocol versions served. @default [1, 2] */
   versions?: readonly (1 | 2)[]
+  /**
+   * Lamports below which a fee payer counts as not ready in `readiness()` (`GET /readyz`): it
+   * soon cannot pay for settlements. @default 10_000_000 (0.01 SOL)
+   */
+  minFeePayerLamports?: bigint
   /**
    * Most settlements one fee payer may have in flight (verify, send and
    * confirmation). A payment names its fee payer, so when that fee payer is at
@@ -594,9 +599,47 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     ...Object.values(entry.rpcHeaders ?? {}).filter((value) => value.length >= 4),
   ])
 
+  const minFeePayerLamports = config.minFeePayerLamports ?? 10_000_000n
+
+  /** Per network: the RPC answers with the expected genesis hash; each fee payer holds enough lamports. */
+  async function readiness(signal: AbortSignal): Promise<ReadinessCheck[]> {
+    const checks = await Promise.all(
+      [...runtimes.values()].map(async (runtime): Promise<ReadinessCheck[]> => {
+        const network = runtime.info.caip2
+        const payers = [...feePayerSet]
+        try {
+          const outcomes = await runtime.rpc.request(
+            [{ method: 'getGenesisHash', params: [] }, ...payers.map((payer) => ({ method: 'getBalance', params: [payer, { commitment: 'confirmed' }] }))],
+            signal,
+          )
+          const genesis = resultOf(outcomes[0], 'getGenesisHash')
+          // A CAIP-2 Solana id is the first 32 characters of the genesis hash.
+          const expected = network.slice('solana:'.length)
+          const rpcCheck: ReadinessCheck =
+            typeof genesis === 'string' && genesis.startsWith(expected)
+              ? { name: `rpc ${network}`, ok: true }
+              : { name: `rpc ${network}`, ok: false, detail: 'the RPC serves another chain (genesis hash differs)' }
+          const payerChecks = payers.map((payer, index): ReadinessCheck => {
+            const answer = resultOf(outcomes[index + 1], 'getBalance') as { value?: unknown } | undefined
+            const lamports = typeof answer?.value === 'number' ? BigInt(answer.value) : undefined
+            if (lamports === undefined) return { name: `fee payer ${payer} ${network}`, ok: false, detail: 'the balance could not be read' }
+            return lamports >= minFeePayerLamports
+              ? { name: `fee payer ${payer} ${network}`, ok: true, detail: `${lamports} lamports` }
+              : { name: `fee payer ${payer} ${network}`, ok: false, detail: `${lamports} lamports, below ${minFeePayerLamports}` }
+          })
+          return [rpcCheck, ...payerChecks]
+        } catch (error) {
+          return [{ name: `rpc ${network}`, ok: false, detail: error instanceof FacilitatorError ? error.code : 'the RPC did not answer' }]
+        }
+      }),
+    )
+    return checks.flat()
+  }
+
   return withRedactedErrors({
     scheme: 'exact',
     family: 'solana',
+    readiness,
     networks: [...runtimes.values()].map((runtime) => runtime.info),
     versions: config.versions ?? [1, 2],
     signers: () => [...feePayerSet],

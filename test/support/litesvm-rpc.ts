@@ -170,6 +170,8 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
 
   const methods: Record<string, (params: unknown[]) => unknown> = {
     getHealth: () => 'ok',
+    // The chain the tests call solana-devnet (CAIP-2 solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1).
+    getGenesisHash: () => 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG',
     getVersion: () => ({ 'solana-core': '2.2.0', 'feature-set': 0 }),
     getSlot: () => slot(),
     getBlockHeight: () => blockHeight,

@@ -50,7 +50,7 @@ export interface ChainVerdict {
   /**
    * The gas of the settlement as `eth_estimateGas` gave it (run as `options.sender`), for a payment
    * priced by an estimate: a token outside the known table, or a payer with code. `undefined` for a
-   * payment sent with the fixed `gasLimit`, and for an ERC-6492 wallet, which settle prices.
+   * payment sent with the fixed `gasLimit`, and for an undeployed ERC-6492 wallet, which settle prices again.
    */
   readonly estimatedGas: bigint | undefined
 }
@@ -96,8 +96,13 @@ const CHECKS_GAS = 100_000n
  *   a signature that does not recover to the payer goes as a smart wallet's (its
  *   `isValidSignature` and the `bytes` overload), which names the reason and
  *   accepts it on a token whose (v,r,s) overload only recovers.
- * - An ERC-6492 wallet is checked with its deployment inside the call; settle prices
- *   it (the transfer can only be estimated once the wallet exists).
+ * - An undeployed ERC-6492 wallet is checked with its deployment inside the call, and
+ *   priced, in the same batch, by estimates of its deployment and of the deployment
+ *   followed by the transfer (the transfer alone cannot run before the wallet exists);
+ *   settle prices the transfer again once it has deployed the wallet. One deployed
+ *   already is checked again as the smart wallet it is (a second request).
+ * - A rejection on price (`invalid_exact_evm_settlement_gas_too_high`) comes before
+ *   one on the signature: a wallet that burns gas fails its own check in the call too.
  */
 export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment, options: ChainCheckOptions): Promise<ChainVerdict> {
   return check(runtime, payment, options, false, false)

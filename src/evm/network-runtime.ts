@@ -81,11 +81,11 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
   const maxInFlight = countOption(config.maxRpcRequestsInFlight, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, 'exactEvm: maxRpcRequestsInFlight')
-  // One keep-alive pool per network. Receipt lookups, eth_calls, code reads, estimates and the two reads of a fee
-  // quote issued together (see keepAliveHttp) travel as one JSON-RPC batch (a verify's chain check, code read and
-  // estimate among them, see checkChainState).
+  // One keep-alive pool per network. Receipt lookups, eth_calls, code reads and estimates issued together (see
+  // keepAliveHttp) travel as one JSON-RPC batch (a verify's chain check, code read and estimate among them, see
+  // checkChainState). A fee read is not among them: a background refresh must not ride in a verify's batch.
   const pool = createConnectionPool()
-  const batchMethods = new Set(['eth_getTransactionReceipt', 'eth_call', 'eth_getCode', 'eth_estimateGas', 'eth_getBlockByNumber', 'eth_maxPriorityFeePerGas'])
+  const batchMethods = new Set(['eth_getTransactionReceipt', 'eth_call', 'eth_getCode', 'eth_estimateGas'])
   const makeTransport =
     config.transport ?? ((url: string) => keepAliveHttp(url, { retryCount, timeoutMs: rpcTimeoutMs, pool, maxInFlight, batchMethods }))
   const transports = entry.rpcUrls.map((url) => makeTransport(url))

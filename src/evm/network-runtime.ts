@@ -129,29 +129,33 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   })
 
   const feeCacheMs = config.feeCacheMs ?? 2_000
-  // The last quote read, and the read under way (one at a time, whoever asks).
+  // The last quote read (`at`: when its read started), and the read under way, shared by whoever asks while it is young.
   let last: { quote: FeeQuote; at: number } | undefined
-  let reading: Promise<FeeQuote> | undefined
-  const freshFees = () => {
-    reading ??= readFees(client).then(
-      (quote) => {
-        last = { quote, at: Date.now() }
-        reading = undefined
-        return quote
+  let reading: { quote: Promise<FeeQuote>; at: number } | undefined
+  const freshFees = (): Promise<FeeQuote> => {
+    const startedAt = Date.now()
+    // A read older than a quote may be is not joined: one that hangs must not hold every later caller.
+    if (reading && startedAt - reading.at <= feeCacheMs) return reading.quote
+    const quote: Promise<FeeQuote> = readFees(client).then(
+      (read) => {
+        if (!last || last.at <= startedAt) last = { quote: read, at: startedAt }
+        if (reading?.quote === quote) reading = undefined
+        return read
       },
       (error: unknown) => {
         // A failed read is not kept: the next caller reads again.
-        reading = undefined
+        if (reading?.quote === quote) reading = undefined
         throw error
       },
     )
-    return reading
+    reading = { quote, at: startedAt }
+    return quote
   }
   const fees = () => (last && Date.now() - last.at <= feeCacheMs ? Promise.resolve(last.quote) : freshFees())
   const cachedFees = (): FeeQuote | Promise<FeeQuote> => {
     if (!last) return freshFees()
     // Served as it is: a verify must not wait for a fee read. The refresh is for the verifies after it.
-    if (Date.now() - last.at > feeCacheMs && !reading) freshFees().catch(() => undefined)
+    if (Date.now() - last.at > feeCacheMs) freshFees().catch(() => undefined)
     return last.quote
   }
 

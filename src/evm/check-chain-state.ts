@@ -1,11 +1,38 @@
-import { decodeErrorResult, type Hex } from 'viem'
+import type { Hex } from 'viem'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
 import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
-import type { NetworkRuntime } from './network-runtime.js'
+import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
 import { kindByRecovery, transferCalldata, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
+import {
+  deploymentPrice,
+  estimateDeployment,
+  estimateSettlementGas,
+  feeFields,
+  nodeRefusal,
+  quantity,
+  revertReason,
+  simulationFailed,
+  unfundedSigner,
+  type GasEstimate,
+  type SettlementSender,
+} from './settlement-simulation.js'
+
+/** What verify's chain check runs as, and the gas limits it holds the payment to. */
+export interface ChainCheckOptions {
+  /** The signer that will send the settlement and the fees it will carry: every call and estimate runs as it. */
+  readonly sender: SettlementSender
+  /** The gas limit a plain account's payment on a known token is sent with (`gasLimit`). */
+  readonly gasLimit: bigint
+  /** The most gas a payment priced by an estimate may use (`maxSettlementGas`). */
+  readonly maxSettlementGas: bigint
+  /** The most gas an ERC-6492 wallet's deployment may use (`maxDeploymentGas`). */
+  readonly maxDeploymentGas: bigint
+  /** A fresh fee quote, for a node that found `sender.fees` below its base fee (asked once). */
+  readonly renewFees: () => Promise<FeeQuote>
+}
 
 /** What the chain said about a prepared payment. */
 export interface ChainVerdict {
@@ -18,39 +45,74 @@ export interface ChainVerdict {
    * one whose payer has code (an EIP-7702 account) comes back `erc1271`, priced by an estimate.
    */
   readonly payment: PreparedPayment
+  /** The payer's token balance as the check read it; `undefined` when the read failed. */
+  readonly balance: bigint | undefined
+  /**
+   * The gas of the settlement as `eth_estimateGas` gave it (run as `options.sender`), for a payment
+   * priced by an estimate: a token outside the known table, or a payer with code. `undefined` for a
+   * payment sent with the fixed `gasLimit`, and for an undeployed ERC-6492 wallet, which settle prices again.
+   */
+  readonly estimatedGas: bigint | undefined
 }
+
+// Gas for Multicall3's own work and a token's two reads (some 20k with USDC), on top of the
+// payment's own limit, when the call also runs a wallet's signature check or a deployment.
+const CHECKS_GAS = 100_000n
 
 /**
  * Checks signature, nonce, balance and a simulation of the exact settlement
  * call in one `eth_call` to Multicall3 `aggregate3` (with an `unproven` or
- * `eoa` signature, also the payer's code, in the same batch; see below).
+ * `eoa` signature, also the payer's code; for a payment priced by an estimate,
+ * that estimate; all in the same JSON-RPC batch, see below).
+ *
+ * Every call and estimate runs as the settlement will: from the signer that will
+ * send it (`options.sender`), with the fee fields it will carry, and bounded by gas:
+ * a contract can tell a call without fees (`tx.gasprice == 0`) from a transaction,
+ * and the node refuses a sender that cannot pay for the gas (`signer_unfunded`).
  *
  * The calls run in order inside one simulated block, so state changes carry
  * over: an ERC-6492 factory call deploys the wallet before its ERC-1271 check,
  * and the reads come before the simulated transfer that would change them.
  *
- * An `unproven` signature (see `preparePayment`'s `deferSignerCheck`) is checked
- * by the chain: the (v,r,s) transfer is simulated, and the payer's code is read
- * with `eth_getCode` in the same JSON-RPC batch (the default transport sends
- * both as one request). When the reads pass and the simulated transfer
- * succeeds, the token itself checked the signature, and nothing is recovered
- * here (the recovery is most of a verify's CPU). A payer with code then counts
- * as a smart wallet, so settle prices its transfer by an estimate: the token
- * may run the wallet's `isValidSignature` at our expense. The code comes from
- * the node, not from a call into the payer, which a contract could answer as
- * it likes. When a check fails, the signer is recovered offline as for any
- * payment, so that a bad signature is named as one; a payer with code whose
- * signature does not recover to it is checked again as a smart wallet (its
- * `isValidSignature` and the `bytes` overload, a second request), which names
- * the reason, and accepts it on a token that only recovers (v,r,s).
- *
- * An `eoa` signature (recovered offline to the payer) whose payer has code is an
- * EIP-7702 account: a token that checks signatures as USDC v2.2 does runs its
- * delegate's `isValidSignature`, so it is priced by an estimate too.
+ * How the gas is priced decides what runs:
+ * - A known token (the built-in table or the configured `assets`) paid by a plain
+ *   account is sent with the fixed `gasLimit`: the Multicall3 call carries that limit
+ *   and simulates the transfer inside it (the reads before it take some 17k of it, so
+ *   the check is stricter than the chain). An `unproven` signature (see
+ *   `preparePayment`'s `deferSignerCheck`) is checked by that simulation: when it
+ *   succeeds, the token itself checked the signature, and nothing is recovered here
+ *   (the recovery is most of a verify's CPU). The payer's code is read with
+ *   `eth_getCode` in the same batch: from the node, not from a call into the payer,
+ *   which a contract could answer as it likes. When a check fails, the signer is
+ *   recovered offline as for any payment, so that a bad signature is named as one.
+ * - A token outside that table, and an `erc1271` signature, are priced by
+ *   `eth_estimateGas` of the exact settlement call, in the same batch, capped by
+ *   `maxSettlementGas`: that estimate is the simulation (the token's code may burn
+ *   any gas, or behave otherwise when called by Multicall3).
+ * - A known token's payer with code (a smart wallet signing with its owner's key, an
+ *   EIP-7702 account): a token that checks signatures as USDC v2.2 does runs the
+ *   payer's `isValidSignature`, at our expense, so the payment is priced and proven
+ *   by an estimate too, in a second request. When the fixed-limit simulation failed,
+ *   a signature that does not recover to the payer goes as a smart wallet's (its
+ *   `isValidSignature` and the `bytes` overload), which names the reason and
+ *   accepts it on a token whose (v,r,s) overload only recovers.
+ * - An undeployed ERC-6492 wallet is checked with its deployment inside the call, and
+ *   priced, in the same batch, by estimates of its deployment and of the deployment
+ *   followed by the transfer (the transfer alone cannot run before the wallet exists);
+ *   settle prices the transfer again once it has deployed the wallet. One deployed
+ *   already is checked again as the smart wallet it is (a second request).
+ * - A rejection on price (`invalid_exact_evm_settlement_gas_too_high`) comes before
+ *   one on the signature: a wallet that burns gas fails its own check in the call too.
  */
-export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment): Promise<ChainVerdict> {
+export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment, options: ChainCheckOptions): Promise<ChainVerdict> {
+  return check(runtime, payment, options, false, false)
+}
+
+async function check(runtime: NetworkRuntime, payment: PreparedPayment, options: ChainCheckOptions, priceByEstimate: boolean, feesRenewed: boolean): Promise<ChainVerdict> {
   const { payer, asset, digest, signature, deployment, kind } = payment
   const { nonce } = payment.payload.authorization
+  const { sender } = options
+  const pricing = deployment ? 'deployment' : priceByEstimate || !payment.knownToken || kind === 'erc1271' ? 'estimate' : 'fixed'
   const isValidSignature: Aggregate3Call = {
     target: payer,
     allowFailure: true,
@@ -62,69 +124,157 @@ export async function checkChainState(runtime: NetworkRuntime, payment: Prepared
     calls.push(isValidSignature)
     calls.push({ target: deployment.factory, allowFailure: true, callData: deployment.data })
   }
-  if (kind === 'erc1271' || kind === 'erc6492') calls.push(isValidSignature)
   const readsAt = calls.length
   calls.push(
     { target: asset, allowFailure: true, callData: balanceOfCalldata(payer) },
     { target: asset, allowFailure: true, callData: authorizationStateCalldata(payer, nonce) },
-    { target: asset, allowFailure: true, callData: payment.transferCalldata },
   )
+  // After the reads: a wallet whose check burns gas starves only itself.
+  const signatureAt = kind === 'erc1271' || kind === 'erc6492' ? calls.push(isValidSignature) - 1 : undefined
+  // Priced by an estimate, the estimate is the simulation: it runs the call exactly as sent, not from Multicall3.
+  const simulationAt = pricing === 'estimate' ? undefined : calls.push({ target: asset, allowFailure: true, callData: payment.transferCalldata }) - 1
+  const gas =
+    pricing === 'fixed'
+      ? options.gasLimit
+      : pricing === 'estimate'
+        ? options.maxSettlementGas + CHECKS_GAS
+        : options.maxDeploymentGas + options.maxSettlementGas + CHECKS_GAS
 
   const data = aggregate3Calldata(calls)
   // A plain signature's payer may have code (a smart wallet, an EIP-7702 account): read it beside the call.
-  const readsCode = kind === 'unproven' || kind === 'eoa'
-  let raw: Hex
-  let code: Hex | undefined
+  const readsCode = pricing === 'fixed'
+  const transfer = { to: asset, data: payment.transferCalldata }
+  // Issued in the same tick: the default transport sends them as one JSON-RPC batch (with other verifies' made meanwhile).
+  const multicall = runtime.client.request({
+    method: 'eth_call',
+    params: [{ from: sender.from, to: runtime.multicall3, data, gas: quantity(gas), ...feeFields(sender.fees) }, 'latest'],
+  })
+  // Without an answer the payer counts as having code: it is then priced by an estimate.
+  const codeRead = readsCode ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined
+  const estimate = pricing === 'estimate' ? estimateSettlementGas(runtime, sender, transfer, options.maxSettlementGas) : undefined
+  // Settle prices an ERC-6492 wallet again once it is deployed; this tells a price above the caps before anything is sent.
+  const deploymentEstimates = deployment ? estimateDeployment(runtime, sender, deployment, transfer, options) : undefined
+
+  const again = async (): Promise<ChainVerdict> => check(runtime, payment, { ...options, sender: { ...sender, fees: await options.renewFees() } }, priceByEstimate, true)
+  let raw: Hex | undefined
+  // The whole call failed: out of gas (allowFailure keeps every revert inside it).
+  let exhausted = false
   try {
-    // Issued in the same tick: the default transport sends them as one JSON-RPC batch (with other verifies' made meanwhile).
-    ;[raw, code] = await Promise.all([
-      runtime.client.request({ method: 'eth_call', params: [{ to: runtime.multicall3, data }, 'latest'] }),
-      // Without an answer the payer counts as having code: its settle is then priced by an estimate.
-      readsCode ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined,
-    ])
+    raw = await multicall
   } catch (error) {
-    throw toRpcFault(error, 'reading the chain state')
+    const refusal = nodeRefusal(error)
+    if (refusal === 'unfunded') throw unfundedSigner(runtime, sender.from, error)
+    if (refusal === 'fee_too_low' && !feesRenewed) return again()
+    if (refusal !== 'failed') throw toRpcFault(error, 'reading the chain state')
+    exhausted = true
   }
+  const verdict = (rejection: Rejection | undefined, checked: PreparedPayment, balance?: bigint, estimatedGas?: bigint, walletDeployed = !deployment): ChainVerdict => ({
+    rejection,
+    walletDeployed,
+    payment: checked,
+    balance,
+    estimatedGas,
+  })
+  const badSignature: Rejection = { reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' }
+  /** An estimate's answer; a fault is thrown, a fee quote the node found too low asks for the check `again`. */
+  const answered = async (pending: Promise<GasEstimate>): Promise<{ gas: bigint } | { rejection: Rejection } | 'renew'> => {
+    const outcome = await pending
+    if ('fault' in outcome) throw outcome.fault
+    if (!('staleFees' in outcome)) return outcome
+    if (feesRenewed) throw new FacilitatorError('rpc_error', 'estimating the settlement gas: the node refused a fresh fee quote as below its base fee')
+    return 'renew'
+  }
+  /** What the estimates said: a price above the caps, a revert, the gas (an estimate-priced payment). */
+  const estimates = async (): Promise<{ tooHigh?: Rejection; reverted?: Rejection; gas?: bigint } | 'renew'> => {
+    const sorted = (rejection: Rejection) => (rejection.reason === EVM_REJECTION.settlementGasTooHigh ? { tooHigh: rejection } : { reverted: rejection })
+    if (estimate) {
+      const outcome = await answered(estimate)
+      return outcome === 'renew' ? outcome : 'rejection' in outcome ? sorted(outcome.rejection) : outcome
+    }
+    if (!deploymentEstimates) return {}
+    const [deploymentGas, bothGas] = [await answered(deploymentEstimates[0]), await answered(deploymentEstimates[1])]
+    if (deploymentGas === 'renew' || bothGas === 'renew') return 'renew'
+    const price = deploymentPrice(deploymentGas, bothGas, options.maxSettlementGas)
+    return 'rejection' in price ? sorted(price.rejection) : {}
+  }
+
+  if (exhausted) {
+    const said = await estimates()
+    if (said === 'renew') return again()
+    if (said.tooHigh) return verdict(said.tooHigh, payment)
+    if (pricing === 'fixed' && (await codeRead) !== '0x') return priceWalletPayer(false)
+    const limit = pricing === 'fixed' ? `the settlement's gas limit of ${gas}` : `its ${gas} gas (the token, or the payer's wallet, burns gas)`
+    return verdict(simulationFailed(`the chain check ran out of ${limit}`), payment)
+  }
+
   if (raw === '0x') {
     throw new FacilitatorError('misconfigured', `Multicall3 is not deployed at ${runtime.multicall3} on ${runtime.network.caip2}`)
   }
   let results: Aggregate3Result[]
   try {
-    results = decodeAggregate3Result(raw, calls.length)
+    results = decodeAggregate3Result(raw!, calls.length)
   } catch (error) {
     const why = error instanceof Error ? ` (${error.message})` : ''
     throw new FacilitatorError('rpc_error', `reading the chain state: the RPC answered the Multicall3 call with data that is not an aggregate3 result${why}`, { cause: error })
   }
   // One result per call (the decoder checked the count).
   const at = (index: number) => results[index]!
-
   const walletDeployed = deployment ? hasCode(at(0)) : true
-  const verdict = (rejection: Rejection | undefined, checked = payment): ChainVerdict => ({ rejection, walletDeployed, payment: checked })
-  const badSignature: Rejection = { reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' }
+  const balanceRead = at(readsAt)
+  const balance = isWord(balanceRead) ? BigInt(balanceRead.returnData.slice(0, 66)) : undefined
+  const readsRejection = readsVerdict(payment, balanceRead, at(readsAt + 1))
+  const simulation = simulationAt === undefined ? undefined : at(simulationAt)
+  const simulationRejection =
+    simulation && !simulation.success ? simulationFailed(`a simulation of transferWithAuthorization reverted${revertReason(simulation.returnData)}`) : undefined
 
-  if (readsCode) {
-    // Anything but an empty answer counts as code: a payer with code only has its settle priced more carefully.
-    const plainAccount = code === '0x'
-    const priced: PreparedPayment = { ...payment, kind: plainAccount ? 'eoa' : 'erc1271' }
-    const rejection = readsVerdict(payment, results, readsAt)
-    // An `eoa` signature was recovered to the payer already; an `unproven` one the passing simulation proved.
-    if (kind === 'eoa' || !rejection) return verdict(rejection, priced)
-    const signer = await kindByRecovery(digest, signature, payer)
-    if (signer === 'eoa') return verdict(rejection, priced)
-    if (plainAccount) return verdict(badSignature)
-    // A smart wallet whose token may take only the `bytes` overload: its own check names the reason.
-    return checkChainState(runtime, { ...payment, kind: 'erc1271', transferCalldata: transferCalldata(payment.payload, 'erc1271', signature) })
+  if (pricing !== 'fixed') {
+    // An ERC-6492 signature of a wallet deployed already: its transfer alone is priced (the factory is not called again).
+    if (deployment && walletDeployed) return check(runtime, { ...payment, kind: 'erc1271', deployment: undefined }, options, true, feesRenewed)
+    if (readsRejection) return verdict(readsRejection, payment, balance, undefined, walletDeployed)
+    const said = await estimates()
+    if (said === 'renew') return again()
+    // A price above the cap first: a wallet that burns gas fails its own signature check in the Multicall3 call too.
+    if (said.tooHigh) return verdict(said.tooHigh, payment, balance, undefined, walletDeployed)
+    if (signatureAt !== undefined && !isMagicValue(at(signatureAt))) return verdict(badSignature, payment, balance, undefined, walletDeployed)
+    const reverted = said.reverted ?? simulationRejection
+    if (reverted) return verdict(reverted, payment, balance, undefined, walletDeployed)
+    return verdict(undefined, priceByEstimate ? { ...payment, kind: 'erc1271' } : payment, balance, said.gas, walletDeployed)
   }
-  if (!isMagicValue(at(readsAt - 1))) return verdict(badSignature)
-  return verdict(readsVerdict(payment, results, readsAt))
+
+  // Fixed: a plain account on a known token, unless the payer turns out to have code.
+  const code = await codeRead
+  const rejection = readsRejection ?? simulationRejection
+  if (code === '0x') {
+    const plain: PreparedPayment = { ...payment, kind: 'eoa' }
+    // An `eoa` signature was recovered to the payer already; an `unproven` one the passing simulation proved.
+    if (kind === 'eoa' || !rejection) return verdict(rejection, plain, balance)
+    return (await kindByRecovery(digest, signature, payer)) === 'eoa' ? verdict(rejection, plain, balance) : verdict(badSignature, payment, balance)
+  }
+  if (readsRejection) return verdict(readsRejection, { ...payment, kind: 'erc1271' }, balance)
+  return priceWalletPayer(simulation?.success === true)
+
+  /**
+   * A known token's payer with code: priced, and proven, by an estimate run as the real transaction.
+   * `tookIt`: the fixed-limit simulation succeeded, so the token takes this calldata; the estimate
+   * follows in a second request. Otherwise the payment is checked again, priced by an estimate:
+   * with (v,r,s) when the payer's own key signed (EIP-7702), else as a smart wallet's signature.
+   */
+  async function priceWalletPayer(tookIt: boolean): Promise<ChainVerdict> {
+    const wallet: PreparedPayment = { ...payment, kind: 'erc1271' }
+    if (tookIt) {
+      const outcome = await answered(estimateSettlementGas(runtime, sender, transfer, options.maxSettlementGas))
+      if (outcome === 'renew') return again()
+      return 'rejection' in outcome ? verdict(outcome.rejection, wallet, balance) : verdict(undefined, wallet, balance, outcome.gas)
+    }
+    const ownKey = kind === 'eoa' || (await kindByRecovery(digest, signature, payer)) === 'eoa'
+    const retry: PreparedPayment = ownKey ? { ...payment, kind: 'eoa' } : { ...wallet, transferCalldata: transferCalldata(payment.payload, 'erc1271', signature) }
+    return check(runtime, retry, options, true, feesRenewed)
+  }
 }
 
-/** The first failed read or the failed simulation, in the order a payer should hear of them. */
-function readsVerdict(payment: PreparedPayment, results: readonly Aggregate3Result[], readsAt: number): Rejection | undefined {
+/** The first failed read, in the order a payer should hear of them. */
+function readsVerdict(payment: PreparedPayment, balance: Aggregate3Result, used: Aggregate3Result): Rejection | undefined {
   const { asset } = payment
-  const balance = results[readsAt]!
-  const used = results[readsAt + 1]!
-  const simulation = results[readsAt + 2]!
   // A call to an address without code "succeeds" with no return data, and so would the simulated
   // transfer: settle would then pay gas for a transaction that moves nothing. A token answers both reads.
   if (!isWord(balance) || !isWord(used)) {
@@ -136,9 +286,6 @@ function readsVerdict(payment: PreparedPayment, results: readonly Aggregate3Resu
   const amount = BigInt(balance.returnData.slice(0, 66))
   if (amount < payment.payload.authorization.value) {
     return { reason: EVM_REJECTION.insufficientFunds, message: `the payer's balance ${amount} is below ${payment.payload.authorization.value}` }
-  }
-  if (!simulation.success) {
-    return { reason: EVM_REJECTION.simulationFailed, message: `a simulation of transferWithAuthorization reverted${revertReason(simulation.returnData)}` }
   }
   return undefined
 }
@@ -160,15 +307,4 @@ function hasCode(result: { success: boolean; returnData: Hex }): boolean {
 
 function readBool(data: Hex): boolean {
   return BigInt(data.slice(0, 66)) !== 0n
-}
-
-function revertReason(data: Hex): string {
-  if (data === '0x') return ''
-  try {
-    const decoded = decodeErrorResult({ abi: [], data })
-    const reason = decoded.args?.[0]
-    return typeof reason === 'string' ? `: ${reason.slice(0, 200)}` : ` (${decoded.errorName})`
-  } catch {
-    return ` (${data.slice(0, 10)})`
-  }
 }

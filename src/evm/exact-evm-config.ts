@@ -25,7 +25,9 @@ export interface ExactEvmNetworkConfig {
   /**
    * Extra tokens with their EIP-712 domain; the built-in USDC table is always known. A known
    * token is trusted to check the payer's signature in verify's simulation (a valid payment
-   * then skips the offline recovery): list only real EIP-3009 tokens.
+   * then skips the offline recovery), and its payments from plain accounts are sent with the
+   * fixed `gasLimit` (verify's one request). Any other token is priced by an estimate of the
+   * exact settlement, capped by `maxSettlementGas`. List only real EIP-3009 tokens.
    */
   readonly assets?: readonly ExactEvmAsset[]
   /** Accept only `assets` and the built-in tokens of this network. @default false */
@@ -55,13 +57,20 @@ export interface ExactEvmConfig {
   readonly erc6492Factories?: readonly Address[]
   /** Deploy an undeployed ERC-6492 wallet (at the facilitator's cost) before settling. @default false */
   readonly deployErc6492Wallets?: boolean
-  /** Gas limit of a settlement signed by a plain account (no estimate round trip). @default 150_000n */
+  /**
+   * Gas limit of a settlement in a known token (built-in or `assets`) by a plain account (no estimate).
+   * Verify's simulation carries this limit, so a known token whose transfer needs more is refused
+   * (`invalid_exact_evm_transaction_simulation_failed`) instead of running out of gas on chain.
+   * @default 150_000n
+   */
   readonly gasLimit?: bigint
   /**
-   * Most gas a smart-wallet settlement (ERC-1271, or ERC-6492 once deployed) may use. The wallet's
-   * `isValidSignature` runs inside the transfer at the facilitator's expense, so a settle whose estimate
-   * is above the cap answers `invalid_exact_evm_settlement_gas_too_high` before anything is sent (an
-   * undeployed ERC-6492 wallet is not deployed either), and the gas limit sent never exceeds it.
+   * Most gas a settlement priced by an estimate may use: a token outside the known table, and a payer
+   * with code (an ERC-1271 wallet, an EIP-7702 account, an ERC-6492 wallet once deployed), whose code
+   * runs inside the transfer at the facilitator's expense. Verify estimates the exact settlement (from
+   * the signer, with the fees); above the cap it answers `invalid_exact_evm_settlement_gas_too_high`,
+   * and settle refuses before anything is sent (an undeployed ERC-6492 wallet is not deployed either).
+   * The limit sent is the estimate plus 25 %, rounded up to 10,000, never above the cap.
    * @default 300_000n
    */
   readonly maxSettlementGas?: bigint
@@ -79,7 +88,11 @@ export interface ExactEvmConfig {
    * claimed, instead of leaving each new payment pending. @default 30_000
    */
   readonly unfundedSignerCooldownMs?: number
-  /** How long a fee quote is reused between settles. @default 2_000 */
+  /**
+   * How long a fee quote is reused between settles. Verify's simulations carry the fees of the last
+   * quote even when it is older, and refresh it in the background (only the first verify waits for one).
+   * @default 2_000
+   */
   readonly feeCacheMs?: number
   /**
    * Budget of one request to one RPC URL with the default transport. Past it the

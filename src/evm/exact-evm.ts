@@ -1,30 +1,36 @@
 import { isAddress, type Address, type Hex } from 'viem'
-import type { BroadcastRecord, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
+import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
-import { aggregate3Calldata } from './calldata.js'
 import { awaitReceipt } from './await-receipt.js'
 import { parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
-import { checkChainState } from './check-chain-state.js'
+import { checkChainState, type ChainCheckOptions } from './check-chain-state.js'
 import { loadKeccak } from './keccak.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
-import { createNetworkRuntime, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
+import { createNetworkRuntime, type FeeQuote, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
 import { checkValidityWindow, preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
 import { pickSigner, resend, signAndSend } from './send-transaction.js'
+import {
+  deploymentPrice,
+  estimateDeployment,
+  estimateSettlementGas,
+  simulateSettlement,
+  TRANSACTION_BASE_GAS,
+  type GasEstimate,
+  type SettlementSender,
+} from './settlement-simulation.js'
 
 const DEFAULT_GAS_LIMIT = 150_000n
 const DEFAULT_MAX_SETTLEMENT_GAS = 300_000n
 const DEFAULT_MAX_DEPLOYMENT_GAS = 500_000n
 const NOT_DEPLOYING: Rejection = { reason: EVM_REJECTION.undeployedWallet, message: 'the payer\'s smart wallet is not deployed and this facilitator does not deploy wallets' }
-// What every transaction pays before its first opcode (EIP-2028 calldata aside).
-const TRANSACTION_BASE_GAS = 21_000n
 
 /**
  * The `exact` scheme on EVM chains: EIP-3009 `transferWithAuthorization`
@@ -76,11 +82,14 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   if (!(maxDeploymentGas >= TRANSACTION_BASE_GAS)) {
     throw new FacilitatorError('misconfigured', `exactEvm: maxDeploymentGas must be at least ${TRANSACTION_BASE_GAS}`)
   }
-  // The signer reserved for a settle by reserveSettlement (the core calls it before claiming).
+  // The signer reserved for a settle by reserveSettlement (the core calls it before verifying and claiming).
   const reserved = new WeakMap<PaymentContext, SignerSlot>()
   // The payment a successful verify prepared, by context: the core verifies right before it claims
-  // and then settles the same context, so settle reuses its digest, calldata and signature kind.
-  const prepared = new WeakMap<PaymentContext, PreparedPayment>()
+  // and then settles the same context, so settle reuses its digest, calldata, signature kind and estimate.
+  const prepared = new WeakMap<PaymentContext, VerifiedPayment>()
+  // What a payment that verified valid takes from its payer's balance (see spendOf); settle leaves it.
+  const spends = new WeakMap<PaymentContext, PayerSpend>()
+  const gasLimit = config.gasLimit ?? DEFAULT_GAS_LIMIT
   // The payload parsed once per context: settle asks for it in its key, its checks and its answer.
   const parsedPayloads = new WeakMap<PaymentContext, ExactEvmPayload | Rejection>()
   const payloadOf = (ctx: PaymentContext): ExactEvmPayload | Rejection => {
@@ -105,32 +114,51 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     return runtime
   }
 
-  /** Offline checks then the chain check (one round trip, two for some smart wallets); verify's. */
-  async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; walletDeployed: boolean } | Rejection> {
+  /**
+   * Offline checks then the chain check (one round trip; two for a known token's payer with code), run as
+   * the settlement will be: from the signer reserved for this context (settle's verify) or the one settle
+   * would pick now (a verify alone), with the cached fee quote. Verify's.
+   */
+  async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<VerifiedPayment | Rejection> {
     const offline = await prepareOffline(ctx, runtime, verifyPrepareOptions)
     if ('reason' in offline) return offline
-    const verdict = await withDeadline(checkChainState(runtime, offline), ctx.signal)
+    const slot = reserved.get(ctx) ?? pickSigner(runtime)
+    // The quote the runtime holds, not one read for this verify (only the very first verify waits for one).
+    const quote = runtime.cachedFees()
+    const fees = quote instanceof Promise ? await withDeadline(quote, ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+    const options: ChainCheckOptions = {
+      sender: { from: slot.signer.address, fees },
+      gasLimit,
+      maxSettlementGas,
+      maxDeploymentGas,
+      renewFees: runtime.freshFees,
+    }
+    const verdict = await withDeadline(checkChainState(runtime, offline, options), ctx.signal).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
     if (verdict.rejection) return verdict.rejection
     const { payment } = verdict
     if (payment.deployment && !verdict.walletDeployed && !deployWallets) {
       return NOT_DEPLOYING
     }
-    return { payment, walletDeployed: verdict.walletDeployed }
+    const estimate = verdict.estimatedGas === undefined ? undefined : { gas: verdict.estimatedGas, from: slot.signer.address }
+    const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
+    // The balance was read in the same call that passed the payment, so it is there.
+    const spend = { account, amount: payment.payload.authorization.value, balance: verdict.balance ?? 0n }
+    return { payment, estimate, spend }
   }
 
   /** The payment settle sends: the one verify prepared on this context (time checks redone), or prepared afresh. */
-  async function preparedFor(ctx: PaymentContext, runtime: NetworkRuntime): Promise<PreparedPayment | (Rejection & { payer?: string })> {
+  async function preparedFor(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; estimate?: VerifiedPayment['estimate'] } | (Rejection & { payer?: string })> {
     const earlier = prepared.get(ctx)
     prepared.delete(ctx)
     if (earlier) {
-      const expired = checkValidityWindow(earlier.payload, prepareOptions)
-      return expired ? { ...expired, payer: earlier.payer } : earlier
+      const expired = checkValidityWindow(earlier.payment.payload, prepareOptions)
+      return expired ? { ...expired, payer: earlier.payment.payer } : earlier
     }
     const payment = await prepareOffline(ctx, runtime)
     if ('reason' in payment) return { ...payment, payer: payerOf(payloadOf(ctx)) }
     // No verify read the payer's code: an EOA signature of an account with code (EIP-7702) is priced by an estimate.
-    if (payment.kind === 'eoa' && (await hasCode(runtime, payment.payer, ctx.signal))) return { ...payment, kind: 'erc1271' }
-    return payment
+    if (payment.kind === 'eoa' && payment.knownToken && (await hasCode(runtime, payment.payer, ctx.signal))) return { payment: { ...payment, kind: 'erc1271' } }
+    return { payment }
   }
 
   /** The checks that need no chain: addresses, then the payload, signature and digest. */
@@ -146,14 +174,21 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     signers: () => signerAddresses,
 
     async verify(ctx): Promise<VerifyResponse> {
+      // A verify that ends in a fault leaves no earlier answer behind either.
+      prepared.delete(ctx)
+      spends.delete(ctx)
       const result = await check(ctx, runtimeOf(ctx))
       if (!('reason' in result)) {
-        prepared.set(ctx, result.payment)
+        prepared.set(ctx, result)
+        spends.set(ctx, result.spend)
         return { isValid: true, payer: result.payment.payer }
       }
-      prepared.delete(ctx)
       const payer = payerOf(payloadOf(ctx))
       return { isValid: false, invalidReason: result.reason, invalidMessage: result.message, ...(payer ? { payer } : {}) }
+    },
+
+    spendOf(ctx) {
+      return spends.get(ctx)
     },
 
     settlementKey(ctx) {
@@ -186,21 +221,26 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     async settle(ctx, journal): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
       // The core verified (chain state included) just before claiming; only the clock may have moved since.
-      const payment = await preparedFor(ctx, runtime)
-      if ('reason' in payment) return failure(ctx, payment, 'payer' in payment ? payment.payer : undefined)
+      const ready = await preparedFor(ctx, runtime)
+      if ('reason' in ready) return failure(ctx, ready, 'payer' in ready ? ready.payer : undefined)
+      const { payment } = ready
       // A slot reserved by the core is already counted; a direct call counts its own.
       const reservedSlot = reserved.get(ctx)
       const slot = reservedSlot ?? pickSigner(runtime)
       if (!reservedSlot) slot.inFlight++
       try {
-        let gas = config.gasLimit ?? DEFAULT_GAS_LIMIT
-        if (payment.kind !== 'eoa') {
-          const priced = await smartWalletGas(runtime, slot, payment, ctx.signal)
+        let gas = gasLimit
+        let fees: FeeQuote | undefined
+        // A plain account on a known token goes with the fixed limit; anything else as its estimate priced it.
+        if (!(payment.kind === 'eoa' && payment.knownToken)) {
+          const priced = await estimatedGas(runtime, slot, payment, ready.estimate, ctx.signal).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
           if ('reason' in priced) return failure(ctx, priced, payment.payer)
-          gas = priced.gas
+          ;({ gas, fees } = priced)
         }
         const sentAt = performance.now()
-        const sent = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas }, ctx.signal, (record) => journal.broadcasting(record))
+        const sent = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas, fees }, ctx.signal, (record) =>
+          journal.broadcasting(record),
+        )
         const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
         if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
         return answer(ctx, sent.hash, outcome, payment.payer)
@@ -236,60 +276,85 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
   return withRedactedErrors(adapter, config.networks.flatMap((entry) => entry.rpcUrls.flatMap(secretsOfUrl)))
 
   /**
-   * The gas limit of a smart wallet's transfer, or a rejection when it would cost more than
-   * `maxSettlementGas`: the wallet's `isValidSignature` runs at the facilitator's expense. An
-   * undeployed ERC-6492 wallet is priced before its deployment is sent, and deployed first.
+   * The gas limit and fees of a settlement priced by an estimate (a token outside the known table, a payer
+   * with code), or a rejection: the estimate (verify's, when it ran as this signer) with headroom, never
+   * above `maxSettlementGas`, and then the exact transaction (signer, fees, that limit) run as `eth_call`,
+   * so that nothing is sent that the chain would revert. An undeployed ERC-6492 wallet is priced before
+   * its deployment is sent, and deployed first.
    */
-  async function smartWalletGas(runtime: NetworkRuntime, slot: SignerSlot, payment: PreparedPayment, signal: AbortSignal): Promise<{ gas: bigint } | Rejection> {
+  async function estimatedGas(
+    runtime: NetworkRuntime,
+    slot: SignerSlot,
+    payment: PreparedPayment,
+    verified: VerifiedPayment['estimate'],
+    signal: AbortSignal,
+  ): Promise<{ gas: bigint; fees: FeeQuote } | Rejection> {
     const from = slot.signer.address
+    let sender: SettlementSender = { from, fees: await withDeadline(runtime.fees(), signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) }
+    /** What estimates as `sender` answered (they run again once with a fresh quote when the node finds the fees below its base fee). */
+    const answered = async (estimating: () => readonly Promise<GasEstimate>[]): Promise<({ gas: bigint } | { rejection: Rejection })[]> => {
+      let outcomes = await withDeadline(Promise.all(estimating()), signal)
+      if (outcomes.some((outcome) => 'staleFees' in outcome)) {
+        sender = { from, fees: await withDeadline(runtime.freshFees(), signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) }
+        outcomes = await withDeadline(Promise.all(estimating()), signal)
+      }
+      return outcomes.map((outcome) => {
+        if ('fault' in outcome) throw outcome.fault
+        if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the settlement gas: the node refused a fresh fee quote as below its base fee')
+        return outcome
+      })
+    }
+    const transfer = { to: payment.asset, data: payment.transferCalldata }
+    let transferGas = verified?.from === from ? verified.gas : undefined
     const deployment = payment.deployment
     if (deployment && !(await hasCode(runtime, payment.payer, signal))) {
       if (!deployWallets) {
         return NOT_DEPLOYING
       }
-      // The transfer cannot be estimated before the wallet exists, but the deployment followed by the
-      // transfer can (one Multicall3 call): the difference is the transfer's share.
-      const both = aggregate3Calldata([
-        { target: deployment.factory, allowFailure: false, callData: deployment.data },
-        { target: payment.asset, allowFailure: false, callData: payment.transferCalldata },
-      ])
-      const [deployGas, bothGas] = await Promise.all([
-        estimateGas(runtime, from, deployment.factory, deployment.data, signal),
-        estimateGas(runtime, from, runtime.multicall3, both, signal),
-      ])
-      if (deployGas > maxDeploymentGas) {
-        return {
-          reason: EVM_REJECTION.settlementGasTooHigh,
-          message: `deploying the payer's smart wallet needs about ${deployGas} gas, above this facilitator's limit of ${maxDeploymentGas}; nothing was sent`,
-        }
-      }
-      const tooHigh = gasRejection(bothGas - deployGas + TRANSACTION_BASE_GAS)
-      if (tooHigh) return tooHigh
+      const [deploymentGas, bothGas] = await answered(() => estimateDeployment(runtime, sender, deployment, transfer, { maxDeploymentGas, maxSettlementGas }))
+      const price = deploymentPrice(deploymentGas!, bothGas!, maxSettlementGas)
+      if ('rejection' in price) return price.rejection
       // The deployment is not the payment: nothing to journal, and a repeat is harmless.
-      const deploymentLimit = withHeadroom(deployGas)
+      const deploymentLimit = withHeadroom(price.deploymentGas)
       const gas = deploymentLimit < maxDeploymentGas ? deploymentLimit : maxDeploymentGas
-      const sent = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas }, signal, async () => undefined)
+      const sent = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas, fees: sender.fees }, signal, async () => undefined)
       const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(signal), rebroadcastIntervalMs)
       if (outcome.status === 'pending') {
         throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
       }
       if (outcome.status === 'reverted') return { reason: EVM_REJECTION.undeployedWallet, message: 'deploying the payer\'s smart wallet reverted' }
+      transferGas = undefined
     }
-    const estimate = await estimateGas(runtime, from, payment.asset, payment.transferCalldata, signal)
-    const tooHigh = gasRejection(estimate)
-    if (tooHigh) return tooHigh
-    // The cap also bounds the limit sent: a wallet that costs more on chain than in the estimate runs out of gas at the cap.
-    const gas = withHeadroom(estimate)
-    return { gas: gas < maxSettlementGas ? gas : maxSettlementGas }
+    if (transferGas === undefined) {
+      const priced = (await answered(() => [estimateSettlementGas(runtime, sender, transfer, maxSettlementGas)]))[0]!
+      if ('rejection' in priced) return priced.rejection
+      transferGas = priced.gas
+    }
+    // The cap also bounds the limit sent: a payment that costs more on chain than in the estimate runs out of gas at the cap.
+    const headroom = withHeadroom(transferGas)
+    const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
+    // The transaction exactly as it will be sent: a wallet may answer otherwise at this limit than in the estimate's search.
+    const simulated = await simulateSettlement(runtime, sender, { ...transfer, gas }, signal, runtime.freshFees)
+    if (simulated.rejection) return simulated.rejection
+    return { gas, fees: simulated.fees }
   }
+}
 
-  function gasRejection(estimate: bigint): Rejection | undefined {
-    if (estimate <= maxSettlementGas) return undefined
-    return {
-      reason: EVM_REJECTION.settlementGasTooHigh,
-      message: `settling this smart wallet's payment needs about ${estimate} gas, above this facilitator's limit of ${maxSettlementGas}; nothing was sent`,
-    }
-  }
+/** What a valid verify leaves for the settle of the same context. */
+interface VerifiedPayment {
+  readonly payment: PreparedPayment
+  /** The gas verify's estimate gave, and the signer it ran as (a payment priced by an estimate). */
+  readonly estimate: { readonly gas: bigint; readonly from: Address } | undefined
+  readonly spend: PayerSpend
+}
+
+/**
+ * A signer the node would not let pay for the gas of a simulation is left out for a while, as
+ * one refused at sending is, so that settles pick the others meanwhile. Returns the error.
+ */
+function leftOutIfUnfunded(runtime: NetworkRuntime, slot: SignerSlot, error: unknown): unknown {
+  if (error instanceof FacilitatorError && error.code === 'signer_unfunded') slot.unfundedUntil = Date.now() + runtime.unfundedCooldownMs
+  return error
 }
 
 /**
@@ -311,17 +376,14 @@ function addressRejection(ctx: PaymentContext, payload: ExactEvmPayload | Reject
   return undefined
 }
 
-async function estimateGas(runtime: NetworkRuntime, from: Address, to: Address, data: Hex, signal: AbortSignal): Promise<bigint> {
-  try {
-    return BigInt(await withDeadline(runtime.client.request({ method: 'eth_estimateGas', params: [{ from, to, data }] }), signal))
-  } catch (error) {
-    throw toRpcFault(error, 'estimating the settlement gas')
-  }
-}
+// Limits rounded up to this step: settlements of one kind then share a limit, and so a batch of the send lane
+// (which holds transactions of one gas limit and fees, see send-lane.ts). Unused gas is not paid for.
+const GAS_LIMIT_STEP = 10_000n
 
-// Smart-wallet checks may cost more in the mined block than in the estimate.
+// A payment may cost more in the mined block than in the estimate (state moves, warm and cold slots).
 function withHeadroom(estimate: bigint): bigint {
-  return (estimate * 5n) / 4n
+  const limit = (estimate * 5n) / 4n
+  return ((limit + GAS_LIMIT_STEP - 1n) / GAS_LIMIT_STEP) * GAS_LIMIT_STEP
 }
 
 async function hasCode(runtime: NetworkRuntime, address: Address, signal: AbortSignal): Promise<boolean> {

@@ -46,8 +46,16 @@ export interface NetworkRuntime {
   readonly signers: readonly SignerSlot[]
   /** The one receipt poller of this network, shared by every settle. */
   readonly receipts: ReceiptPoller
-  /** A recent fee quote, shared by concurrent settles. */
+  /** A fee quote at most `feeCacheMs` old (read now when the last one is older), shared by concurrent settles. */
   fees(): Promise<FeeQuote>
+  /**
+   * The last fee quote at once, for verify's simulations: one older than `feeCacheMs` is
+   * still served while a fresh one is read in the background. Only the very first caller
+   * (no quote read yet) waits for the read.
+   */
+  cachedFees(): FeeQuote | Promise<FeeQuote>
+  /** A fee quote read now (or joining a read under way): for a node that found the last one below its base fee. */
+  freshFees(): Promise<FeeQuote>
   /** How long a signer refused for insufficient funds is left out. */
   readonly unfundedCooldownMs: number
 }
@@ -73,10 +81,11 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   // viem lets a transport's own retryCount override the fallback's, so it is set here.
   const retryCount = entry.rpcUrls.length > 1 ? 0 : 1
   const maxInFlight = countOption(config.maxRpcRequestsInFlight, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, 'exactEvm: maxRpcRequestsInFlight')
-  // One keep-alive pool per network. Receipt lookups, eth_calls and code reads issued together (see keepAliveHttp)
-  // travel as one JSON-RPC batch (a verify's chain check and code read among them, see checkChainState).
+  // One keep-alive pool per network. Receipt lookups, eth_calls, code reads and estimates issued together (see
+  // keepAliveHttp) travel as one JSON-RPC batch (a verify's chain check, code read and estimate among them, see
+  // checkChainState). A fee read is not among them: a background refresh must not ride in a verify's batch.
   const pool = createConnectionPool()
-  const batchMethods = new Set(['eth_getTransactionReceipt', 'eth_call', 'eth_getCode'])
+  const batchMethods = new Set(['eth_getTransactionReceipt', 'eth_call', 'eth_getCode', 'eth_estimateGas'])
   const makeTransport =
     config.transport ?? ((url: string) => keepAliveHttp(url, { retryCount, timeoutMs: rpcTimeoutMs, pool, maxInFlight, batchMethods }))
   const transports = entry.rpcUrls.map((url) => makeTransport(url))
@@ -120,18 +129,34 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   })
 
   const feeCacheMs = config.feeCacheMs ?? 2_000
-  let cached: { quote: Promise<FeeQuote>; at: number } | undefined
-  const fees = () => {
-    const now = Date.now()
-    if (!cached || now - cached.at > feeCacheMs) {
-      const quote = readFees(client)
-      cached = { quote, at: now }
-      // A failed quote must not be served from the cache.
-      quote.catch(() => {
-        if (cached?.quote === quote) cached = undefined
-      })
-    }
-    return cached.quote
+  // The last quote read (`at`: when its read started), and the read under way, shared by whoever asks while it is young.
+  let last: { quote: FeeQuote; at: number } | undefined
+  let reading: { quote: Promise<FeeQuote>; at: number } | undefined
+  const freshFees = (): Promise<FeeQuote> => {
+    const startedAt = Date.now()
+    // A read older than a quote may be is not joined: one that hangs must not hold every later caller.
+    if (reading && startedAt - reading.at <= feeCacheMs) return reading.quote
+    const quote: Promise<FeeQuote> = readFees(client).then(
+      (read) => {
+        if (!last || last.at <= startedAt) last = { quote: read, at: startedAt }
+        if (reading?.quote === quote) reading = undefined
+        return read
+      },
+      (error: unknown) => {
+        // A failed read is not kept: the next caller reads again.
+        if (reading?.quote === quote) reading = undefined
+        throw error
+      },
+    )
+    reading = { quote, at: startedAt }
+    return quote
+  }
+  const fees = () => (last && Date.now() - last.at <= feeCacheMs ? Promise.resolve(last.quote) : freshFees())
+  const cachedFees = (): FeeQuote | Promise<FeeQuote> => {
+    if (!last) return freshFees()
+    // Served as it is: a verify must not wait for a fee read. The refresh is for the verifies after it.
+    if (Date.now() - last.at > feeCacheMs) freshFees().catch(() => undefined)
+    return last.quote
   }
 
   return {
@@ -144,6 +169,8 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     signers: slots,
     receipts: createReceiptPoller((hash) => client.request({ method: 'eth_getTransactionReceipt', params: [hash] })),
     fees,
+    cachedFees,
+    freshFees,
     unfundedCooldownMs: config.unfundedSignerCooldownMs ?? 30_000,
   }
 }

@@ -9,8 +9,8 @@ import { hashAuthorization, type TokenDomain } from './typed-data.js'
 
 /**
  * How the payer's signature is proven, which decides how settle prices its gas: `eoa` a
- * plain account (a fixed limit), `erc1271` a deployed smart wallet, `erc6492` a wallet a
- * factory deploys (both by an estimate: the wallet's own check runs at our expense).
+ * plain account (a fixed limit on a known token), `erc1271` a deployed smart wallet, `erc6492` a
+ * wallet a factory deploys (both by an estimate: the wallet's own check runs at our expense).
  * `unproven` is a 65-byte signature left for the chain check (see `checkChainState`), which
  * turns it into `eoa` or `erc1271`. The calldata settle sends is `transferCalldata`: the
  * (v,r,s) overload for a plain signature, also for a smart wallet whose token took it.
@@ -22,6 +22,12 @@ export interface PreparedPayment {
   readonly payload: ExactEvmPayload
   readonly payer: Address
   readonly asset: Address
+  /**
+   * The token is in the known table (built-in USDC or the configured `assets`): trusted to check
+   * signatures, and its payments from plain accounts go with the fixed `gasLimit`. Any other token
+   * is priced by an estimate (its transfer may cost any gas).
+   */
+  readonly knownToken: boolean
   readonly domain: TokenDomain
   /** The EIP-712 digest the token will check. */
   readonly digest: Hex
@@ -101,6 +107,7 @@ export async function preparePayment(
     payload,
     payer: authorization.from,
     asset,
+    knownToken: known !== undefined,
     domain,
     digest,
     ...signature,

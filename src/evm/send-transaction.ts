@@ -3,7 +3,7 @@ import type { BroadcastRecord } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { keccak256 } from './keccak.js'
-import type { NetworkRuntime, SignerSlot } from './network-runtime.js'
+import type { FeeQuote, NetworkRuntime, SignerSlot } from './network-runtime.js'
 import type { NonceTicket } from './nonce-manager.js'
 import { ALREADY_KNOWN, type LaneOutcome } from './send-lane.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
@@ -13,6 +13,8 @@ export interface OutgoingCall {
   readonly to: Address
   readonly data: Hex
   readonly gas: bigint
+  /** The fees to send it with: those its simulation ran with. @default the runtime's current quote */
+  readonly fees?: FeeQuote
 }
 
 /**
@@ -69,9 +71,11 @@ export async function signAndSend(
   let refusals = 0
   for (;;) {
     for (const earlier of sent) if (await knownToChain(runtime, earlier.hash, signal)) return earlier
-    const fees = await withDeadline(runtime.fees(), signal).catch((error: unknown) => {
-      throw toRpcFault(error, 'preparing the settlement transaction')
-    })
+    const fees =
+      call.fees ??
+      (await withDeadline(runtime.fees(), signal).catch((error: unknown) => {
+        throw toRpcFault(error, 'preparing the settlement transaction')
+      }))
     const ticket = await takeNonce(slot, signal)
     let attempt: { hash: Hex; raw: Hex }
     let outcome: LaneOutcome

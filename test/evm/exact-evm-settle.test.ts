@@ -171,20 +171,24 @@ describe('exactEvm settle', () => {
     const payer = await world.newPayer()
     const requirements = world.requirementsV2({ amount: '10' })
     const [first, second] = await Promise.all([0, 1].map(() => signExactEvmPayment({ signer: payer, requirements })))
-    // The first meets the refusal after its transaction was journaled: pending, with the hash.
-    const pending = await facilitator.settle(body(first!, requirements))
-    expect(pending).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
-    // The next is refused before anything is claimed.
+    // The first meets the refusal in its verify: the simulation runs as the signer, with the fees and the
+    // gas limit of the transaction, and the node will not run it for a key that cannot pay. Nothing is sent.
+    const first503 = await facilitator.settle(body(first!, requirements)).then(() => undefined, (error: unknown) => error)
+    expect(first503).toBeInstanceOf(FacilitatorError)
+    expect(first503).toMatchObject({ code: 'signer_unfunded', status: 503 })
+    expect((first503 as Error).message).toContain(signer.address)
+    // The next is refused before anything is verified or claimed: the signer is left out for the cooldown.
     const refused = await facilitator.settle(body(second!, requirements)).then(() => undefined, (error: unknown) => error)
     expect(refused).toBeInstanceOf(FacilitatorError)
     expect(refused).toMatchObject({ code: 'signer_unfunded', status: 503 })
     expect((refused as Error).message).toContain('insufficient funds for gas')
-    // Funded, and past the cooldown: the same payment settles (it was never claimed).
+    // Funded, and past the cooldown: both payments settle (neither was claimed).
     await world.node.testClient.setBalance({ address: signer.address, value: 10n ** 18n })
     await new Promise((resolve) => setTimeout(resolve, 350))
+    expect(await facilitator.settle(body(first!, requirements))).toMatchObject({ success: true, payer: payer.address })
     expect(await facilitator.settle(body(second!, requirements))).toMatchObject({ success: true, payer: payer.address })
-    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 10n)
-    expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(1)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 20n)
+    expect(await world.node.publicClient.getTransactionCount({ address: signer.address })).toBe(2)
   })
 
   it('spreads settles over several signers', async () => {
@@ -348,8 +352,8 @@ describe('exactEvm settle', () => {
 })
 
 describe('exactEvm settle: the facilitator pays gas only for real payments', () => {
-  // About a million gas in isValidSignature, far above the default cap of 300k.
-  const BURN_ROUNDS = 5_000n
+  // About 600k gas in isValidSignature, far above the default cap of 300k (and within what an estimate may try, 4 times the cap).
+  const BURN_ROUNDS = 2_500n
   const signerNonces = () => Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
 
   it('an asset that is no token (an EOA, an address without code) is refused and nothing is sent', async () => {
@@ -365,7 +369,7 @@ describe('exactEvm settle: the facilitator pays gas only for real payments', () 
     expect(await signerNonces()).toEqual(before)
   })
 
-  it('an ERC-1271 wallet whose isValidSignature burns gas above maxSettlementGas (default 300k) is refused before anything is sent', async () => {
+  it('an ERC-1271 wallet whose isValidSignature burns gas above maxSettlementGas (default 300k) is refused by verify, and settle sends nothing', async () => {
     const signer = world.signers[0]!
     const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers: [signer] }))] })
     const owner = privateKeyToAccount(generatePrivateKey())
@@ -373,8 +377,10 @@ describe('exactEvm settle: the facilitator pays gas only for real payments', () 
     await fundPayer(world.node, world.token, wallet, 5_000n)
     const requirements = world.requirementsV2()
     const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
-    // The signature is valid: only the price of settling it is refused.
-    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    // The signature is valid: only the price of settling it is refused, by verify already (its estimate).
+    const verdict = await facilitator.verify(body(paymentPayload, requirements))
+    expect(verdict).toMatchObject({ isValid: false, invalidReason: EVM_REJECTION.settlementGasTooHigh, payer: wallet })
+    expect(verdict.invalidMessage).toContain('300000')
     const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer.address })
     const refused = await facilitator.settle(body(paymentPayload, requirements))
     expect(refused).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '', payer: wallet })
@@ -392,7 +398,7 @@ describe('exactEvm settle: the facilitator pays gas only for real payments', () 
     expect(await tokenBalance(world.node, world.token, wallet)).toBe(4_000n)
   })
 
-  it('an undeployed ERC-6492 wallet that would burn gas above maxSettlementGas is refused before its deployment is sent', async () => {
+  it('an undeployed ERC-6492 wallet that would burn gas above maxSettlementGas is refused by verify, and settle sends not even its deployment', async () => {
     const signer = world.signers[0]!
     const burningFactory = await deployWalletFactory(world.node, BURN_ROUNDS)
     const facilitator = createFacilitator({
@@ -408,7 +414,10 @@ describe('exactEvm settle: the facilitator pays gas only for real payments', () 
       requirements,
       wrapSignature: (signature) => serializeErc6492Signature({ address: burningFactory.address, data: burningFactory.deployCalldata(owner.address, salt), signature }),
     })
-    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    // Its deployment followed by the transfer is estimated in verify's request: the transfer's share is above the cap.
+    const verdict = await facilitator.verify(body(paymentPayload, requirements))
+    expect(verdict).toMatchObject({ isValid: false, invalidReason: EVM_REJECTION.settlementGasTooHigh, payer: wallet })
+    expect(verdict.invalidMessage).toContain('200000')
     const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer.address })
     const refused = await facilitator.settle(body(paymentPayload, requirements))
     expect(refused).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '', payer: wallet })

@@ -30,10 +30,15 @@ beforeAll(async () => {
         world.adapterConfig({
           // Batching as our default transport does: a verify's two calls go as one request.
           transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }),
+          // A quote that does not age during these tests, so that the counts are the verifies' own requests
+          // (its refresh, off the verify path, is tested in exact-evm-simulation.test.ts).
+          feeCacheMs: 600_000,
         }),
       ),
     ],
   })
+  // The very first verify reads the fee quote its simulations carry; every later one uses it.
+  await world.warmUp(facilitator)
 })
 afterAll(async () => world?.stop())
 
@@ -121,7 +126,7 @@ describe('exactEvm verify: valid payments', () => {
     expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
   })
 
-  it('accepts an ERC-1271 smart wallet, checked on chain in the same single request', async () => {
+  it('accepts an ERC-1271 smart wallet signing with its owner\'s key, priced by an estimate in a second request', async () => {
     const owner = privateKeyToAccount(generatePrivateKey())
     const wallet = await deploySmartWallet(world.node, owner.address)
     await fundPayer(world.node, world.token, wallet, 1_000_000n)
@@ -129,7 +134,9 @@ describe('exactEvm verify: valid payments', () => {
     const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
     rpcRequests = 0
     expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
-    expect(rpcRequests).toBe(1)
+    // The first request finds code at the payer; the token runs the wallet's isValidSignature at our
+    // expense, so the second estimates the exact settlement as the signer, with the fees.
+    expect(rpcRequests).toBe(2)
   })
 
   it('accepts an ERC-1271 smart wallet on a token whose (v,r,s) overload only recovers (FiatToken v2.0, v2.1): asked again with the bytes overload', async () => {
@@ -140,10 +147,12 @@ describe('exactEvm verify: valid payments', () => {
           world.adapterConfig({
             networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl], assets: [{ address: legacy.address, name: legacy.name, version: legacy.version }] }],
             transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }),
+            feeCacheMs: 600_000,
           }),
         ),
       ],
     })
+    await world.warmUp(knowing)
     const owner = privateKeyToAccount(generatePrivateKey())
     const wallet = await deploySmartWallet(world.node, owner.address)
     await fundPayer(world.node, legacy, wallet, 1_000_000n)
@@ -151,6 +160,7 @@ describe('exactEvm verify: valid payments', () => {
     const paymentPayload = await signExactEvmPayment({ signer: { ...owner, address: wallet }, requirements })
     rpcRequests = 0
     expect(await knowing.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    // The (v,r,s) simulation fails and the payer has code; then the wallet's check and an estimate of the bytes overload.
     expect(rpcRequests).toBe(2)
     // A plain account on the same token still takes one request.
     const payer = await world.newPayer()

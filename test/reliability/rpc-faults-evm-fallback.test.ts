@@ -46,13 +46,20 @@ describe('EVM: a hanging first RPC URL hands over to the second within the verif
     const f = facilitatorVia({})
     const { payer, request } = await payment()
     const healthyBefore = healthy.requests
-    const verified = await timed(f.verify(request))
-    expect(verified.value).toEqual({ isValid: true, payer: payer.address })
-    // One default request bound (4 s) on the hanging URL, then the healthy one answers.
+    // The first verify of a facilitator reads the fee quote its simulation carries, then checks the chain:
+    // two requests one after the other, each one default request bound (4 s) on the hanging URL, within the budget.
+    const first = await timed(f.verify(request))
+    expect(first.value).toEqual({ isValid: true, payer: payer.address })
+    expect(first.ms).toBeGreaterThanOrEqual(7_800)
+    expect(first.ms).toBeLessThan(DEFAULT_VERIFY_MS)
+    // With the quote held, a verify is the chain check alone.
+    const next = await payment()
+    const verified = await timed(f.verify(next.request))
+    expect(verified.value).toEqual({ isValid: true, payer: next.payer.address })
     expect(verified.ms).toBeGreaterThanOrEqual(3_900)
     expect(verified.ms).toBeLessThan(DEFAULT_VERIFY_MS / 2 + 1_000)
     expect(healthy.requests).toBeGreaterThan(healthyBefore)
-  })
+  }, 30_000)
 
   it('with a short rpcTimeoutMs, verify and settle both go through the second URL within short budgets', async () => {
     const f = facilitatorVia({ rpcTimeoutMs: 300, receiptPollIntervalMs: 50 }, { verifyMs: 1_000, settleMs: 5_000 })

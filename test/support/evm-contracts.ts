@@ -22,7 +22,7 @@ import type { AnvilNode } from './anvil.js'
 const require = createRequire(import.meta.url)
 const CONTRACTS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'contracts')
 const CACHE_DIR = join(process.cwd(), 'node_modules', '.cache', 'x402-facilitator-test')
-const SOURCES = ['TestUSDC.sol', 'TestSmartWallet.sol', 'TestWalletFactory.sol', 'TestGasBurningWallet.sol'] as const
+const SOURCES = ['TestUSDC.sol', 'TestSmartWallet.sol', 'TestWalletFactory.sol', 'TestGasBurningWallet.sol', 'TestGasBurningToken.sol', 'TestGasPriceWallet.sol'] as const
 
 /** ABI and creation bytecode of one compiled contract. */
 export interface Artifact {
@@ -30,7 +30,14 @@ export interface Artifact {
   readonly bytecode: Hex
 }
 
-export type ContractName = 'TestUSDC' | 'TestSmartWallet' | 'TestWalletFactory' | 'TestGasBurningWallet' | 'TestGasBurningWalletFactory'
+export type ContractName =
+  | 'TestUSDC'
+  | 'TestSmartWallet'
+  | 'TestWalletFactory'
+  | 'TestGasBurningWallet'
+  | 'TestGasBurningWalletFactory'
+  | 'TestGasBurningToken'
+  | 'TestGasPriceWallet'
 export type Artifacts = Record<ContractName, Artifact>
 
 interface SolcModule {
@@ -84,6 +91,8 @@ export function compileTestContracts(): Artifacts {
     TestWalletFactory: pick('TestWalletFactory.sol', 'TestWalletFactory'),
     TestGasBurningWallet: pick('TestGasBurningWallet.sol', 'TestGasBurningWallet'),
     TestGasBurningWalletFactory: pick('TestGasBurningWallet.sol', 'TestGasBurningWalletFactory'),
+    TestGasBurningToken: pick('TestGasBurningToken.sol', 'TestGasBurningToken'),
+    TestGasPriceWallet: pick('TestGasPriceWallet.sol', 'TestGasPriceWallet'),
   }
   mkdirSync(CACHE_DIR, { recursive: true })
   writeFileSync(cacheFile, JSON.stringify(artifacts))
@@ -141,6 +150,18 @@ export async function deployTestToken(node: AnvilNode, domain: { name?: string; 
   return { address, abi: TestUSDC.abi, name, version }
 }
 
+/**
+ * Deploys an attacker's EIP-3009 token: a test USDC ("USD Coin" / "2" unless told) whose
+ * `transferWithAuthorization` first burns `burnGas` gas (see TestGasBurningToken.sol).
+ */
+export async function deployGasBurningToken(node: AnvilNode, burnGas: bigint, domain: { name?: string; version?: string } = {}): Promise<TestToken> {
+  const { TestGasBurningToken } = compileTestContracts()
+  const name = domain.name ?? 'USD Coin'
+  const version = domain.version ?? '2'
+  const address = await deployContract(node, TestGasBurningToken, [name, version, burnGas])
+  return { address, abi: TestGasBurningToken.abi, name, version }
+}
+
 /** Mints `amount` (smallest unit) of the test token to `payer`. */
 export async function fundPayer(node: AnvilNode, token: TestToken, payer: Address, amount: bigint): Promise<void> {
   const hash = await node.walletClient().sendTransaction({
@@ -176,6 +197,21 @@ export async function deployGasBurningWallet(node: AnvilNode, owner: Address, ro
  */
 export async function delegateAccount(node: AnvilNode, account: Address, rounds: bigint): Promise<void> {
   const delegate = await deployGasBurningWallet(node, account, rounds)
+  await node.testClient.setCode({ address: account, bytecode: (await node.publicClient.getCode({ address: delegate }))! })
+}
+
+/** Deploys an ERC-1271 wallet owned by `owner` whose signatures are valid only at `tx.gasprice == 0` (in simulations without fees). */
+export async function deployGasPriceWallet(node: AnvilNode, owner: Address): Promise<Address> {
+  return deployContract(node, compileTestContracts().TestGasPriceWallet, [owner])
+}
+
+/**
+ * Gives a plain key's `account` the code of a gas-price wallet owned by the account itself, as an
+ * EIP-7702 delegation to it would: its key's signatures are valid to a token that asks the
+ * account's `isValidSignature`, but only at `tx.gasprice == 0`.
+ */
+export async function delegateToGasPriceWallet(node: AnvilNode, account: Address): Promise<void> {
+  const delegate = await deployGasPriceWallet(node, account)
   await node.testClient.setCode({ address: account, bytecode: (await node.publicClient.getCode({ address: delegate }))! })
 }
 

@@ -47,6 +47,11 @@ export interface EvmFixture {
   requirementsV2(overrides?: Partial<PaymentRequirementsV2>): PaymentRequirementsV2
   /** v1 requirements (`base-sepolia`, `maxAmountRequired`). */
   requirementsV1(overrides?: Partial<PaymentRequirementsV1>): PaymentRequirementsV1
+  /**
+   * Verifies one valid payment in the fixture's token through `facilitator`, so that its adapter
+   * holds a fee quote: the first verify reads one (and waits for it), the next ones use it.
+   */
+  warmUp(facilitator: { verify(body: unknown): Promise<{ isValid: boolean; invalidReason?: string }> }): Promise<void>
   stop(): Promise<void>
 }
 
@@ -122,6 +127,12 @@ export async function startEvmFixture(options: EvmFixtureOptions = {}): Promise<
         extra,
         ...overrides,
       }),
+      async warmUp(facilitator) {
+        const requirements = fixture.requirementsV2()
+        const paymentPayload = await signExactEvmPayment({ signer: await fixture.newPayer(), requirements })
+        const answer = await facilitator.verify({ x402Version: 2, paymentPayload, paymentRequirements: requirements })
+        if (!answer.isValid) throw new Error(`the warm-up payment was refused: ${answer.invalidReason}`)
+      },
       stop: () => node.stop(),
     }
     return fixture

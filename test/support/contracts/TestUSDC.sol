@@ -11,7 +11,8 @@ import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/Signa
 /// in the (v,r,s) and the `bytes signature` (ERC-1271 aware) overloads, and USDC's revert strings.
 /// v2.2 checks a (v,r,s) signature as the packed bytes, so smart wallets pass there too;
 /// with `vrsRecoversOnly` it only recovers it, as FiatToken v2.0 and v2.1 did.
-/// Anyone may mint: it only ever runs on a local test chain.
+/// Anyone may mint: it only ever runs on a local test chain. Both overloads are virtual for
+/// TestGasBurningToken.
 contract TestUSDC is ERC20, EIP712 {
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
         "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
@@ -46,7 +47,7 @@ contract TestUSDC is ERC20, EIP712 {
     function transferWithAuthorization(
         address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce,
         uint8 v, bytes32 r, bytes32 s
-    ) external {
+    ) public virtual {
         bytes32 digest = _checkAuthorization(from, to, value, validAfter, validBefore, nonce);
         if (vrsRecoversOnly) {
             (address recovered, ECDSA.RecoverError error,) = ECDSA.tryRecover(digest, v, r, s);
@@ -60,7 +61,7 @@ contract TestUSDC is ERC20, EIP712 {
     function transferWithAuthorization(
         address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce,
         bytes memory signature
-    ) external {
+    ) public virtual {
         bytes32 digest = _checkAuthorization(from, to, value, validAfter, validBefore, nonce);
         require(SignatureChecker.isValidSignatureNow(from, digest, signature), "FiatTokenV2: invalid signature");
         _useAuthorization(from, to, value, nonce);

@@ -60,6 +60,8 @@ interface SettleOnceInput {
 }
 
 const DAY_MS = 86_400_000
+// How long a payment the holds refused waits before each fresh verify (see settleClaimed).
+const HOLD_RETRY_WAITS_MS = [50, 200, 800]
 const DEFAULT_MAX_PAYER_FAILURES = 3
 const DEFAULT_PAYER_FAILURE_WINDOW_MS = 3_600_000
 
@@ -291,6 +293,25 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     let refusal: SettleResponse | undefined
     try {
       refusal = await holdSpend(payer)
+      // A settlement mined but not yet seen confirmed (its hold still open), or seen after this
+      // verify began, counts against a balance that may already show it: near the edge of a
+      // balance that double count refuses a payment that fits. So a refused payment waits a
+      // little for the settlements in flight to finish and is verified again (a new balance)
+      // before the refusal stands. A payment the balance really cannot cover then usually fails
+      // that verify itself, once the others have landed.
+      for (const waitMs of HOLD_RETRY_WAITS_MS) {
+        if (!refusal || !spend || deadline - Date.now() < waitMs + storeTimeoutMs) break
+        await sleep(waitMs)
+        verifiedSince = Date.now()
+        const again = await input.verify()
+        verified = again
+        if (!again.isValid) {
+          refusal = settleFailure(context, again.invalidReason ?? REJECTION.invalidPayload, again.invalidMessage, again.payer)
+          break
+        }
+        spend = adapter.spendOf?.(context)
+        refusal = await holdSpend(payer)
+      }
     } catch (error) {
       await release()
       throw error

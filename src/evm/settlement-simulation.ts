@@ -49,7 +49,7 @@ export function nodeRefusal(error: unknown): 'unfunded' | 'fee_too_low' | 'faile
   const text = answer.details
   if (/insufficient funds/i.test(text)) return 'unfunded'
   if (/base ?fee/i.test(text) && /less|low|below|under/i.test(text)) return 'fee_too_low'
-  // Code 3 is a revert with data (EIP-1474 as geth, anvil and most nodes answer it).
+  // Code 3 is geth's "execution reverted" with the revert data (anvil and most nodes answer the same).
   if (answer.code === 3 || /out ?of ?gas|gas required exceeds|revert|invalid opcode|stack (?:under|over)flow/i.test(text)) return 'failed'
   return undefined
 }

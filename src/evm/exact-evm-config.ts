@@ -139,4 +139,9 @@ export interface ExactEvmConfig {
   readonly maxInFlightSettlesPerSigner?: number
   /** Protocol versions served. @default [1, 2] */
   readonly versions?: readonly (1 | 2)[]
+  /**
+   * Wei below which a signer counts as not ready in `readiness()` (`GET /readyz`): it soon
+   * cannot pay for settlements. @default 1_000_000_000_000_000n (0.001 ETH)
+   */
+  readonly minSignerBalance?: bigint
 }

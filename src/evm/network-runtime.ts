@@ -58,6 +58,8 @@ export interface NetworkRuntime {
   freshFees(): Promise<FeeQuote>
   /** How long a signer refused for insufficient funds is left out. */
   readonly unfundedCooldownMs: number
+  /** Closes the idle RPC connections of this network. */
+  closeConnections(): void
 }
 
 /**
@@ -172,6 +174,7 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     cachedFees,
     freshFees,
     unfundedCooldownMs: config.unfundedSignerCooldownMs ?? 30_000,
+    closeConnections: () => pool.closeIdle(),
   }
 }
 

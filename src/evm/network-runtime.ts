@@ -2,6 +2,7 @@ import { createPublicClient, fallback, type Address, type Hex, type PublicClient
 import type { AdapterNetwork } from '../core/adapter.js'
 import { countOption } from '../core/count-option.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
+import { checkRpcUrls } from '../networks/rpc-urls.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { describeNetwork, evmChainId, type Caip2Network } from '../networks/networks.js'
 import { MULTICALL3_ADDRESS } from './abi.js'
@@ -71,7 +72,8 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   if (!info || info.family !== 'eip155') {
     throw new FacilitatorError('misconfigured', `exactEvm: "${entry.network}" is not an EVM network (use a v1 name or eip155:<chainId>)`)
   }
-  if (entry.rpcUrls.length === 0) throw new FacilitatorError('misconfigured', `exactEvm: ${info.caip2} has no rpcUrls`)
+  if (!Array.isArray(entry.rpcUrls) || entry.rpcUrls.length === 0) throw new FacilitatorError('misconfigured', `exactEvm: ${info.caip2} has no rpcUrls`)
+  checkRpcUrls(entry.rpcUrls, `exactEvm: rpcUrls of ${info.caip2}`)
   const signers = entry.signers ?? config.signers ?? []
   if (signers.length === 0) throw new FacilitatorError('misconfigured', `exactEvm: ${info.caip2} has no signers`)
 

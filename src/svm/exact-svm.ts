@@ -11,6 +11,7 @@ import { describeNetwork } from '../networks/networks.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
 import { createAssociatedTokenCache } from './associated-token-cache.js'
+import { checkRpcUrls } from '../networks/rpc-urls.js'
 import { encodeBase58 } from './base58.js'
 import { createEd25519Verifier, type FeePayerSigning, feePayerSigning } from './ed25519.js'
 import { ALLOWABLE_MINT_EXTENSIONS, judgeToken2022Mint, type MintExtensionName, readToken2022Mint } from './mint-extensions.js'
@@ -232,6 +233,11 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     if (!info || info.family !== 'solana') throw new FacilitatorError('misconfigured', `${entry.network} is not a Solana network`)
     if (runtimes.has(info.caip2)) throw new FacilitatorError('misconfigured', `network ${entry.network} is configured twice`)
     const urls = rpcUrlsOf(entry)
+    // A transport of the caller's may take other URLs; ours needs http(s) ones.
+    if (!config.rpc) {
+      if (urls.length === 0) throw new FacilitatorError('misconfigured', `exactSvm: ${entry.network} has no rpcUrls (or rpcUrl)`)
+      checkRpcUrls(urls, `exactSvm: rpcUrls of ${entry.network}`)
+    }
     const feePayer = entry.feePayer ?? firstFeePayer
     if (!signers.has(feePayer)) throw new FacilitatorError('misconfigured', `fee payer ${feePayer} of ${entry.network} is not among feePayers`)
     for (const mint of entry.assets ?? []) {

@@ -35,3 +35,19 @@ describe('network table', () => {
     expect(table.find('eip155:31337', '0xabc')).toBeUndefined()
   })
 })
+
+describe('RPC URLs in the adapters\' configuration', () => {
+  it('refuse an undefined, empty or non-http URL when the factory is called, naming the option and never quoting it', async () => {
+    const { exactEvm, privateKeySigner } = await import('../../src/evm/index.js')
+    const { exactSvm } = await import('../../src/svm/index.js')
+    const { generateKeyPairSigner } = await import('@solana/kit')
+    const signer = privateKeySigner(`0x${'22'.repeat(32)}`)
+    const evm = (rpcUrls: unknown[]) => () => exactEvm({ networks: [{ network: 'base', rpcUrls: rpcUrls as string[] }], signers: [signer] })
+    expect(evm([undefined])).toThrow(expect.objectContaining({ code: 'misconfigured', message: 'exactEvm: rpcUrls of eip155:8453: URL 1 is empty or undefined (is its environment variable set?)' }))
+    expect(evm(['https://ok.example', ''])).toThrow(/URL 2 is empty/)
+    expect(evm(['wss://secret-host/KEY'])).toThrow(expect.objectContaining({ message: 'exactEvm: rpcUrls of eip155:8453: URL 1 is not an http:// or https:// URL' }))
+    const feePayer = await generateKeyPairSigner()
+    expect(() => exactSvm({ networks: [{ network: 'solana', rpcUrl: undefined }], feePayers: [feePayer] })).toThrow(/has no rpcUrls/)
+    expect(() => exactSvm({ networks: [{ network: 'solana', rpcUrls: [' '] }], feePayers: [feePayer] })).toThrow(/URL 1 is empty or undefined/)
+  })
+})

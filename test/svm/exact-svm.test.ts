@@ -100,7 +100,7 @@ describe('supported', () => {
 
   test('refuses a configuration it cannot serve', () => {
     expect(() => exactSvm({ networks: [{ network: 'base', rpcUrl: chain.url }], feePayers: [spl.feePayer] })).toThrow(FacilitatorError)
-    expect(() => exactSvm({ networks: [{ network: 'solana' }], feePayers: [spl.feePayer] })).toThrow(/RPC URL/)
+    expect(() => exactSvm({ networks: [{ network: 'solana' }], feePayers: [spl.feePayer] })).toThrow(/has no rpcUrls/)
     expect(() => exactSvm({ networks: [{ network: 'solana', rpcUrl: chain.url }], feePayers: [] })).toThrow(/fee payer/)
   })
 })

@@ -29,6 +29,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: 'RATE_LIMIT_SETTLE', description: 'settles a client may ask per minute (0: no limit)', default: '120' },
   { name: 'TRUST_PROXY', description: 'take the client address from X-Forwarded-For (only behind a proxy that sets it)', default: 'false' },
   { name: 'MAX_IN_FLIGHT_SETTLES_PER_SIGNER', description: 'settlements one signer may have in flight; past it 503 signer_busy', default: '256' },
+  { name: 'BALANCE_INTERVAL_MS', description: 'how often signers\' gas money is read (a metric, and a warning when below the adapters\' thresholds)', default: '60000' },
   { name: 'SHUTDOWN_TIMEOUT_MS', description: 'on SIGTERM, how long in-flight requests may finish before the process exits', default: '30000' },
   { name: 'LOG_LEVEL', description: 'pino level: fatal, error, warn, info, debug, trace, silent', default: 'info' },
 ]
@@ -58,6 +59,7 @@ export interface CliConfig {
   readonly trustProxy: boolean
   readonly maxInFlightSettlesPerSigner: number
   readonly shutdownTimeoutMs: number
+  readonly balanceIntervalMs: number
   readonly logLevel: string
 }
 
@@ -179,6 +181,7 @@ export function readCliConfig(env: Readonly<Record<string, string | undefined>>)
     trustProxy: boolean('TRUST_PROXY', false),
     maxInFlightSettlesPerSigner: integer('MAX_IN_FLIGHT_SETTLES_PER_SIGNER', 256, 1, 100_000),
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
+    balanceIntervalMs: integer('BALANCE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
     logLevel,
   }
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import type { Server } from 'node:http'
 import { createFacilitator, type Facilitator } from '../core/facilitator.js'
+import { watchSignerBalances } from '../core/signer-balance-watch.js'
 import type { SchemeAdapter } from '../core/adapter.js'
 import type { Logger } from '../core/logging-hooks.js'
 import { createCatalog } from '../catalog/catalog.js'
@@ -148,6 +149,14 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       statsPort = await listen(statsServer, config.statsPort, config.host)
     }
     logger.info({ event: 'listening', host: config.host, port, statsPort }, `facilitator listening on ${config.host}:${port}`)
+    // Signers' gas money, read off the payment path: a gauge, and a warning when one runs low.
+    const watch = watchSignerBalances(facilitator, {
+      intervalMs: config.balanceIntervalMs,
+      onBalance: (signer) => metrics.setSignerBalance(signer.network, signer.address, signer.balance),
+      onLow: (signer) =>
+        logger.warn({ event: 'signer_low_balance', network: signer.network, signer: signer.address, balance: signer.balance.toString(), minimum: signer.minimum.toString() }, 'a signer is running out of gas money'),
+      onRecovered: (signer) => logger.info({ event: 'signer_balance_recovered', network: signer.network, signer: signer.address }, 'a signer has gas money again'),
+    })
 
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'))
@@ -165,6 +174,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       logger.warn({ event: 'shutdown_timeout', timeoutMs: config.shutdownTimeoutMs }, 'requests still in flight at the shutdown bound were cut')
       for (const server of servers) server.closeAllConnections()
     }
+    watch.stop()
     await facilitator.close()
     metrics.close()
     logger.info({ event: 'stopped' }, 'stopped')

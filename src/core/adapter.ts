@@ -80,6 +80,8 @@ export interface ReadinessCheck {
   readonly ok: boolean
   /** What was seen, or why it failed (never a secret or an RPC URL). */
   readonly detail?: string
+  /** For a signer's gas money: the balance read and the threshold, in the chain's smallest unit (decimal strings). */
+  readonly signer?: { readonly network: string; readonly address: string; readonly balance: string; readonly minimum: string }
 }
 
 /** A settlement slot held on a signer; `release` frees it (idempotent). */

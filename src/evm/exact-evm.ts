@@ -400,7 +400,8 @@ async function networkReadiness(runtime: NetworkRuntime, minBalance: bigint, sig
     const balance = balances[index]!
     if ('error' in balance) return checks.push({ name, ok: false, detail: why(balance) })
     const wei = BigInt(balance.value as string)
-    checks.push(wei >= minBalance ? { name, ok: true, detail: `${wei} wei` } : { name, ok: false, detail: `${wei} wei, below ${minBalance}` })
+    const signer = { network, address: slot.signer.address, balance: wei.toString(), minimum: minBalance.toString() }
+    checks.push(wei >= minBalance ? { name, ok: true, detail: `${wei} wei`, signer } : { name, ok: false, detail: `${wei} wei, below ${minBalance}`, signer })
   })
   return checks
 }

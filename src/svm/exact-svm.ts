@@ -629,9 +629,10 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
             const answer = resultOf(outcomes[index + 1], 'getBalance') as { value?: unknown } | undefined
             const lamports = typeof answer?.value === 'number' ? BigInt(answer.value) : undefined
             if (lamports === undefined) return { name: `fee payer ${payer} ${network}`, ok: false, detail: 'the balance could not be read' }
+            const signer = { network, address: payer, balance: lamports.toString(), minimum: minFeePayerLamports.toString() }
             return lamports >= minFeePayerLamports
-              ? { name: `fee payer ${payer} ${network}`, ok: true, detail: `${lamports} lamports` }
-              : { name: `fee payer ${payer} ${network}`, ok: false, detail: `${lamports} lamports, below ${minFeePayerLamports}` }
+              ? { name: `fee payer ${payer} ${network}`, ok: true, detail: `${lamports} lamports`, signer }
+              : { name: `fee payer ${payer} ${network}`, ok: false, detail: `${lamports} lamports, below ${minFeePayerLamports}`, signer }
           })
           return [rpcCheck, ...payerChecks]
         } catch (error) {

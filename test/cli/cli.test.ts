@@ -132,7 +132,8 @@ describe('x402-facilitator command', () => {
       expect(ready.status).toBe(200)
       const metrics = await (await fetch(`${running.url}/metrics`, { headers: auth })).text()
       expect(metrics).toMatch(/x402_settle_total\{network="eip155:84532",scheme="exact",outcome="success"\} 1/)
-      expect(metrics).toContain('x402_rpc_requests_total')
+      expect(metrics).toContain("x402_rpc_requests_total")
+      expect(metrics).toMatch(/x402_signer_balance\{network="eip155:84532",signer="0x[0-9a-fA-F]{40}"\} \d/)
       // Statistics on their own port, public.
       const stats = (await (await fetch(`${running.url.replace(/:\d+$/, '')}:${new URL(running.statsUrl).port}/public/stats`)).json()) as Record<string, unknown>
       expect(JSON.stringify(stats)).toMatch(/settle/)

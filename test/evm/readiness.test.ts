@@ -63,4 +63,28 @@ describe('EVM readiness', () => {
       await world.node.testClient.setCode({ address: MULTICALL3_ADDRESS, bytecode: code! })
     }
   })
+
+  it('watches the signers\' gas money on an interval: onLow once per fall, onRecovered when refilled', async () => {
+    const { watchSignerBalances } = await import('../../src/index.js')
+    const signer = world.signers[0]!.address
+    const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ minSignerBalance: 10n ** 18n }))] })
+    const events: string[] = []
+    const watch = watchSignerBalances(facilitator, {
+      intervalMs: 60_000,
+      onLow: (s) => events.push(`low ${s.address} ${s.balance}`),
+      onRecovered: (s) => events.push(`recovered ${s.address}`),
+    })
+    try {
+      const before = await world.node.publicClient.getBalance({ address: signer })
+      await world.node.testClient.setBalance({ address: signer, value: 10n ** 17n })
+      const readings = await watch.check()
+      expect(readings).toEqual([{ network: 'eip155:84532', address: signer, balance: 10n ** 17n, minimum: 10n ** 18n }])
+      await watch.check()
+      await world.node.testClient.setBalance({ address: signer, value: before })
+      await watch.check()
+      expect(events).toEqual([`low ${signer} ${10n ** 17n}`, `recovered ${signer}`])
+    } finally {
+      watch.stop()
+    }
+  })
 })

@@ -25,7 +25,7 @@ describe('Solana readiness', () => {
     const readyz = createHandler(facilitator, { routes: healthRoutes(facilitator) })
     const report = await facilitator.readiness()
     expect(report.ready).toBe(false)
-    expect(report.checks).toEqual([
+    expect(report.checks).toMatchObject([
       { name: 'store', ok: true },
       { name: 'rpc solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', ok: true },
       { name: `fee payer ${rich.address} solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1`, ok: true, detail: '1000000000 lamports' },

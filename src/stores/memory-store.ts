@@ -1,11 +1,28 @@
 import { addToHyperLogLog, createHyperLogLog, estimateHyperLogLog } from './hyperloglog.js'
 import type { ExpiryOptions, RankedEntry, SetOptions, Store } from './store.js'
 
-/** One hold on a balance: open while `closedAt` is 0. */
+/** An open hold on a balance. */
 interface Hold {
+  amount: bigint
+  expiresAt: number
+}
+
+/** A hold closed with `keepMs`: it counts against balances read before `closedAt`. */
+interface ClosedHold {
+  id: string
   amount: bigint
   closedAt: number
   expiresAt: number
+}
+
+/**
+ * The holds of one balance: open ones by id (as many as settlements in flight), closed ones
+ * in the order they closed, so a placement sums only those closed since its balance was read
+ * (a busy payer's thousands of recent settlements are not summed each time).
+ */
+interface HoldBook {
+  open: Map<string, Hold>
+  closed: ClosedHold[]
 }
 
 interface Entry<T> {
@@ -58,7 +75,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const texts = new Map<string, Entry<Map<string, string>>>()
   const sketches = new Map<string, Entry<Uint8Array>>()
   const rankings = new Map<string, Entry<Map<string, number>>>()
-  const holds = new Map<string, Entry<Map<string, Hold>>>()
+  const holds = new Map<string, Entry<HoldBook>>()
   const all = [values, hashes, texts, sketches, rankings, holds] as Map<string, Entry<unknown>>[]
   let writesSinceSweep = 0
 
@@ -177,34 +194,43 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     async placeHold(key, id, hold) {
       const t = now()
       const amount = BigInt(hold.amount)
-      let held = amount
       const entry = live(holds, key)
-      for (const [other, existing] of entry?.value ?? []) {
-        if (existing.expiresAt <= t) entry!.value.delete(other)
-        else if (other !== id && (existing.closedAt === 0 || existing.closedAt >= hold.since)) held += existing.amount
+      let held = amount
+      if (entry) {
+        const book = entry.value
+        for (const [other, open] of book.open) {
+          if (open.expiresAt <= t) book.open.delete(other)
+          else if (other !== id) held += open.amount
+        }
+        // Closed holds in the order they closed: the ones closed before `since` are in the balance already.
+        while (book.closed.length > 0 && book.closed[0]!.expiresAt <= t) book.closed.shift()
+        for (let i = book.closed.length - 1; i >= 0; i--) {
+          const closed = book.closed[i]!
+          if (closed.closedAt < hold.since) break
+          if (closed.id !== id && closed.expiresAt > t) held += closed.amount
+        }
       }
       if (held > BigInt(hold.limit)) return false
       const expiresAt = t + hold.ttlMs
-      const placed = upsert(holds, key, () => new Map<string, Hold>())
-      placed.value.set(id, { amount, closedAt: 0, expiresAt })
+      const placed = upsert(holds, key, () => ({ open: new Map<string, Hold>(), closed: [] as ClosedHold[] }))
+      placed.value.open.set(id, { amount, expiresAt })
       // The key lives as long as its longest hold.
       placed.expiresAt = Math.max(placed.expiresAt === Infinity ? 0 : placed.expiresAt, expiresAt)
       return true
     },
     async closeHold(key, id, options = {}) {
       const entry = live(holds, key)
-      const existing = entry?.value.get(id)
-      if (!entry || !existing) return
+      const open = entry?.value.open.get(id)
+      if (!entry || !open) return
+      entry.value.open.delete(id)
       const keepMs = options.keepMs ?? 0
-      if (keepMs <= 0) {
-        entry.value.delete(id)
-        if (entry.value.size === 0) holds.delete(key)
-        return
+      if (keepMs > 0) {
+        const t = now()
+        entry.value.closed.push({ id, amount: open.amount, closedAt: t, expiresAt: t + keepMs })
+        entry.expiresAt = Math.max(entry.expiresAt, t + keepMs)
+      } else if (entry.value.open.size === 0 && entry.value.closed.length === 0) {
+        holds.delete(key)
       }
-      const t = now()
-      existing.closedAt = t
-      existing.expiresAt = t + keepMs
-      entry.expiresAt = Math.max(entry.expiresAt, existing.expiresAt)
     },
     size() {
       sweepAll()

@@ -82,8 +82,11 @@ if cap then
 end
 return result`
 
-// Holds: one hash per balance, field = hold id, value = "amount:closedAt:expiresAt" (closedAt 0 while
-// open). Amounts are decimal strings of any size (Lua numbers are doubles), added and compared as digits.
+// Holds of one balance: its open holds in a hash (field = id, value = "amount:expiresAt") and its
+// closed ones in a sorted set scored by when they closed (member = "id:amount:expiresAt"), so a
+// placement sums the open ones (as many as settlements in flight) and only those closed since its
+// balance was read. Amounts are decimal strings of any size (Lua numbers are doubles), added and
+// compared as digits.
 const HOLD_HELPERS = `
 local function add(a, b)
   local out, carry, i, j = {}, 0, #a, #b
@@ -104,32 +107,43 @@ local function extend(key, expiresAt, now)
   if left < expiresAt - now then redis.call('PEXPIRE', key, expiresAt - now) end
 end`
 
-// ARGV: id, amount, limit, since, ttlMs, now.
+// KEYS: open hash, closed set. ARGV: id, amount, limit, since, ttlMs, now.
 const PLACE_HOLD = `${HOLD_HELPERS}
 local now, since = tonumber(ARGV[6]), tonumber(ARGV[4])
 local held = ARGV[2]
-local entries = redis.call('HGETALL', KEYS[1])
-for i = 1, #entries, 2 do
-  local amount, closed, expires = string.match(entries[i + 1], '^(%d+):(%d+):(%d+)$')
-  if not amount or tonumber(expires) <= now then redis.call('HDEL', KEYS[1], entries[i])
-  elseif entries[i] ~= ARGV[1] and (closed == '0' or tonumber(closed) >= since) then held = add(held, amount) end
+local open = redis.call('HGETALL', KEYS[1])
+for i = 1, #open, 2 do
+  local amount, expires = string.match(open[i + 1], '^(%d+):(%d+)$')
+  if not amount or tonumber(expires) <= now then redis.call('HDEL', KEYS[1], open[i])
+  elseif open[i] ~= ARGV[1] then held = add(held, amount) end
+end
+local closed = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[4], '+inf')
+for i = 1, #closed do
+  local id, amount, expires = string.match(closed[i], '^(.*):(%d+):(%d+)$')
+  if amount and id ~= ARGV[1] and tonumber(expires) > now then held = add(held, amount) end
 end
 if above(held, ARGV[3]) then return 0 end
 local expiresAt = now + tonumber(ARGV[5])
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':0:' .. string.format('%.0f', expiresAt))
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. string.format('%.0f', expiresAt))
 extend(KEYS[1], expiresAt, now)
 return 1`
 
-// ARGV: id, keepMs, now.
+// KEYS: open hash, closed set. ARGV: id, keepMs, now. Closed holds older than keepMs are pruned
+// (the core closes every hold of a balance with the same keepMs).
 const CLOSE_HOLD = `${HOLD_HELPERS}
 local value = redis.call('HGET', KEYS[1], ARGV[1])
 if not value then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
 local keep, now = tonumber(ARGV[2]), tonumber(ARGV[3])
-if keep <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) return 1 end
+if keep <= 0 then return 1 end
 local amount = string.match(value, '^(%d+):')
-redis.call('HSET', KEYS[1], ARGV[1], amount .. ':' .. string.format('%.0f', now) .. ':' .. string.format('%.0f', now + keep))
-extend(KEYS[1], now + keep, now)
+redis.call('ZADD', KEYS[2], now, ARGV[1] .. ':' .. amount .. ':' .. string.format('%.0f', now + keep))
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. string.format('%.0f', now - keep))
+extend(KEYS[2], now + keep, now)
 return 1`
+
+// The closed holds of a balance live beside its open ones.
+const CLOSED_HOLDS_SUFFIX = ':closed-holds'
 
 /**
  * A store in Redis, for several facilitator processes that must act as one:
@@ -184,7 +198,8 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
     },
     async delete(key) {
       await connected()
-      await client.del(k(key))
+      // A balance's closed holds live under a second key.
+      await client.del(k(key), k(key) + CLOSED_HOLDS_SUFFIX)
     },
     async incrementFields(key, increments, options) {
       await connected()
@@ -247,11 +262,11 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
     async placeHold(key, id, hold) {
       await connected()
       const args = [id, decimal(hold.amount), decimal(hold.limit), String(Math.floor(hold.since)), String(Math.max(1, Math.ceil(hold.ttlMs))), String(Date.now())]
-      return (await run(PLACE_HOLD, [k(key)], args)) === 1
+      return (await run(PLACE_HOLD, [k(key), k(key) + CLOSED_HOLDS_SUFFIX], args)) === 1
     },
     async closeHold(key, id, options = {}) {
       await connected()
-      await run(CLOSE_HOLD, [k(key)], [id, String(Math.max(0, Math.ceil(options.keepMs ?? 0))), String(Date.now())])
+      await run(CLOSE_HOLD, [k(key), k(key) + CLOSED_HOLDS_SUFFIX], [id, String(Math.max(0, Math.ceil(options.keepMs ?? 0))), String(Date.now())])
     },
     async close() {
       // QUIT cannot be sent while disconnected (no offline queue): then just stop reconnecting.

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
+import diagnostics from 'node:diagnostics_channel'
 import type { Server } from 'node:http'
+import { RPC_RESPONSE_CHANNEL, type RpcResponseEvent } from '../transport/keep-alive-post.js'
 import { createFacilitator, type Facilitator } from '../core/facilitator.js'
 import { watchSignerBalances } from '../core/signer-balance-watch.js'
 import type { SchemeAdapter } from '../core/adapter.js'
@@ -45,6 +47,7 @@ async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAd
         })),
         signers: config.evmPrivateKeys.map((key) => evm.privateKeySigner(key)),
         maxInFlightSettlesPerSigner: config.maxInFlightSettlesPerSigner,
+        logger,
       }),
     )
   }
@@ -111,6 +114,12 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     const logger = pino({ level: config.logLevel, base: { service: 'x402-facilitator' } })
     const { createMetrics } = await load(() => import('../ops/metrics.js'), 'metrics', 'prom-client')
     const metrics = createMetrics({ processMetrics: true })
+    // An RPC exchange that failed or timed out: the transports fail over to the next URL (host only, never the path or a key).
+    const onRpc = (message: unknown) => {
+      const event = message as RpcResponseEvent
+      if (event.outcome !== 'ok') logger.warn({ event: 'rpc_failed', host: event.host, outcome: event.outcome, status: event.status, durationMs: Math.round(event.durationMs) }, 'an RPC request failed')
+    }
+    diagnostics.subscribe(RPC_RESPONSE_CHANNEL, onRpc)
     const store = await buildStore(config)
     const stats = createPublicStats({ store })
     const catalog = createCatalog({ store })
@@ -175,6 +184,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       for (const server of servers) server.closeAllConnections()
     }
     watch.stop()
+    diagnostics.unsubscribe(RPC_RESPONSE_CHANNEL, onRpc)
     await facilitator.close()
     metrics.close()
     logger.info({ event: 'stopped' }, 'stopped')

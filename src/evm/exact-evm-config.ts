@@ -1,4 +1,5 @@
 import type { Address, LocalAccount, Transport } from 'viem'
+import type { Logger } from '../core/logging-hooks.js'
 
 /**
  * What settle needs from a facilitator key: its address and offline
@@ -144,4 +145,6 @@ export interface ExactEvmConfig {
    * cannot pay for settlements. @default 1_000_000_000_000_000n (0.001 ETH)
    */
   readonly minSignerBalance?: bigint
+  /** A pino-compatible logger for what the adapter alone sees: signers left out for lack of gas money. @default silent */
+  readonly logger?: Pick<Logger, 'warn'>
 }

@@ -363,7 +363,7 @@ interface VerifiedPayment {
  * one refused at sending is, so that settles pick the others meanwhile. Returns the error.
  */
 function leftOutIfUnfunded(runtime: NetworkRuntime, slot: SignerSlot, error: unknown): unknown {
-  if (error instanceof FacilitatorError && error.code === 'signer_unfunded') slot.unfundedUntil = Date.now() + runtime.unfundedCooldownMs
+  if (error instanceof FacilitatorError && error.code === 'signer_unfunded') runtime.leaveOutUnfunded(slot)
   return error
 }
 

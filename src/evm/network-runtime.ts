@@ -59,6 +59,8 @@ export interface NetworkRuntime {
   freshFees(): Promise<FeeQuote>
   /** How long a signer refused for insufficient funds is left out. */
   readonly unfundedCooldownMs: number
+  /** Leaves a signer the node refused for insufficient gas money out for the cooldown, and logs it once. */
+  leaveOutUnfunded(slot: SignerSlot): void
   /** Closes the idle RPC connections of this network. */
   closeConnections(): void
 }
@@ -177,6 +179,15 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
     freshFees,
     unfundedCooldownMs: config.unfundedSignerCooldownMs ?? 30_000,
     closeConnections: () => pool.closeIdle(),
+    leaveOutUnfunded(slot) {
+      const now = Date.now()
+      const cooldownMs = config.unfundedSignerCooldownMs ?? 30_000
+      // Logged when the cooldown starts, not for every settle it turns away.
+      if (slot.unfundedUntil <= now) {
+        config.logger?.warn({ event: 'signer_unfunded', network: caip2, signer: slot.signer.address, cooldownMs }, 'a signer was refused for insufficient gas money and sits out')
+      }
+      slot.unfundedUntil = now + cooldownMs
+    },
   }
 }
 

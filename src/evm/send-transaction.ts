@@ -120,7 +120,7 @@ export async function signAndSend(
     }
     const refusal = outcome.error
     // No gas money: leave the key out for a while rather than let every new payment wait on it.
-    if (INSUFFICIENT_FUNDS.test(rpcErrorText(refusal))) slot.unfundedUntil = Date.now() + runtime.unfundedCooldownMs
+    if (INSUFFICIENT_FUNDS.test(rpcErrorText(refusal))) runtime.leaveOutUnfunded(slot)
     if (NONCE_TAKEN.test(rpcErrorText(refusal)) && refusals++ < MAX_NONCE_RETRIES) continue
     throw toRpcFault(refusal, 'sending the settlement transaction')
   }

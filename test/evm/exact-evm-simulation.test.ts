@@ -128,12 +128,17 @@ describe('verify runs its chain check as the settlement will', () => {
 
   it('a node that refuses the simulation because the signer has no gas money: verify throws signer_unfunded (503), not a rejection', async () => {
     const poorSigner = privateKeySigner(generatePrivateKey())
-    const facilitator = createFacilitator({ schemes: [exactEvm(config({ signers: [poorSigner] }))] })
+    const warnings: Record<string, unknown>[] = []
+    const logger = { warn: (fields: Record<string, unknown>) => void warnings.push(fields) }
+    const facilitator = createFacilitator({ schemes: [exactEvm(config({ signers: [poorSigner], logger }))] })
     const { requirements, paymentPayload } = await plainPayment(world.token)
     const error = await facilitator.verify(body(paymentPayload, requirements)).then(() => undefined, (e: unknown) => e)
     expect(error).toBeInstanceOf(FacilitatorError)
     expect(error).toMatchObject({ code: 'signer_unfunded', status: 503 })
     expect((error as Error).message).toContain(poorSigner.address)
+    // Logged once when its cooldown starts, not again for the verifies it turns away meanwhile.
+    await facilitator.verify(body(paymentPayload, requirements)).catch(() => undefined)
+    expect(warnings).toEqual([{ event: 'signer_unfunded', network: 'eip155:84532', signer: poorSigner.address, cooldownMs: 30_000 }])
     // Nothing was sent from it.
     expect(await world.node.publicClient.getTransactionCount({ address: poorSigner.address })).toBe(0)
   })

@@ -1,3 +1,4 @@
+import { traced } from '../core/tracing.js'
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
 import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, Regroup } from '../transport/rpc-coalescer.js'
 import { basicAuthorization, type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
@@ -105,14 +106,17 @@ export function keepAliveHttp(url: string, options: KeepAliveHttpOptions): Trans
   return (parameters) => {
     const transport = custom(
       {
-        async request({ method, params }: { method: string; params?: unknown }) {
-          const body: RpcBody = { jsonrpc: '2.0', id: nextId++, method, params }
-          // A send leaves at once: the send lane bounds its wait, and a send still queued when the lane
-          // gave up its nonce must not leave later.
-          const [outcome] = await calls.request([body], { together: batchMethods.has(method), now: method === 'eth_sendRawTransaction' })
-          if (!outcome || 'error' in outcome) throw outcome?.error
-          if (outcome.answer.error) throw new RpcRequestError({ body, error: outcome.answer.error, url: target.href })
-          return outcome.answer.result
+        request({ method, params }: { method: string; params?: unknown }) {
+          // A child span of the verify or settle that made the call (no-op without an SDK); the host only.
+          return traced('x402.rpc', { 'rpc.system': 'jsonrpc', 'rpc.method': method, 'server.address': target.url.host }, async () => {
+            const body: RpcBody = { jsonrpc: '2.0', id: nextId++, method, params }
+            // A send leaves at once: the send lane bounds its wait, and a send still queued when the lane
+            // gave up its nonce must not leave later.
+            const [outcome] = await calls.request([body], { together: batchMethods.has(method), now: method === 'eth_sendRawTransaction' })
+            if (!outcome || 'error' in outcome) throw outcome?.error
+            if (outcome.answer.error) throw new RpcRequestError({ body, error: outcome.answer.error, url: target.href })
+            return outcome.answer.result
+          })
         },
       },
       { key: 'http', name: 'HTTP JSON-RPC (keep-alive)', retryCount },

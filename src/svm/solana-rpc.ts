@@ -1,3 +1,4 @@
+import { traced } from '../core/tracing.js'
 import { countOption } from '../core/count-option.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
@@ -136,12 +137,15 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
   })
 
   return {
-    async request(calls, signal) {
-      // A request not yet sent when the signal aborts (or already aborted) is dropped unsent; one on the
-      // wire may carry other requests' calls too, so it is not cut short: the caller stops waiting.
-      const together = calls.every((call) => TOGETHER_METHODS.has(call.method))
-      const [outcomes] = await (signal ? withDeadline(coalescer.request([calls], { signal, together }), signal) : coalescer.request([calls], { together }))
-      return outcomes!
+    request(calls, signal) {
+      // A child span of the verify or settle that made the request (no-op without an SDK): methods only, never the URL.
+      return traced('x402.rpc', { 'rpc.system': 'jsonrpc', 'rpc.method': calls.map((call) => call.method).join(',') }, async () => {
+        // A request not yet sent when the signal aborts (or already aborted) is dropped unsent; one on the
+        // wire may carry other requests' calls too, so it is not cut short: the caller stops waiting.
+        const together = calls.every((call) => TOGETHER_METHODS.has(call.method))
+        const [outcomes] = await (signal ? withDeadline(coalescer.request([calls], { signal, together }), signal) : coalescer.request([calls], { together }))
+        return outcomes!
+      })
     },
   }
 }

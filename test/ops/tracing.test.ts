@@ -45,4 +45,29 @@ describe('tracing', () => {
     expect(storeCalls.map((span) => span.attributes['x402.store.operation'])).toEqual(expect.arrayContaining(['claiming the payment', 'holding the payer\'s balance']))
     expect(JSON.stringify(spans.map((span) => span.attributes))).not.toMatch(/0xpayer|0xshop|signature/)
   })
+
+  it('makes each RPC call of a verify a child span naming the method and the host only', async () => {
+    const { startEvmFixture } = await import('../support/evm-fixture.js')
+    const { exactEvm } = await import('../../src/evm/exact-evm.js')
+    const { signExactEvmPayment } = await import('../../src/evm/sign-payment.js')
+    const world = await startEvmFixture()
+    try {
+      const keyed = `${world.node.rpcUrl}/?apikey=SECRET-KEY`
+      const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ networks: [{ ...world.adapterConfig().networks[0]!, rpcUrls: [keyed] }] }))] })
+      const payer = await world.newPayer(1_000n)
+      const requirements = world.requirementsV2({ amount: '10' })
+      const body = { x402Version: 2, paymentPayload: await signExactEvmPayment({ signer: payer, requirements }), paymentRequirements: requirements }
+      await facilitator.verify(body) // the first verify also reads the fee quote
+      exporter.reset()
+      expect((await facilitator.verify(body)).isValid).toBe(true)
+      const spans = exporter.getFinishedSpans()
+      const verify = spans.find((span) => span.name === 'x402.verify')!
+      const rpc = spans.filter((span) => span.name === 'x402.rpc' && span.parentSpanContext?.spanId === verify.spanContext().spanId)
+      expect(rpc.map((span) => span.attributes['rpc.method']).sort()).toEqual(['eth_call', 'eth_getCode'])
+      expect(rpc[0]!.attributes['server.address']).toBe(new URL(world.node.rpcUrl).host)
+      expect(JSON.stringify(spans.map((span) => span.attributes))).not.toMatch(/SECRET-KEY|apikey/)
+    } finally {
+      await world.stop()
+    }
+  })
 })

@@ -121,7 +121,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const resumeLockKey = `${storeKey}:resume`
   const lockResume = () =>
     boundedStoreCall(() => store.set(resumeLockKey, '1', { ifAbsent: true, ttlMs: budgetMs }), bound(), 'locking the resume')
-  const holdKey = (account: string) => `hold:${account.toLowerCase()}`
+  const holdKey = (account: string) => `hold:${identity(account)}`
   // What this payment spends, once verified and claimed (see holdSpend).
   let spend: PayerSpend | undefined
   const unlockResume = () => boundedStoreCall(() => store.delete(resumeLockKey), storeTimeoutMs, 'unlocking the resume').catch(() => undefined)
@@ -242,9 +242,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
 
   /** The payer's address, and the balance it pays from when the adapter names it. */
   function failureKeys(payer: string | undefined): string[] {
-    const keys = payer ? [`payer-failures:${context.network}:${payer.toLowerCase()}`] : []
+    const keys = payer ? [`payer-failures:${context.network}:${identity(payer)}`] : []
     const account = spend?.account
-    if (account) keys.push(`payer-failures:${account.toLowerCase()}`)
+    if (account) keys.push(`payer-failures:${identity(account)}`)
     return keys
   }
 
@@ -409,6 +409,15 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   function pending(transaction: string, payerHint: string | undefined): SettleResponse {
     return settlementPending(context, transaction, payerHint ?? verified?.payer)
   }
+}
+
+/**
+ * A payer or account as a key: EVM hex folded to one case (checksums vary), anything else as
+ * given. Base58 (Solana) is case-sensitive: folded, two different accounts could share a key,
+ * and an attacker could grind an address that folds to a victim's to get the victim refused.
+ */
+function identity(value: string): string {
+  return value.replace(/0x[0-9a-fA-F]{40}/g, (hex) => hex.toLowerCase())
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -122,6 +122,25 @@ describe('failure budget per payer', () => {
     for (let i = 0; i < 5; i++) expect((await off.settle(ledgerBody(unbounded, transfer(1n, `x${i}`)))).errorReason).toBe('transaction_failed')
   })
 
+  it('keeps payers apart whose addresses differ only in case (base58 is case-sensitive), and folds EVM hex', async () => {
+    const adapter = ledger(0n, { revertWhen: (t) => t.from === 'FeeDfaceGrind' })
+    for (const who of ['FeeDfaceGrind', 'feedfacegrind']) adapter.balances.set(who, 1_000n)
+    const facilitator = createFacilitator({ schemes: [adapter], settlement: { payerFailures: { maxFailures: 1 } } })
+    expect((await facilitator.settle(ledgerBody(adapter, transfer(1n, 'a', 'FeeDfaceGrind')))).errorReason).toBe('transaction_failed')
+    expect((await facilitator.settle(ledgerBody(adapter, transfer(1n, 'b', 'FeeDfaceGrind')))).errorReason).toBe('payer_suspended')
+    // Another account, not a spelling of the same one.
+    expect((await facilitator.settle(ledgerBody(adapter, transfer(1n, 'c', 'feedfacegrind')))).success).toBe(true)
+
+    const evm = '0xAbCdEf0000000000000000000000000000000001'
+    const hex = ledger(0n, { revertWhen: (t) => t.from === evm })
+    hex.balances.set(evm, 1_000n)
+    hex.balances.set(evm.toLowerCase(), 1_000n)
+    const strict = createFacilitator({ schemes: [hex], settlement: { payerFailures: { maxFailures: 1 } } })
+    await strict.settle(ledgerBody(hex, transfer(1n, 'd', evm)))
+    // The same EVM address in another case is the same payer.
+    expect((await strict.settle(ledgerBody(hex, transfer(1n, 'e', evm.toLowerCase())))).errorReason).toBe('payer_suspended')
+  })
+
   it('a settlement that only stays pending is not counted', async () => {
     const adapter = ledger(1_000n, { confirmDelayMs: 400 })
     const facilitator = createFacilitator({ schemes: [adapter], timeouts: { settleMs: 100 }, settlement: { payerFailures: { maxFailures: 1 } } })

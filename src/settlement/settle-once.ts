@@ -243,7 +243,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /** The payer's address, and the balance it pays from when the adapter names it. */
   function failureKeys(payer: string | undefined): string[] {
     const keys = payer ? [`payer-failures:${context.network}:${identity(payer)}`] : []
-    const account = spend?.account
+    // Right after verify (before the claim) the spend is not taken yet: ask the adapter.
+    const account = (spend ?? adapter.spendOf?.(context))?.account
     if (account) keys.push(`payer-failures:${identity(account)}`)
     return keys
   }

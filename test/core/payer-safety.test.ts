@@ -141,6 +141,17 @@ describe('failure budget per payer', () => {
     expect((await strict.settle(ledgerBody(hex, transfer(1n, 'e', evm.toLowerCase())))).errorReason).toBe('payer_suspended')
   })
 
+  it('also refuses by the balance paid from (a Solana source account), not only by the payer address', async () => {
+    const adapter = ledger(1_000n, { revertWhen: (t) => t.value === 1n })
+    const facilitator = createFacilitator({ schemes: [adapter], settlement: { payerFailures: { maxFailures: 1 } } })
+    expect((await facilitator.settle(ledgerBody(adapter, transfer(1n, 'a')))).errorReason).toBe('transaction_failed')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    // Forget the address's count: the account's count alone still refuses.
+    await facilitator.store.delete(`payer-failures:eip155:31337:${payer}`)
+    expect(await facilitator.store.readFields(`payer-failures:ledger:${payer}`)).toEqual({ failures: 1 })
+    expect((await facilitator.settle(ledgerBody(adapter, transfer(2n, 'b')))).errorReason).toBe('payer_suspended')
+  })
+
   it('a settlement that only stays pending is not counted', async () => {
     const adapter = ledger(1_000n, { confirmDelayMs: 400 })
     const facilitator = createFacilitator({ schemes: [adapter], timeouts: { settleMs: 100 }, settlement: { payerFailures: { maxFailures: 1 } } })

@@ -8,7 +8,7 @@ import type { Store } from '../stores/store.js'
 import type { PaymentContext, SchemeAdapter } from './adapter.js'
 import { dispatch } from './context.js'
 import { withDeadline } from './deadline.js'
-import type { FacilitatorHooks, PaymentEvent } from './hooks.js'
+import type { FacilitatorHooks, PaymentEvent, SettleOrigin } from './hooks.js'
 import { createRegistry, type Registry } from './registry.js'
 
 /** Time budgets of one call. */
@@ -96,6 +96,8 @@ export async function settle(registry: Registry, body: unknown, options: SettleO
   const signal = AbortSignal.timeout(budgetMs)
   let context: PaymentContext | undefined
   let result: SettleResponse
+  // Requests that never reach settleOnce are refused before anything is sent.
+  const trace: { origin?: SettleOrigin } = { origin: 'refused' }
   const networkOf = (r: PaymentRequest) => r.paymentRequirements.network
   try {
     if ('rejection' in request) {
@@ -122,6 +124,7 @@ export async function settle(registry: Registry, body: unknown, options: SettleO
               // Settle re-verifies with the adapter only: the before-verify hooks guard /verify.
               verify: () => adapter.verify(ctx),
               reserve: reserve && (() => reserve(ctx)),
+              trace,
             })
       }
     }
@@ -130,7 +133,7 @@ export async function settle(registry: Registry, body: unknown, options: SettleO
     if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code } })
     throw fault
   }
-  if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started })
+  if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started, origin: trace.origin })
   return result
 }
 

@@ -8,6 +8,8 @@ export default defineConfig({
     'evm/index': 'src/evm/index.ts',
     'svm/index': 'src/svm/index.ts',
     'stores/redis': 'src/stores/redis-store.ts',
+    'stores/sqlite': 'src/stores/sqlite/index.ts',
+    'stores/postgres': 'src/stores/postgres/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

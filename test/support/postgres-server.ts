@@ -3,6 +3,8 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { afterAll, beforeAll } from 'vitest'
+import { createPostgresStore, type PostgresStore } from '../../src/stores/postgres/postgres-store.js'
 
 /** A real PostgreSQL server on a loopback port, started for a test file (or a benchmark). */
 export interface PostgresServer {
@@ -150,5 +152,34 @@ async function answersQuery(port: number): Promise<boolean> {
     return false
   } finally {
     await client.end().catch(() => undefined)
+  }
+}
+
+/**
+ * A PostgreSQL server for the calling test file, started in `beforeAll`, and
+ * PostgreSQL stores on it that are closed in `afterAll` before the server stops.
+ * Stores given the same schema share their data, as instances sharing a database.
+ *
+ * @example
+ * const postgres = usePostgresStores()
+ * it('...', () => { const a = postgres.store('shared'), b = postgres.store('shared') })
+ */
+export function usePostgresStores(): { store(schema: string): PostgresStore } {
+  let server: PostgresServer | undefined
+  const stores: PostgresStore[] = []
+  beforeAll(async () => {
+    server = await startPostgresServer()
+  })
+  afterAll(async () => {
+    for (const store of stores) await store.close()
+    await server?.stop()
+  })
+  return {
+    store(schema) {
+      if (!server) throw new Error('usePostgresStores: the server starts in beforeAll')
+      const store = createPostgresStore({ connectionString: server.url, schema })
+      stores.push(store)
+      return store
+    },
   }
 }

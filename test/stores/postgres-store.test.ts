@@ -49,6 +49,33 @@ describe('postgres store', () => {
     await Promise.all([...stores, late].map((store) => store.close()))
   })
 
+  it('sends the calls of one turn as one statement, and a call that fails there fails alone', async () => {
+    const store = createPostgresStore({ connectionString: server.url, schema: 'batches' })
+    await store.ready()
+    // Count the statements the store sends through its pool.
+    const sent: string[] = []
+    const query = store.pool.query.bind(store.pool) as (...args: unknown[]) => unknown
+    ;(store.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+      sent.push((args[0] as { text: string }).text)
+      return query(...args)
+    }
+    // PostgreSQL text cannot hold a NUL character: that set fails, in the middle of the others.
+    const results = await Promise.allSettled([
+      store.set('a', '1'),
+      store.set('b', 'bad\u0000value'),
+      store.set('c', '3', { ifAbsent: true }),
+      store.placeHold('hold', 'p', { amount: '5', limit: '10', since: 0, ttlMs: 60_000 }),
+    ])
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).toEqual([true, 'failed', true, true])
+    // The four calls went as one statement, and after it failed as four of one call each.
+    expect(sent).toHaveLength(5)
+    expect(sent.every((text) => text.includes('run_batch'))).toBe(true)
+    // Reads of one turn go together too, in a batch of their own.
+    expect(await Promise.all([store.get('a'), store.get('b'), store.get('c'), store.readFields('none')])).toEqual(['1', undefined, '3', {}])
+    expect(sent).toHaveLength(6)
+    await store.close()
+  })
+
   it('refuses a schema name that is not a plain identifier', () => {
     expect(() => createPostgresStore({ connectionString: server.url, schema: 'x"; DROP TABLE y; --' })).toThrow(/plain SQL identifier/)
   })
@@ -100,6 +127,17 @@ describe('postgres store', () => {
     await expect(admin.query('DELETE FROM append_only.ledger')).rejects.toThrow(/append-only/)
     expect((await store.ledger.read()).entries[0]!.amount).toBe('10000')
     await store.close()
+  })
+
+  it('commits counters without waiting for the flush, on a pool of their own, and everything else with it', async () => {
+    const store = createPostgresStore({ connectionString: server.url, schema: 'commits' })
+    const setting = async (pool: pg.Pool) => (await pool.query(`SELECT source FROM pg_settings WHERE name = 'synchronous_commit'`)).rows[0].source as string
+    // Set by the session's start-up options: the server's own default is untouched.
+    expect(await setting(store.counterPool)).toBe('client')
+    expect(await setting(store.pool)).not.toBe('client')
+    const strict = createPostgresStore({ connectionString: server.url, schema: 'commits', counterCommits: 'sync' })
+    expect(strict.counterPool).toBe(strict.pool)
+    await Promise.all([store.close(), strict.close()])
   })
 
   it('fails fast on a server that is not there', async () => {

@@ -50,6 +50,26 @@ describe('sqlite store', () => {
     await second.close()
   })
 
+  it('commits the writes issued together in one transaction, each atomic: one that fails midway leaves nothing', async () => {
+    const store = createSqliteStore({ path: join(dir, 'batch.sqlite') })
+    const changes = () => store.database.prepare('SELECT total_changes() AS n').get() as { n: number }
+    const before = changes().n
+    // The second field cannot be bound (an object): that write fails after its first field was written.
+    const bad = { a: 1, b: {} } as unknown as Record<string, number>
+    const results = await Promise.allSettled([
+      store.incrementFields('h', { n: 1 }),
+      store.incrementFields('broken', bad),
+      store.set('claim', 'x', { ifAbsent: true }),
+      store.incrementFields('h', { n: 1 }),
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+    expect(await store.readFields('h')).toEqual({ n: 2 })
+    expect(await store.readFields('broken')).toEqual({})
+    expect(await store.get('claim')).toBe('x')
+    expect(changes().n).toBeGreaterThan(before)
+    await store.close()
+  })
+
   it('opens in WAL mode with the synchronous level asked for', async () => {
     const normal = createSqliteStore({ path: join(dir, 'normal.sqlite') })
     const full = createSqliteStore({ path: join(dir, 'full.sqlite'), synchronous: 'FULL' })

@@ -15,8 +15,9 @@ import type { Pool } from 'pg'
  *   registers (index in `field`, rank in `num`) and holds (`amount`, `closed_at`, `expires_at`).
  * - `ledger`: the settlement ledger, append-only (a trigger refuses UPDATE and DELETE).
  *
- * Multi-step writes are functions: one round trip, atomic, and serialised per key by
- * the lock on the key's `entries` row, which every write takes first.
+ * Multi-step writes are functions: atomic, and serialised per key by the lock on the
+ * key's `entries` row, which every write takes first. Calls issued together travel as one
+ * statement (`run_batch`, `apply_counters`): one round trip and one commit for all of them.
  */
 const MIGRATIONS: readonly ((schema: string) => string)[] = [
   (s) => `
@@ -58,34 +59,6 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
       ELSIF p_ttl IS NOT NULL THEN
         UPDATE ${s}.entries SET expires_at = p_now + p_ttl WHERE key = p_key AND kind = p_kind;
       END IF;
-    END $$;
-
-    CREATE FUNCTION ${s}.increment_fields(p_key text, p_fields text[], p_by double precision[], p_ttl bigint, p_now bigint) RETURNS void
-    LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM ${s}.open_key(p_key, 'h', p_ttl, p_now);
-      INSERT INTO ${s}.fields AS f (key, kind, field, num)
-      SELECT p_key, 'h', u.field, u.by FROM unnest(p_fields, p_by) AS u(field, by)
-      ON CONFLICT (key, kind, field) DO UPDATE SET num = f.num + EXCLUDED.num;
-    END $$;
-
-    CREATE FUNCTION ${s}.set_text_fields(p_key text, p_fields text[], p_values text[], p_ttl bigint, p_now bigint) RETURNS void
-    LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM ${s}.open_key(p_key, 't', p_ttl, p_now);
-      INSERT INTO ${s}.fields AS f (key, kind, field, text)
-      SELECT p_key, 't', u.field, u.value FROM unnest(p_fields, p_values) AS u(field, value)
-      ON CONFLICT (key, kind, field) DO UPDATE SET text = EXCLUDED.text;
-    END $$;
-
-    -- Registers only grow: an add that brings nothing new writes nothing.
-    CREATE FUNCTION ${s}.add_distinct(p_key text, p_registers text[], p_ranks double precision[], p_ttl bigint, p_now bigint) RETURNS void
-    LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM ${s}.open_key(p_key, 'd', p_ttl, p_now);
-      INSERT INTO ${s}.fields AS f (key, kind, field, num)
-      SELECT p_key, 'd', u.register, max(u.rank) FROM unnest(p_registers, p_ranks) AS u(register, rank) GROUP BY u.register
-      ON CONFLICT (key, kind, field) DO UPDATE SET num = EXCLUDED.num WHERE EXCLUDED.num > f.num;
     END $$;
 
     -- Evicts the lowest scores beyond the cap, ties by lowest member (Redis ZPOPMIN's order).
@@ -160,6 +133,24 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
       END IF;
     END $$;
 
+    -- Counter writes of many keys in one statement (the store merges those issued together):
+    -- keys come sorted, so two instances' batches lock them in one order and never deadlock.
+    -- Rows: (index into the keys, field, num, text); hashes add, sketches keep the maximum, texts replace.
+    CREATE FUNCTION ${s}.apply_counters(p_keys text[], p_kinds "char"[], p_ttls bigint[], p_rows integer[], p_fields text[], p_nums double precision[], p_texts text[], p_now bigint)
+    RETURNS void
+    LANGUAGE plpgsql AS $$
+    BEGIN
+      FOR i IN 1..coalesce(array_length(p_keys, 1), 0) LOOP
+        PERFORM ${s}.open_key(p_keys[i], p_kinds[i], p_ttls[i], p_now);
+      END LOOP;
+      INSERT INTO ${s}.fields AS f (key, kind, field, num, text)
+      SELECT p_keys[u.k], p_kinds[u.k], u.field, u.num, u.text FROM unnest(p_rows, p_fields, p_nums, p_texts) AS u(k, field, num, text)
+      ON CONFLICT (key, kind, field) DO UPDATE SET
+        num = CASE f.kind WHEN 'h' THEN f.num + EXCLUDED.num WHEN 'd' THEN greatest(f.num, EXCLUDED.num) ELSE f.num END,
+        text = CASE f.kind WHEN 't' THEN EXCLUDED.text ELSE f.text END
+      WHERE f.kind <> 'd' OR EXCLUDED.num > f.num;
+    END $$;
+
     CREATE TABLE ${s}.ledger (
       id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       recorded_at timestamptz NOT NULL,
@@ -188,6 +179,62 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
     END $$;
     CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ${s}.ledger
       FOR EACH ROW EXECUTE FUNCTION ${s}.ledger_append_only();
+
+    -- Store calls issued together, as one statement and one transaction: a JSON array of
+    -- operations in, a JSON array of their results out. The client sends them sorted by key,
+    -- so two instances' batches lock rows in one order and never deadlock.
+    CREATE FUNCTION ${s}.run_batch(p_ops jsonb, p_now bigint) RETURNS jsonb
+    LANGUAGE plpgsql AS $$
+    DECLARE
+      v_op jsonb;
+      v_key text;
+      v_result jsonb;
+      v_rows integer;
+      v_out jsonb[] := '{}';
+    BEGIN
+      FOR v_op IN SELECT value FROM jsonb_array_elements(p_ops) LOOP
+        v_key := v_op->>'k';
+        v_result := NULL;
+        CASE v_op->>'o'
+        WHEN 'get' THEN
+          SELECT to_jsonb(e.value) INTO v_result FROM ${s}.entries e
+          WHERE e.key = v_key AND e.kind = 'v' AND (e.expires_at IS NULL OR e.expires_at > p_now);
+        WHEN 'set' THEN
+          INSERT INTO ${s}.entries AS e (key, kind, value, expires_at) VALUES (v_key, 'v', v_op->>'v', (v_op->>'x')::bigint)
+          ON CONFLICT (key, kind) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at;
+          v_result := 'true';
+        WHEN 'claim' THEN
+          INSERT INTO ${s}.entries AS e (key, kind, value, expires_at) VALUES (v_key, 'v', v_op->>'v', (v_op->>'x')::bigint)
+          ON CONFLICT (key, kind) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at
+          WHERE e.expires_at IS NOT NULL AND e.expires_at <= p_now;
+          GET DIAGNOSTICS v_rows = ROW_COUNT;
+          v_result := to_jsonb(v_rows = 1);
+        WHEN 'delete' THEN
+          DELETE FROM ${s}.entries WHERE key = v_key;
+          DELETE FROM ${s}.fields WHERE key = v_key;
+        WHEN 'fields' THEN
+          SELECT coalesce(jsonb_object_agg(f.field, CASE WHEN f.kind = 't' THEN to_jsonb(f.text) ELSE to_jsonb(f.num) END), '{}') INTO v_result
+          FROM ${s}.fields f JOIN ${s}.entries e ON e.key = f.key AND e.kind = f.kind
+          WHERE f.key = v_key AND f.kind = (v_op->>'kind')::"char" AND (e.expires_at IS NULL OR e.expires_at > p_now);
+        WHEN 'hold' THEN
+          v_result := to_jsonb(${s}.place_hold(v_key, v_op->>'id', (v_op->>'amount')::numeric, (v_op->>'limit')::numeric,
+            (v_op->>'since')::bigint, (v_op->>'ttl')::bigint, p_now));
+        WHEN 'close' THEN
+          PERFORM ${s}.close_hold(v_key, v_op->>'id', (v_op->>'keep')::bigint, p_now);
+        WHEN 'ledger' THEN
+          INSERT INTO ${s}.ledger (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme,
+            x402_version, payer, pay_to, asset, amount, transaction_id, resource_url)
+          VALUES (to_timestamp((v_op->>'recordedAt')::double precision / 1000), to_timestamp((v_op->>'startedAt')::double precision / 1000),
+            v_op->>'status', (v_op->>'resumed')::boolean, v_op->>'errorReason', v_op->>'errorMessage', v_op->>'network', v_op->>'scheme',
+            (v_op->>'x402Version')::integer, v_op->>'payer', v_op->>'payTo', v_op->>'asset', (v_op->>'amount')::numeric,
+            v_op->>'transaction', v_op->>'resourceUrl');
+        ELSE
+          RAISE EXCEPTION 'unknown store operation %', v_op->>'o';
+        END CASE;
+        v_out := array_append(v_out, coalesce(v_result, 'null'::jsonb));
+      END LOOP;
+      RETURN to_jsonb(v_out);
+    END $$;
   `,
 ]
 

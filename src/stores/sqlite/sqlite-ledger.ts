@@ -20,15 +20,23 @@ interface LedgerRow {
   resource_url: string | null
 }
 
+/** How appends reach the file: at once, or in the store's write batches. */
+export interface SqliteLedgerOptions {
+  /** Runs a write (the store passes its batching; without, each append commits on its own). */
+  write?: <T>(run: () => T) => Promise<T>
+}
+
 /**
  * The settlement ledger in the `x402_ledger` table of a SQLite database whose
- * schema `createSqliteStore` set up (the store's `ledger` is one).
+ * schema `createSqliteStore` set up (the store's `ledger` is one, whose appends
+ * commit with the store's other writes).
  *
  * @example
  * const store = createSqliteStore({ path: './data/facilitator.sqlite' })
  * const { entries } = await store.ledger.read({ status: 'failed', limit: 20 })
  */
-export function createSqliteLedger(db: Database.Database): SettlementLedger {
+export function createSqliteLedger(db: Database.Database, options: SqliteLedgerOptions = {}): SettlementLedger {
+  const write = options.write ?? (async <T>(run: () => T) => run())
   const insert = db.prepare(`INSERT INTO x402_ledger
     (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url)
     VALUES (@recordedAt, @startedAt, @status, @resumed, @errorReason, @errorMessage, @network, @scheme, @x402Version, @payer, @payTo, @asset, @amount, @transaction, @resourceUrl)`)
@@ -38,7 +46,7 @@ export function createSqliteLedger(db: Database.Database): SettlementLedger {
   return {
     async append(entry) {
       const row = ledgerRow(entry)
-      insert.run({ ...row, resumed: row.resumed ? 1 : 0 })
+      await write(() => insert.run({ ...row, resumed: row.resumed ? 1 : 0 }))
     },
     async read(query) {
       const filter = ledgerFilter(query)

@@ -32,6 +32,9 @@ const MIGRATIONS: readonly string[] = [
      expires_at INTEGER,
      PRIMARY KEY (key, kind, field)
    ) WITHOUT ROWID;
+   -- Holds of a balance by when they close and expire: a hold is placed without reading the ones that no longer count.
+   CREATE INDEX x402_fields_holds_closed ON x402_fields (key, closed_at) WHERE kind = 'b';
+   CREATE INDEX x402_fields_holds_expiry ON x402_fields (key, expires_at) WHERE kind = 'b';
    CREATE TABLE x402_ledger (
      id INTEGER PRIMARY KEY AUTOINCREMENT,
      recorded_at INTEGER NOT NULL,

@@ -110,7 +110,13 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
     deleteKindFields: db.prepare(`DELETE FROM x402_fields WHERE key = ? AND kind = ?`),
     deleteEntry: db.prepare(`DELETE FROM x402_entries WHERE key = ? AND kind = ?`),
     header: db.prepare<[string, string], { expires_at: number | null }>(`SELECT expires_at FROM x402_entries WHERE key = ? AND kind = ?`),
-    insertHeader: db.prepare(`INSERT OR REPLACE INTO x402_entries (key, kind, value, expires_at) VALUES (?, ?, NULL, ?)`),
+    // One statement makes a key live: a new expiry restarts its lifetime, an expired key starts
+    // over, and `value` says 'reset' when it did (its old fields must go).
+    openHeader: db.prepare<[{ key: string; kind: string; expiresAt: number | null; now: number }], { value: string | null }>(`INSERT INTO x402_entries AS e (key, kind, value, expires_at) VALUES (@key, @kind, NULL, @expiresAt)
+      ON CONFLICT (key, kind) DO UPDATE SET
+        value = CASE WHEN e.expires_at IS NOT NULL AND e.expires_at <= @now THEN 'reset' ELSE NULL END,
+        expires_at = CASE WHEN e.expires_at IS NOT NULL AND e.expires_at <= @now THEN excluded.expires_at ELSE coalesce(excluded.expires_at, e.expires_at) END
+      RETURNING value`),
     setExpiry: db.prepare(`UPDATE x402_entries SET expires_at = ? WHERE key = ? AND kind = ?`),
     addNumber: db.prepare(`INSERT INTO x402_fields (key, kind, field, num) VALUES (?, 'h', ?, ?)
       ON CONFLICT (key, kind, field) DO UPDATE SET num = num + excluded.num`),
@@ -130,7 +136,13 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
     ranked: db.prepare<[string, string, number, number, number], RankedEntry>(`SELECT f.field AS member, f.num AS score FROM x402_fields f
       WHERE f.key = ? AND f.kind = 'r' AND EXISTS (SELECT 1 FROM x402_entries e WHERE e.key = ? AND e.kind = 'r' AND (e.expires_at IS NULL OR e.expires_at > ?))
       ORDER BY f.num DESC, f.field DESC LIMIT ? OFFSET ?`),
-    holds: db.prepare<[string], { field: string; text: string; closed_at: number; expires_at: number }>(`SELECT field, text, closed_at, expires_at FROM x402_fields WHERE key = ? AND kind = 'b'`),
+    dropExpiredHolds: db.prepare(`DELETE FROM x402_fields WHERE key = ? AND kind = 'b' AND expires_at <= ?`),
+    // Only the holds that count against a balance read at `since` (the amounts are summed exactly, as BigInt).
+    // Two ranges of the (key, closed_at) index: open holds, and holds closed since.
+    countingHolds: db.prepare<{ key: string; id: string; since: number }, string>(`
+      SELECT text FROM x402_fields WHERE key = @key AND kind = 'b' AND closed_at = 0 AND field <> @id
+      UNION ALL
+      SELECT text FROM x402_fields WHERE key = @key AND kind = 'b' AND closed_at >= max(@since, 1) AND field <> @id`).pluck(),
     putHold: db.prepare(`INSERT INTO x402_fields (key, kind, field, text, closed_at, expires_at) VALUES (?, 'b', ?, ?, 0, ?)
       ON CONFLICT (key, kind, field) DO UPDATE SET text = excluded.text, closed_at = 0, expires_at = excluded.expires_at`),
     closeHold: db.prepare(`UPDATE x402_fields SET closed_at = ?, expires_at = ? WHERE key = ? AND kind = 'b' AND field = ?`),
@@ -140,17 +152,9 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
   /**
    * The key of `kind` made live for a write: an expired one is emptied first; an expiry
    * (from `ttlMs`) restarts its lifetime (like Redis PEXPIRE), a new key without one never expires.
-   * Answers whether the key was live before.
    */
-  function open(key: string, kind: Kind, expiresAt: number | null): boolean {
-    const header = q.header.get(key, kind)
-    if (header && (header.expires_at === null || header.expires_at > now())) {
-      if (expiresAt !== null) q.setExpiry.run(expiresAt, key, kind)
-      return true
-    }
-    if (header) q.deleteKindFields.run(key, kind)
-    q.insertHeader.run(key, kind, expiresAt)
-    return false
+  function open(key: string, kind: Kind, expiresAt: number | null): void {
+    if (q.openHeader.get({ key, kind, expiresAt, now: now() })?.value === 'reset') q.deleteKindFields.run(key, kind)
   }
 
   function isLive(key: string, kind: Kind): boolean {
@@ -179,32 +183,94 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
     shrink()
     return total
   }
-  /** Counts a write; every `sweepEvery` writes, one bounded batch of expired keys goes. */
-  function wrote(): void {
-    if (++writes < sweepEvery) return
-    writes = 0
-    if (sweepOnce.immediate(SWEEP_BATCH) > 0) shrink()
+  /**
+   * Writes wait for the end of the event loop's turn and commit together, one
+   * transaction for every write issued meanwhile: one write-ahead log append (and,
+   * with FULL, one fsync) per batch instead of per write; a page many writes touch
+   * (a statistics counter) is written once. Each write stays atomic on its own (a
+   * savepoint: one that fails is rolled back alone), and is answered only once the
+   * batch has committed. Reads run at once.
+   */
+  let batch: { run: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = []
+  // A write that throws midway must leave nothing behind. Savepoints cost a few µs a write, so a batch
+  // first runs without them; if any write throws, the batch is rolled back and run again, each write
+  // in a savepoint of its own (a write depends only on the file and its arguments: run again, it does the same).
+  const aWriteFailed = Symbol('a write failed')
+  const savepoint = db.transaction((run: () => unknown) => run())
+  const commitBatch = db.transaction((ops: typeof batch, guarded: boolean) => {
+    const results: { ok: boolean; value: unknown }[] = []
+    for (const op of ops) {
+      try {
+        results.push({ ok: true, value: guarded ? savepoint(op.run) : op.run() })
+      } catch (error) {
+        if (!guarded) throw aWriteFailed
+        results.push({ ok: false, value: error })
+      }
+      // An I/O error can make SQLite roll the whole transaction back: then nothing of the batch may be answered as written.
+      if (!db.inTransaction) throw new Error('the SQLite batch transaction was rolled back')
+    }
+    return results
+  })
+  function flush(): void {
+    const ops = batch
+    batch = []
+    let results: { ok: boolean; value: unknown }[]
+    try {
+      try {
+        results = commitBatch.immediate(ops, false)
+      } catch (error) {
+        if (error !== aWriteFailed) throw error
+        results = commitBatch.immediate(ops, true)
+      }
+    } catch (error) {
+      // The commit itself failed (the file is locked past the busy timeout, the disk is full): nothing was written.
+      for (const op of ops) op.reject(error)
+      return
+    }
+    for (const [i, op] of ops.entries()) {
+      const result = results[i]!
+      if (result.ok) op.resolve(result.value)
+      else op.reject(result.value)
+    }
+    writes += ops.length
+    if (writes >= sweepEvery) {
+      writes = 0
+      // One bounded batch of expired keys per `sweepEvery` writes; its failure costs nothing but a later retry.
+      try {
+        if (sweepOnce.immediate(SWEEP_BATCH) > 0) shrink()
+      } catch {
+        writes = sweepEvery
+      }
+    }
   }
+  function write<T>(run: () => T): Promise<T> {
+    if (closed) return Promise.reject(new Error('the SQLite store is closed'))
+    return new Promise<T>((resolve, reject) => {
+      if (batch.length === 0) setImmediate(flush)
+      batch.push({ run, resolve: resolve as (value: unknown) => void, reject })
+    })
+  }
+  let closed = false
 
-  // Each multi-statement write is one IMMEDIATE transaction: it takes the write lock at once,
-  // so two processes on the file never both read and then both write.
+  // Writes run inside a batch's IMMEDIATE transaction (it takes the write lock at once: two
+  // processes on the file never both read and then both write); countDistinct is a read transaction.
   const tx = {
-    incrementFields: db.transaction((key: string, increments: Readonly<Record<string, number>>, expiresAt: number | null) => {
+    incrementFields: (key: string, increments: Readonly<Record<string, number>>, expiresAt: number | null) => {
       open(key, HASH, expiresAt)
       for (const field in increments) q.addNumber.run(key, field, increments[field]!)
-    }),
-    setTextFields: db.transaction((key: string, fields: Readonly<Record<string, string>>, expiresAt: number | null) => {
+    },
+    setTextFields: (key: string, fields: Readonly<Record<string, string>>, expiresAt: number | null) => {
       open(key, TEXT, expiresAt)
       for (const field in fields) q.setText.run(key, field, fields[field]!)
-    }),
-    addDistinct: db.transaction((key: string, members: readonly string[], expiresAt: number | null) => {
+    },
+    addDistinct: (key: string, members: readonly string[], expiresAt: number | null) => {
       open(key, SKETCH, expiresAt)
       // Registers are rows (`field` = index, `num` = rank): small sketches stay small on disk.
       for (const member of members) {
         const { index, rank } = hyperLogLogRegister(member)
         q.raiseRegister.run(key, String(index), rank)
       }
-    }),
+    },
     countDistinct: db.transaction((keys: readonly string[]) => {
       const registers: Uint8Array[] = []
       for (const key of new Set(keys)) {
@@ -216,7 +282,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
       }
       return estimateHyperLogLog(registers)
     }),
-    incrementRanked: db.transaction((key: string, member: string, by: number, expiresAt: number | null, cap: number | undefined) => {
+    incrementRanked: (key: string, member: string, by: number, expiresAt: number | null, cap: number | undefined) => {
       open(key, RANKING, expiresAt)
       const score = q.addScore.get(key, member, by)!.num
       const evicted: string[] = []
@@ -230,16 +296,14 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
         }
       }
       return { score, evicted }
-    }),
-    placeHold: db.transaction((key: string, id: string, amount: bigint, limit: bigint, since: number, ttlMs: number) => {
+    },
+    placeHold: (key: string, id: string, amount: bigint, limit: bigint, since: number, ttlMs: number) => {
       const t = now()
       const live = isLive(key, HOLDS)
       let held = amount
       if (live) {
-        for (const hold of q.holds.all(key)) {
-          if (hold.expires_at <= t) q.deleteField.run(key, HOLDS, hold.field)
-          else if (hold.field !== id && (hold.closed_at === 0 || hold.closed_at >= since)) held += BigInt(hold.text)
-        }
+        q.dropExpiredHolds.run(key, t)
+        for (const text of q.countingHolds.all({ key, id, since })) held += BigInt(text)
       }
       if (held > limit) return false
       const expiresAt = t + ttlMs
@@ -247,8 +311,8 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
       q.putHold.run(key, id, amount.toString(), expiresAt)
       extendHolds(key, expiresAt)
       return true
-    }),
-    closeHold: db.transaction((key: string, id: string, keepMs: number) => {
+    },
+    closeHold: (key: string, id: string, keepMs: number) => {
       if (!isLive(key, HOLDS)) return
       if (keepMs <= 0) {
         q.deleteField.run(key, HOLDS, id)
@@ -257,11 +321,11 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
       }
       const t = now()
       if (q.closeHold.run(t, t + keepMs, key, id).changes > 0) extendHolds(key, t + keepMs)
-    }),
-    delete: db.transaction((key: string) => {
+    },
+    delete: (key: string) => {
       q.deleteFields.run(key)
       q.deleteEntries.run(key)
-    }),
+    },
   }
 
   /** A set of holds lives as long as its longest hold. */
@@ -271,7 +335,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
   }
 
   if (!db.readonly) sweepAll()
-  const ledger = createSqliteLedger(db)
+  const ledger = createSqliteLedger(db, { write })
 
   return {
     ledger,
@@ -279,27 +343,26 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
     async get(key) {
       return q.getValue.get(key, now())?.value
     },
-    async set(key, value, options?: SetOptions) {
-      const expiresAt = expiry(options)
-      const changes = options?.ifAbsent ? q.claimValue.run(key, value, expiresAt, now()).changes : q.setValue.run(key, value, expiresAt).changes
-      wrote()
-      return changes > 0
+    set(key, value, options?: SetOptions) {
+      return write(() => {
+        // The expiry is computed when the write runs, as the claim's comparison is.
+        const expiresAt = expiry(options)
+        return (options?.ifAbsent ? q.claimValue.run(key, value, expiresAt, now()).changes : q.setValue.run(key, value, expiresAt).changes) > 0
+      })
     },
-    async delete(key) {
-      tx.delete.immediate(key)
+    delete(key) {
+      return write(() => void tx.delete(key))
     },
-    async incrementFields(key, increments, options) {
-      tx.incrementFields.immediate(key, increments, expiry(options))
-      wrote()
+    incrementFields(key, increments, options) {
+      return write(() => tx.incrementFields(key, increments, expiry(options)))
     },
     async readFields(key) {
       const out: Record<string, number> = {}
       for (const row of q.liveFields.all(key, HASH, key, HASH, now())) out[row.field] = row.num ?? 0
       return out
     },
-    async setTextFields(key, fields, options) {
-      tx.setTextFields.immediate(key, fields, expiry(options))
-      wrote()
+    setTextFields(key, fields, options) {
+      return write(() => tx.setTextFields(key, fields, expiry(options)))
     },
     async readTextFields(key) {
       const out: Record<string, string> = {}
@@ -308,16 +371,13 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
     },
     async addDistinct(key, members, options) {
       if (members.length === 0) return
-      tx.addDistinct.immediate(key, members, expiry(options))
-      wrote()
+      await write(() => tx.addDistinct(key, members, expiry(options)))
     },
     async countDistinct(keys) {
       return keys.length === 0 ? 0 : tx.countDistinct(keys)
     },
-    async incrementRanked(key, member, by, options) {
-      const result = tx.incrementRanked.immediate(key, member, by, expiry(options), options?.cap)
-      wrote()
-      return result
+    incrementRanked(key, member, by, options) {
+      return write(() => tx.incrementRanked(key, member, by, expiry(options), options?.cap))
     },
     async readRanked(key, range = {}) {
       const offset = range.offset ?? 0
@@ -328,16 +388,18 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore
       return isLive(key, RANKING) ? q.countFields.get(key, RANKING)!.n : 0
     },
     async placeHold(key, id, hold) {
-      const placed = tx.placeHold.immediate(key, id, decimal(hold.amount), decimal(hold.limit), Math.floor(hold.since), Math.max(1, Math.ceil(hold.ttlMs)))
-      wrote()
-      return placed
+      const amount = decimal(hold.amount)
+      const limit = decimal(hold.limit)
+      return write(() => tx.placeHold(key, id, amount, limit, Math.floor(hold.since), Math.max(1, Math.ceil(hold.ttlMs))))
     },
-    async closeHold(key, id, options = {}) {
-      tx.closeHold.immediate(key, id, Math.max(0, Math.ceil(options.keepMs ?? 0)))
-      wrote()
+    closeHold(key, id, options = {}) {
+      return write(() => tx.closeHold(key, id, Math.max(0, Math.ceil(options.keepMs ?? 0))))
     },
     sweep: sweepAll,
     async close() {
+      // Writes already issued are committed before the file closes.
+      if (batch.length > 0) flush()
+      closed = true
       if (owned && db.open) db.close()
     },
   }

@@ -10,6 +10,8 @@ export default defineConfig({
     'stores/redis': 'src/stores/redis-store.ts',
     'ops/metrics': 'src/ops/metrics.ts',
     cli: 'src/cli/cli.ts',
+    'stores/sqlite': 'src/stores/sqlite/index.ts',
+    'stores/postgres': 'src/stores/postgres/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

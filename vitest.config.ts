@@ -13,6 +13,8 @@ export default defineConfig({
       { find: /^x402-facilitator\/svm$/, replacement: src('svm/index.ts') },
       { find: /^x402-facilitator\/stores\/redis$/, replacement: src('stores/redis-store.ts') },
       { find: /^x402-facilitator\/metrics$/, replacement: src('ops/metrics.ts') },
+      { find: /^x402-facilitator\/stores\/sqlite$/, replacement: src('stores/sqlite/index.ts') },
+      { find: /^x402-facilitator\/stores\/postgres$/, replacement: src('stores/postgres/index.ts') },
     ],
   },
   test: {

@@ -4,8 +4,8 @@
  * payloads. Prints a table (ours, theirs, ours / theirs) and writes it to
  * bench/results/latest.json. Not part of `npm test`.
  *
- *   npm run bench              # every section
- *   npm run bench -- evm http  # some sections
+ *   npm run bench              # every section (bench/results/latest.json)
+ *   npm run bench -- evm http  # some sections (bench/results/latest-evm-http.json)
  */
 import { cpus } from 'node:os'
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs'
@@ -15,6 +15,7 @@ import { benchEvm, EVM_COUNTS } from './evm.js'
 import { benchHttp, HTTP_COUNTS } from './http.js'
 import { formatTable, progress, type Row } from './measure.js'
 import { benchStats, STATS_COUNTS } from './stats.js'
+import { benchStores, STORES_COUNTS } from './stores.js'
 import { benchSvm, SVM_COUNTS } from './svm.js'
 import { cryptoBackends } from '../src/evm/crypto-backends.js'
 
@@ -23,6 +24,7 @@ const SECTIONS = {
   svm: { run: benchSvm, counts: SVM_COUNTS },
   http: { run: benchHttp, counts: HTTP_COUNTS },
   stats: { run: benchStats, counts: STATS_COUNTS },
+  stores: { run: benchStores, counts: STORES_COUNTS },
   'cold-start': { run: benchColdStart, counts: COLD_START_COUNTS },
 } as const
 type SectionName = keyof typeof SECTIONS
@@ -73,5 +75,7 @@ const result = {
   rows,
   table,
 }
-writeFileSync('bench/results/latest.json', `${JSON.stringify(result, null, 2)}\n`)
-progress('written to bench/results/latest.json')
+// A run of some sections keeps the full run's file: it writes one named after its sections.
+const file = requested.length > 0 ? `bench/results/latest-${chosen.join('-')}.json` : 'bench/results/latest.json'
+writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`)
+progress(`written to ${file}`)

@@ -12,7 +12,15 @@
  * The statistics host serves the page for people at `/`; its address is
  * printed. `npm run demo -- --keep` leaves the chains and servers up after the
  * payments, so a person can open the page, until Ctrl-C (then it exits 0).
+ * The facilitator keeps its settlement records, statistics, catalog and ledger in a
+ * SQLite file: in a temporary data directory removed at exit, or in the one named by
+ * `npm run demo -- --data-dir <dir>` (or DEMO_DATA_DIR), which is kept, so that a
+ * second run adds to the first one's statistics and ledger.
  */
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { x402Client } from '@x402/core/client'
 import { HTTPFacilitatorClient, x402ResourceServer } from '@x402/core/server'
 import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client'
@@ -29,9 +37,10 @@ import {
   createAssetTable,
   createCatalog,
   createFacilitator,
-  createMemoryStore,
   createPublicStats,
   formatTokenUnits,
+  LEDGER_PATH,
+  ledgerPageSchema,
   PUBLIC_STATS_PATH,
   publicStatsSchema,
   settleResponseSchema,
@@ -45,6 +54,7 @@ import {
 import { exactEvm } from 'x402-facilitator/evm'
 import { createNodeListener } from 'x402-facilitator/http'
 import { exactSvm } from 'x402-facilitator/svm'
+import { openDataDirectory } from '../examples/node-http/data-directory.js'
 import { startNodeHttpServer } from '../examples/node-http/server.js'
 import { listen } from '../test/support/listen.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
@@ -58,6 +68,14 @@ const KEEP = process.argv.slice(2).includes('--keep')
 const PRICE = 10_000n
 const DECIMALS = 6
 const EVM_NETWORK = 'eip155:84532'
+
+/** `--data-dir <dir>` (or `--data-dir=<dir>`, or DEMO_DATA_DIR): a data directory to keep; else a temporary one. */
+function namedDataDir(): string | undefined {
+  const args = process.argv.slice(2)
+  const at = args.findIndex((arg) => arg === '--data-dir' || arg.startsWith('--data-dir='))
+  if (at >= 0) return args[at]!.includes('=') ? args[at]!.slice('--data-dir='.length) : args[at + 1]
+  return process.env.DEMO_DATA_DIR || undefined
+}
 
 // ---- output ---------------------------------------------------------------
 
@@ -176,7 +194,18 @@ async function main(): Promise<string> {
     { network: EVM_NETWORK, address: world.token.address, symbol: 'USDC', decimals: DECIMALS, usdPrice: 1 },
     { network: SOLANA_DEVNET, address: sol.mint, symbol: 'USDC', decimals: DECIMALS, usdPrice: 1 },
   ])
-  const store = createMemoryStore()
+  const named = namedDataDir()
+  const data = await step(`SQLite store in ${named ? 'the data directory' : 'a temporary data directory'}`, async () => {
+    const dir = named ?? mkdtempSync(join(tmpdir(), 'x402-demo-'))
+    if (!named) track('temporary data directory', async () => rmSync(dir, { recursive: true, force: true }))
+    const opened = openDataDirectory(dir)
+    track('SQLite store', () => opened.close())
+    return opened
+  })
+  detail('file', `${data.file}${named ? '  (kept)' : '  (removed at exit)'}`)
+  const store = data.store
+  // The ledger is private: only a request with the operator's token reads it.
+  const operatorToken = randomBytes(16).toString('hex')
   const stats = createPublicStats({ store, assets, cacheSeconds: 0 })
   const catalog = createCatalog({ store, assets, ttlSeconds: 0, resources: [{ url: `${shop.url}/weather`, payTo: [world.payTo, sol.payTo] }] })
   const verifications: VerifyEvent[] = []
@@ -190,11 +219,16 @@ async function main(): Promise<string> {
     hooks: [
       stats.hooks,
       catalog.hooks,
+      ...data.hooks,
       { afterVerify: (event) => void verifications.push(event), afterSettle: (event) => void settlements.push(event) },
     ],
   })
   const facilitatorServer = await step('our facilitator (examples/node-http)', async () => {
-    const server = await startNodeHttpServer(facilitator, { routes: [stats.route(), ...catalog.routes()] })
+    const server = await startNodeHttpServer(facilitator, {
+      routes: [stats.route(), ...catalog.routes(), ...data.routes],
+      // Payment routes stay open (as before); the private ledger route wants the operator's token.
+      authenticate: (request, route) => route !== 'private' || request.headers.get('authorization') === `Bearer ${operatorToken}`,
+    })
     track('facilitator', () => server.close())
     return server
   })
@@ -342,6 +376,15 @@ async function main(): Promise<string> {
     return html
   })
   detail('page', `${statsHost.url}/  (${(page.length / 1024).toFixed(0)} KiB of HTML, no script)`)
+  const ledgerUrl = `${facilitatorServer.url}${LEDGER_PATH}`
+  const refused = await step(`GET ${LEDGER_PATH} without the operator's token`, async () => (await fetch(ledgerUrl)).status)
+  detail('status', `${refused} (the ledger is private)`)
+  const ledger = await step(`GET ${LEDGER_PATH} with it`, async () =>
+    ledgerPageSchema.parse(await (await fetch(`${ledgerUrl}?limit=10`, { headers: { authorization: `Bearer ${operatorToken}` } })).json()),
+  )
+  for (const entry of ledger.entries) {
+    detail('ledger', `${entry.recordedAt.slice(11, 23)}  ${entry.status}  ${entry.network}  ${amount(BigInt(entry.amount))}  ${short(entry.transaction ?? '-')}`)
+  }
 
   const total = performance.now() - demoStarted
   console.log(`\nDone: 2 payments verified, settled and on chain in ${ms(total)}`)

@@ -133,3 +133,22 @@ export { pricesOf, resourcePriceSchema, type ResourcePrice } from './pages/resou
 export { renderStatsPage, renderUnavailablePage, type StatsPageCatalog, type StatsPageInput } from './pages/stats-page.js'
 export { STATS_PAGE_PATH, statsPageRoute, type StatsPageOptions } from './pages/stats-page-route.js'
 export { publicCacheControl } from './stats/public-response.js'
+// ---- Settlement ledger (issue 23) ----
+export type { SettleOrigin } from './core/hooks.js'
+export {
+  LEDGER_DEFAULT_LIMIT,
+  LEDGER_MAX_LIMIT,
+  ledgerEntrySchema,
+  ledgerPageSchema,
+  ledgerStatusSchema,
+  type LedgerEntry,
+  type LedgerPage,
+  type LedgerQuery,
+  type LedgerStatus,
+  type NewLedgerEntry,
+  type SettlementLedger,
+} from './ledger/settlement-ledger.js'
+export { createMemoryLedger, type MemoryLedgerOptions } from './ledger/memory-ledger.js'
+export { createLedgerRecorder, type LedgerRecorderOptions } from './ledger/ledger-recorder.js'
+export { csvField, LEDGER_CSV_COLUMNS, ledgerCsv } from './ledger/ledger-csv.js'
+export { LEDGER_PATH, ledgerRoute, ledgerRouteQuerySchema, type LedgerRouteOptions } from './ledger/ledger-route.js'

@@ -127,7 +127,8 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     const publicRoutes: ExtraRoute[] = [stats.route(), ...catalog.routes()]
     const tokens = config.apiTokens
     const handler = createHandler(facilitator, {
-      routes: [...healthRoutes(facilitator), metrics.route(), ...(config.statsPort === undefined ? publicRoutes : [])],
+      // With API_TOKENS, /metrics asks for one as /verify does; without, the service is open and so is /metrics.
+      routes: [...healthRoutes(facilitator), metrics.route('/metrics', { public: tokens.size === 0 }), ...(config.statsPort === undefined ? publicRoutes : [])],
       ...(tokens.size > 0
         ? {
             authenticate: (request: Request) => {

@@ -8,7 +8,7 @@ import type { Store } from '../stores/store.js'
 import type { PaymentContext, ReadinessCheck, SchemeAdapter } from './adapter.js'
 import { dispatch } from './context.js'
 import { withDeadline } from './deadline.js'
-import type { FacilitatorHooks, PaymentEvent } from './hooks.js'
+import type { FacilitatorHooks, PaymentEvent, SettleOrigin } from './hooks.js'
 import { createRegistry, type Registry } from './registry.js'
 import { trace } from '@opentelemetry/api'
 import { traced } from './tracing.js'
@@ -117,6 +117,8 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
   const signal = AbortSignal.timeout(budgetMs)
   let context: PaymentContext | undefined
   let result: SettleResponse
+  // Requests that never reach settleOnce are refused before anything is sent.
+  const trace: { origin?: SettleOrigin } = { origin: 'refused' }
   const networkOf = (r: PaymentRequest) => r.paymentRequirements.network
   try {
     if ('rejection' in request) {
@@ -143,6 +145,7 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
               // Settle re-verifies with the adapter only: the before-verify hooks guard /verify.
               verify: () => adapter.verify(ctx),
               reserve: reserve && (() => reserve(ctx)),
+              trace,
             })
       }
     }
@@ -151,7 +154,7 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
     if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code, message: fault.message, status: fault.status } })
     throw fault
   }
-  if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started })
+  if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started, origin: trace.origin })
   return result
 }
 

@@ -8,6 +8,17 @@ export interface HookRejection {
   message: string
 }
 
+/**
+ * How a settle's answer came about, for after-hooks that record outcomes (the ledger):
+ *
+ * - `sent`: this call sent the transaction and answers its outcome (success, failure or pending).
+ * - `resumed`: this call finished a transaction that an earlier call (or a process that died) had sent.
+ * - `refused`: nothing was sent: verify, a hook, a hold on the balance or the payer's failure budget refused it.
+ * - `recorded`: answered from another call's record: a repeat of a settled or failed payment
+ *   (`duplicate_settlement`), or a wait for a racing call that sent it.
+ */
+export type SettleOrigin = 'sent' | 'resumed' | 'refused' | 'recorded'
+
 /** What an after-hook sees about one verify or settle. */
 export interface PaymentEvent<Result> {
   readonly operation: 'verify' | 'settle'
@@ -19,6 +30,8 @@ export interface PaymentEvent<Result> {
   readonly durationMs: number
   /** When the operation ended in a fault rather than an answer (the message is safe to show). */
   readonly fault?: { code: string; message?: string; status?: number }
+  /** Settle only: how the answer came about (absent for a fault). */
+  readonly origin?: SettleOrigin
 }
 
 export type VerifyEvent = PaymentEvent<VerifyResponse>

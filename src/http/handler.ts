@@ -8,12 +8,19 @@ import { routePath } from './route-path.js'
 /** The three payment routes, as named to `authenticate`. */
 export type PaymentRoute = 'supported' | 'verify' | 'settle'
 
+/** What `authenticate` is asked about: a payment route, or `'private'` for an extra route with `public: false`. */
+export type AuthenticatedRoute = PaymentRoute | 'private'
+
 /** An extra GET route served by the handler (statistics, catalog). */
 export interface ExtraRoute {
   /** Path below the base path, e.g. `/public/stats`. */
   path: string
   handle(request: Request): Response | Promise<Response>
-  /** Public routes skip `authenticate`. @default true */
+  /**
+   * Public routes skip `authenticate`. A private one (`false`) is served only to
+   * requests that `authenticate` allows (asked with the route name `'private'`), and
+   * answers 401 when the handler has no `authenticate` hook. @default true
+   */
   public?: boolean
 }
 
@@ -32,11 +39,12 @@ export interface HandlerOptions {
   /** Deepest accepted JSON nesting. @default 32 */
   maxJsonDepth?: number
   /**
-   * Decides whether a request may use a payment route; `false` answers 401.
+   * Decides whether a request may use a payment route, or a private extra route
+   * (asked as `'private'`, e.g. the ledger); `false` answers 401.
    * Answering `{ clientId }` (e.g. the API key's name) allows it and names the
    * client for `rateLimit`. Public extra routes are never asked.
    */
-  authenticate?: (request: Request, route: PaymentRoute) => AuthenticateResult | Promise<AuthenticateResult>
+  authenticate?: (request: Request, route: AuthenticatedRoute) => AuthenticateResult | Promise<AuthenticateResult>
   /**
    * Per-client limits of `/verify` and `/settle`, counted in the store (instances sharing
    * it share the limits): past them, 429 `{error, code: "rate_limited"}` with `Retry-After`.
@@ -102,7 +110,11 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     const extraRoute = extra.get(path)
     if (extraRoute) {
       if (call.method !== 'GET' && call.method !== 'HEAD') throw methodNotAllowed('GET')
-      if (extraRoute.public === false && options.authenticate) await authenticate(call, 'supported', options.authenticate)
+      if (extraRoute.public === false) {
+        // Never served to everyone by default: a private route without a hook is closed.
+        if (!options.authenticate) throw new FacilitatorError('unauthorized', 'this route is private and the server has no authenticate hook')
+        await authenticate(call, 'private', options.authenticate)
+      }
       return extraRoute.handle(call.request())
     }
     const known = payment[path]
@@ -120,7 +132,7 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   }
 
   /** Throws 401 unless the hook allows the call; answers the client it names (as `key:<id>`). */
-  async function authenticate(call: HttpCall, name: PaymentRoute, hook: NonNullable<HandlerOptions['authenticate']>): Promise<string | undefined> {
+  async function authenticate(call: HttpCall, name: AuthenticatedRoute, hook: NonNullable<HandlerOptions['authenticate']>): Promise<string | undefined> {
     let allowed: AuthenticateResult = false
     try {
       allowed = await hook(call.request(), name)

@@ -3,6 +3,7 @@ export {
   createHandler,
   json,
   toResponse,
+  type AuthenticatedRoute,
   type AuthenticateResult,
   type CallAnswerer,
   type CorsOptions,

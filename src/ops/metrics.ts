@@ -19,8 +19,13 @@ export interface FacilitatorMetrics {
   readonly registry: Registry
   /** Install in `createFacilitator({ hooks: [metrics.hooks] })`. */
   readonly hooks: FacilitatorHooks
-  /** `GET /metrics` in the Prometheus text format, for `createHandler({ routes })`; not public (goes through `authenticate`). */
-  route(path?: string): ExtraRoute
+  /**
+   * `GET /metrics` in the Prometheus text format, for `createHandler({ routes })`. Private by
+   * default: served only to requests the handler's `authenticate` allows (asked as `'private'`),
+   * and closed without a hook. `{ public: true }` serves it to anyone (a scraper on a private
+   * network, a port of its own).
+   */
+  route(path?: string, options?: { public?: boolean }): ExtraRoute
   /** Records a signer's gas balance (in the chain's smallest unit, as a float). */
   setSignerBalance(network: string, signer: string, balance: bigint): void
   /** Stops listening to the RPC diagnostics channel. */
@@ -98,10 +103,10 @@ export function createMetrics(options: MetricsOptions = {}): FacilitatorMetrics 
   return {
     registry,
     hooks,
-    route(path = '/metrics') {
+    route(path = '/metrics', options = {}) {
       return {
         path,
-        public: false,
+        public: options.public ?? false,
         async handle() {
           return new Response(await registry.metrics(), { status: 200, headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' } })
         },

@@ -1,4 +1,5 @@
 import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
+import type { SettleOrigin } from '../core/hooks.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isPendingSettlement, REJECTION } from '../errors/reasons.js'
@@ -57,6 +58,8 @@ interface SettleOnceInput {
    * a record (they are answered or waited for, never sent again).
    */
   reserve?: () => SettleReservation
+  /** Receives how the answer came about (see `SettleOrigin`), for the after-hooks. */
+  trace?: { origin?: SettleOrigin }
 }
 
 const DAY_MS = 86_400_000
@@ -98,11 +101,15 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const storeTimeoutMs = options.storeTimeoutMs ?? 5_000
   // A call past the deadline still gets 1 ms: it then fails as unavailable instead of never being tried.
   const bound = () => Math.min(storeTimeoutMs, deadline - Date.now())
+  const as = (origin: SettleOrigin, answer: SettleResponse): SettleResponse => {
+    if (input.trace) input.trace.origin = origin
+    return answer
+  }
 
   if (key === undefined) {
     // No identity means the payload is malformed: verify says why.
     const verdict = await input.verify()
-    return settleFailure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer)
+    return as('refused', settleFailure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer))
   }
   const storeKey = `settlement:${adapter.scheme}:${key}`
   const fingerprint = await paymentFingerprint(context)
@@ -149,7 +156,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       try {
         record = await read()
       } catch (error) {
-        if (seenTransaction) return pending(seenTransaction, undefined)
+        if (seenTransaction) return as('recorded', pending(seenTransaction, undefined))
         throw error
       }
       if (record) {
@@ -161,7 +168,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         if (answer) return answer
         if (Date.now() >= deadline) {
           const transaction = record.state === 'broadcast' ? record.transaction : ''
-          return settleFailure(context, REJECTION.settlementInProgress, 'another call is settling this payment', undefined, transaction)
+          return as('recorded', settleFailure(context, REJECTION.settlementInProgress, 'another call is settling this payment', undefined, transaction))
         }
         await sleep(pollMs)
         continue
@@ -175,10 +182,10 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         if (!verified.isValid) {
           // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
           if (await read()) continue
-          return settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
+          return as('refused', settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer))
         }
         const suspended = await suspension(verified.payer)
-        if (suspended) return suspended
+        if (suspended) return as('refused', suspended)
       }
       // A claim that fails or times out counts as not taken: nothing is sent, the caller gets store_unavailable.
       if (await claim()) return settleClaimed(verified.payer)
@@ -188,20 +195,23 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /** Answers from a record, or `undefined` to wait for its owner. */
   async function answerFromRecord(record: SettlementRecord): Promise<SettleResponse | undefined> {
     if (record.fingerprint !== undefined && record.fingerprint !== fingerprint) {
-      return settleFailure(context, REJECTION.duplicateSettlement, 'this authorization was already used for a different payment', undefined)
+      return as('recorded', settleFailure(context, REJECTION.duplicateSettlement, 'this authorization was already used for a different payment', undefined))
     }
     switch (record.state) {
       case 'settled':
         // Already confirmed for an earlier call: the payment buys one answer, not one per replay.
-        return settleFailure(
-          context,
-          REJECTION.duplicateSettlement,
-          'this payment was already settled by an earlier call; transaction is its settlement',
-          record.payer,
-          record.transaction,
+        return as(
+          'recorded',
+          settleFailure(
+            context,
+            REJECTION.duplicateSettlement,
+            'this payment was already settled by an earlier call; transaction is its settlement',
+            record.payer,
+            record.transaction,
+          ),
         )
       case 'failed':
-        return settleFailure(context, record.errorReason, record.errorMessage, record.payer, record.transaction)
+        return as('recorded', settleFailure(context, record.errorReason, record.errorMessage, record.payer, record.transaction))
       case 'claimed':
         return undefined
       case 'broadcast': {
@@ -212,10 +222,10 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
           if (!(await lockResume())) return undefined
           await write({ ...record, leaseUntil: lease() }, recordTtlMs)
         } catch {
-          return pending(record.transaction, undefined)
+          return as('recorded', pending(record.transaction, undefined))
         }
         try {
-          return await finishSafely(await resumeSafely(record), record)
+          return as('resumed', await finishSafely(await resumeSafely(record), record))
         } finally {
           void unlockResume()
         }
@@ -319,7 +329,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     }
     if (refusal) {
       await release()
-      return refusal
+      return as('refused', refusal)
     }
     let sent: BroadcastRecord | undefined
     let journaling: Promise<void> | undefined
@@ -351,12 +361,12 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         // Nothing left the process: free the claim so the payer may retry.
         closeSpend(false)
         await release()
-        return result
+        return as('refused', result)
       }
       // A pending transaction may still land: its hold stays open until it expires.
       if (!isPendingSettlement(result.errorReason)) closeSpend(result.success)
       // Awaited here so that a failing store write still answers with the transaction id.
-      return await finishSafely(result, sent)
+      return as('sent', await finishSafely(result, sent))
     } catch (error) {
       abandoned = true
       // A journal write in flight decides whether the transaction may be out (it is bounded, so this wait is too).
@@ -369,7 +379,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       }
       // The transaction may be on its way: keep its id and let a later call resume it.
       void write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs, storeTimeoutMs).catch(() => undefined)
-      return pending(sent.transaction, payer)
+      return as('sent', pending(sent.transaction, payer))
     }
   }
 

@@ -22,12 +22,25 @@ export function createHyperLogLog(): Uint8Array {
  * const hll = createHyperLogLog(); addToHyperLogLog(hll, 'a'); estimateHyperLogLog([hll]) // 1
  */
 export function addToHyperLogLog(registers: Uint8Array, member: string): void {
+  const { index, rank } = hyperLogLogRegister(member)
+  if (rank > registers[index]!) registers[index] = rank
+}
+
+/**
+ * The register a member falls in and the rank it brings there: a sketch is the
+ * maximum rank per register, so stores that keep registers apart (a SQL row per
+ * register) add a member with one `max` per call and no hashing of their own.
+ *
+ * @example
+ * const { index, rank } = hyperLogLogRegister('0xpayer') // index < HLL_REGISTERS, 1 <= rank <= 51
+ */
+export function hyperLogLogRegister(member: string): { index: number; rank: number } {
   const [high, low] = hash64(member)
   const index = high >>> REMAINDER_BITS
   // The rank is the position of the first set bit in the 50 bits left after the index.
   const rest = (high << PRECISION) >>> 0
   const rank = rest !== 0 ? Math.clz32(rest) + 1 : low !== 0 ? REMAINDER_BITS + Math.clz32(low) + 1 : REMAINDER_BITS + 33
-  if (rank > registers[index]!) registers[index] = rank
+  return { index, rank }
 }
 
 /** Estimated number of distinct members in the union of the given registers. */

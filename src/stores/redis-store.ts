@@ -37,6 +37,9 @@ export interface RedisStoreOptions {
  *   connection drops fails instead of being sent again after a reconnect.
  * - `connectTimeout: 2_000`, reconnecting every 100 ms growing to at most 1 s: a Redis that
  *   comes back is used again within about a second.
+ * - `enableAutoPipelining: true`: commands issued in one turn of the event loop leave in one
+ *   write (a settle with its statistics issues a dozen, many at once), which saves most of
+ *   the client's CPU per command under load.
  */
 export const REDIS_STORE_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
   commandTimeout: 1_000,
@@ -45,6 +48,7 @@ export const REDIS_STORE_DEFAULTS: Readonly<RedisOptions> = Object.freeze({
   autoResendUnfulfilledCommands: false,
   connectTimeout: 2_000,
   retryStrategy: (attempt: number) => Math.min(attempt * 100, 1_000),
+  enableAutoPipelining: true,
 })
 
 // Every multi-step write is one Lua script: atomic, and one round trip per call.

@@ -3,8 +3,10 @@
  * runs) pays twice on local chains, exits 0, prints both transaction ids and
  * the statistics page's address, and leaves none of its chains or servers
  * running; with `--keep` it stays up, page and all, until Ctrl-C.
+ * its ledger, and leaves none of its chains, servers or files behind.
  */
 import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { expect, it } from 'vitest'
 
 /**
@@ -58,6 +60,18 @@ it('npm run demo: two payments land, both transaction ids are printed, everythin
   expect(pageUrl).toBeDefined()
   expect(output).toMatch(/GET \/ on the statistics host: the page for people\s+\d/)
   await expect(fetch(pageUrl!, { signal: AbortSignal.timeout(2_000) }), pageUrl).rejects.toThrow()
+
+  // The private ledger refused the request without the operator's token and listed both settlements with it.
+  expect(output).toContain('401 (the ledger is private)')
+  const rows = [...output.matchAll(/ledger\s+\S+\s+settled\s+(\S+)\s+0\.01 USDC \(10000\)\s+(\S+)/g)].map((m) => [m[1], m[2]])
+  expect(rows).toEqual([
+    ['solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', `${solanaTx!.slice(0, 8)}…${solanaTx!.slice(-6)}`],
+    ['eip155:84532', `${evmTx!.slice(0, 8)}…${evmTx!.slice(-6)}`],
+  ])
+  // By default the SQLite file lives in a temporary data directory, gone once the demo exits.
+  const file = /file\s+(\S+)\s+\(removed at exit\)/.exec(output)?.[1]
+  expect(file).toMatch(/facilitator\.sqlite$/)
+  expect(existsSync(file!)).toBe(false)
 
   // Every loopback endpoint the demo started is closed once it exits.
   const urls = [...new Set([...output.matchAll(/(?:rpc|url)\s+(http:\/\/127\.0\.0\.1:\d+)/g)].map((m) => m[1]!))]

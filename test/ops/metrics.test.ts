@@ -27,11 +27,14 @@ function parse(text: string): Map<string, number> {
   return samples
 }
 
+/** An operator's scrape: the route is private, so the handler has a hook that allows the scraper. */
+const scraper = { authenticate: (request: Request) => request.headers.get('authorization') === 'Bearer scrape' }
+
 async function scrape(handler: (r: Request) => Promise<Response>) {
   const server = createNodeServer(handler)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   try {
-    const answer = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`)
+    const answer = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`, { headers: { authorization: 'Bearer scrape' } })
     expect(answer.status).toBe(200)
     expect(answer.headers.get('content-type')).toMatch(/^text\/plain/)
     return await answer.text()
@@ -54,7 +57,7 @@ describe('metrics', () => {
     await facilitator.settle(pay('5', 'c'))
     await facilitator.settle(pay('5', 'c'))
     await facilitator.drain()
-    const samples = parse(await scrape(createHandler(facilitator, { routes: [metrics.route()] })))
+    const samples = parse(await scrape(createHandler(facilitator, { routes: [metrics.route()], ...scraper })))
     const labels = 'network="eip155:31337",scheme="exact"'
     expect(samples.get(`x402_verify_total{${labels},outcome="valid"}`)).toBe(2)
     expect(samples.get(`x402_verify_total{${labels},outcome="insufficient_funds"}`)).toBe(1)
@@ -76,7 +79,7 @@ describe('metrics', () => {
     const requirements = world.requirementsV2({ amount: '10' })
     const payload = await signExactEvmPayment({ signer: payer, requirements })
     expect((await facilitator.verify({ x402Version: 2, paymentPayload: payload, paymentRequirements: requirements })).isValid).toBe(true)
-    const text = await scrape(createHandler(facilitator, { routes: [metrics.route()] }))
+    const text = await scrape(createHandler(facilitator, { routes: [metrics.route()], ...scraper }))
     expect(text).not.toContain('SECRET-API-KEY')
     expect(text).not.toContain('apikey')
     const host = new URL(world.node.rpcUrl).host
@@ -90,6 +93,9 @@ describe('metrics', () => {
     const handler = createHandler(facilitator, { routes: [metrics.route()], authenticate: (request) => request.headers.get('authorization') === 'Bearer ops' })
     expect((await handler(new Request('http://x/metrics'))).status).toBe(401)
     expect((await handler(new Request('http://x/metrics', { headers: { authorization: 'Bearer ops' } }))).status).toBe(200)
+    // Without a hook a private route is closed; public when asked.
+    expect((await createHandler(facilitator, { routes: [metrics.route()] })(new Request('http://x/metrics'))).status).toBe(401)
+    expect((await createHandler(facilitator, { routes: [metrics.route('/metrics', { public: true })] })(new Request('http://x/metrics'))).status).toBe(200)
     metrics.close()
   })
 })

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
@@ -73,8 +74,8 @@ describe('package shape', () => {
         if (seen.has(file)) return
         seen.add(file)
         const text = readFileSync(file, 'utf8')
-        expect(text, file).not.toMatch(/from ['"](viem|@solana|@solana-program|ioredis)/)
-        expect(text, file).not.toMatch(/require\(['"](viem|@solana|@solana-program|ioredis)/)
+        expect(text, file).not.toMatch(/from ['"](viem|@solana|@solana-program|ioredis|better-sqlite3|pg)['"/]/)
+        expect(text, file).not.toMatch(/require\(['"](viem|@solana|@solana-program|ioredis|better-sqlite3|pg)['"/]/)
         for (const match of text.matchAll(/(?:from |require\()['"](\.{1,2}\/[^'"]+)['"]/g)) visit(resolve(dirname(file), match[1] as string))
       }
       visit(join(root, entry))
@@ -106,6 +107,33 @@ describe('package shape', () => {
     const cjs = node(code(`const z = require('zod'); const ours = require('x402-facilitator')`), 'commonjs')
     expect(JSON.parse(esm)).toEqual([true, false, ['amount'], true])
     expect(JSON.parse(cjs)).toEqual(JSON.parse(esm))
+  })
+
+  it('loads the SQL drivers only from their own subpaths, as optional peers', () => {
+    const peers = (manifest as unknown as { peerDependenciesMeta: Record<string, { optional?: boolean }> }).peerDependenciesMeta
+    expect(peers['better-sqlite3']?.optional).toBe(true)
+    expect(peers.pg?.optional).toBe(true)
+    const esm = node(`const s = await import('x402-facilitator/stores/sqlite'); const p = await import('x402-facilitator/stores/postgres'); console.log(JSON.stringify([typeof s.createSqliteStore, typeof p.createPostgresStore]))`, 'module')
+    expect(JSON.parse(esm)).toEqual(['function', 'function'])
+  })
+
+  it('writes no file when only imported and used without a store: the default store is in memory', () => {
+    // A fresh working directory: anything the library wrote would show up in it.
+    const cwd = mkdtempSync(join(tmpdir(), 'x402-no-files-'))
+    try {
+      const code = `
+        const core = await import(${JSON.stringify(join(root, 'dist/index.js'))})
+        await import(${JSON.stringify(join(root, 'dist/stores/sqlite.js'))})
+        await import(${JSON.stringify(join(root, 'dist/stores/postgres.js'))})
+        const facilitator = core.createFacilitator({ schemes: [] })
+        await facilitator.settle({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: { scheme: 'exact', network: 'eip155:1', amount: '1', asset: '0x', payTo: '0x', maxTimeoutSeconds: 1 }, payload: {} }, paymentRequirements: { scheme: 'exact', network: 'eip155:1', amount: '1', asset: '0x', payTo: '0x', maxTimeoutSeconds: 1 } })
+        console.log(typeof facilitator.store.size)`
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', code], { cwd, encoding: 'utf8' })
+      expect(out.trim()).toBe('function')
+      expect(readdirSync(cwd)).toEqual([])
+    } finally {
+      rmSync(cwd, { recursive: true, force: true })
+    }
   })
 
   it('declares what bundlers and installers rely on', () => {

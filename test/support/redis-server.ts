@@ -8,6 +8,8 @@ import type { Store } from '../../src/stores/store.js'
 export interface RedisServer {
   readonly port: number
   readonly url: string
+  /** The server's pid, for CPU figures. */
+  readonly pid: number
   stop(): Promise<void>
 }
 
@@ -58,6 +60,7 @@ export async function startRedisServer(): Promise<RedisServer> {
         return {
           port,
           url: `redis://127.0.0.1:${port}`,
+          pid: child.pid!,
           stop: () =>
             new Promise<void>((resolve) => {
               if (child.exitCode !== null || exited) return resolve()

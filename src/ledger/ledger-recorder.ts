@@ -1,0 +1,70 @@
+import { resourceId } from '../catalog/resource-name.js'
+import type { FacilitatorHooks, SettleEvent } from '../core/hooks.js'
+import { isPendingSettlement, REJECTION } from '../errors/reasons.js'
+import type { LedgerStatus, NewLedgerEntry, SettlementLedger } from './settlement-ledger.js'
+
+/** Options of the ledger recorder. */
+export interface LedgerRecorderOptions {
+  ledger: SettlementLedger
+  /** Clock in milliseconds. @default Date.now */
+  now?: () => number
+}
+
+// Messages are ours (never secrets), but a row should stay a row.
+const MAX_MESSAGE = 500
+
+/**
+ * An after-settle hook that appends every settle outcome to a ledger: settled,
+ * failed (refused before sending, failed on chain, or a fault, with its code) and
+ * pending, and marks the rows of settlements this call resumed. Answers given from
+ * another call's record (`duplicate_settlement` replays, waits for a racing call) are
+ * not rows: the call that settled wrote its own. Requests that never reached an
+ * adapter (an unsupported network, a malformed payment) are not rows either.
+ *
+ * Like every after-hook it runs after the answer, never delaying it; a ledger that
+ * fails reports to `onError`. A process that dies between the answer and the append
+ * loses that row (the settlement record in the store, which makes settlement at most
+ * once, is written before the answer).
+ *
+ * @example
+ * const store = createSqliteStore({ path: './data/facilitator.sqlite' })
+ * const facilitator = createFacilitator({ schemes, store, hooks: [createLedgerRecorder({ ledger: store.ledger })] })
+ */
+export function createLedgerRecorder(options: LedgerRecorderOptions): FacilitatorHooks {
+  const { ledger } = options
+  const now = options.now ?? Date.now
+  return {
+    async afterSettle(event: SettleEvent) {
+      const entry = ledgerEntryOf(event, now())
+      if (entry) await ledger.append(entry)
+    },
+  }
+}
+
+/** The ledger row of a settle event, or `undefined` when it is not one (see `createLedgerRecorder`). */
+export function ledgerEntryOf(event: SettleEvent, recordedAt: number): NewLedgerEntry | undefined {
+  const { context, result } = event
+  if (!context || event.origin === 'recorded') return undefined
+  // Events from callers that do not say their origin: a duplicate answer is still not a row.
+  if (event.origin === undefined && !event.fault && result.errorReason === REJECTION.duplicateSettlement) return undefined
+  const status: LedgerStatus = event.fault ? 'failed' : result.success ? 'settled' : isPendingSettlement(result.errorReason) ? 'pending' : 'failed'
+  const message = status === 'settled' ? undefined : result.errorMessage
+  return {
+    recordedAt,
+    startedAt: Math.round(recordedAt - event.durationMs),
+    status,
+    resumed: event.origin === 'resumed',
+    errorReason: status === 'settled' ? null : (event.fault?.code ?? result.errorReason ?? null),
+    errorMessage: message === undefined ? null : message.slice(0, MAX_MESSAGE),
+    network: context.network,
+    scheme: context.scheme,
+    x402Version: context.x402Version,
+    payer: result.payer ?? null,
+    payTo: context.payTo,
+    asset: context.asset,
+    amount: context.amount.toString(),
+    transaction: result.transaction || null,
+    // Origin and path only: a query string may carry a customer's token.
+    resourceUrl: (context.resource?.url && resourceId(context.resource.url)) || null,
+  }
+}

@@ -1,0 +1,436 @@
+import pg from 'pg'
+import type { SettlementLedger } from '../../ledger/settlement-ledger.js'
+import { createHyperLogLog, estimateHyperLogLog, hash64, hyperLogLogRegister } from '../hyperloglog.js'
+import type { ExpiryOptions, RankedEntry, SetOptions, Store } from '../store.js'
+import { createPostgresLedger } from './postgres-ledger.js'
+import { migratePostgres, quoteSchema } from './postgres-migrations.js'
+
+/** Options of the PostgreSQL store: a pool of yours, or what to connect to. */
+export interface PostgresStoreOptions {
+  /** A pg Pool to use as configured; the store does not end it. */
+  pool?: pg.Pool
+  /** A `postgres://` URL to connect to when no pool is given. */
+  connectionString?: string
+  /** pg Pool options when no pool is given (merged with `connectionString`), over `POSTGRES_STORE_DEFAULTS`. */
+  postgres?: pg.PoolConfig
+  /** The schema holding the store's tables, created and migrated on first use. @default 'x402' */
+  schema?: string
+  /**
+   * How counter writes commit (`incrementFields`, `setTextFields`, `addDistinct`,
+   * `incrementRanked`: statistics, catalog, rate limits, payer failure counts).
+   *
+   * - `'async'`: without waiting for the WAL flush (`synchronous_commit = off`, on a second pool
+   *   of the store's own): a crash of the PostgreSQL server (not of a facilitator) can lose
+   *   the last fraction of a second of them, never leave them inconsistent. Every settle
+   *   updates the same few statistics rows, whose lock a synchronous commit would hold through
+   *   an fsync, one settle after the other.
+   * - `'sync'`: like everything else.
+   *
+   * Claims, settlement records, holds and ledger rows always wait for the flush. With a `pool`
+   * of yours, counters use `counterPool` when given, else commit synchronously through `pool`.
+   * @default 'async'
+   */
+  counterCommits?: 'async' | 'sync'
+  /** A pool of yours for counter writes (see `counterCommits`), e.g. one whose sessions set `synchronous_commit = off`. */
+  counterPool?: pg.Pool
+  /**
+   * How often expired keys are deleted (each instance sweeps; a sweep deletes a bounded
+   * batch). @default 60_000
+   */
+  sweepIntervalMs?: number
+  /**
+   * Receives errors of idle pooled connections (a server restart). Without a listener such an
+   * error would crash the process, so the store always listens. @default ignored
+   */
+  onConnectionError?: (error: Error) => void
+  /** Clock in milliseconds, for tests. @default Date.now */
+  now?: () => number
+}
+
+/** A store in PostgreSQL, with the settlement ledger in the same database. */
+export interface PostgresStore extends Store {
+  /** The settlement ledger in the store's schema (see `createLedgerRecorder`). */
+  readonly ledger: SettlementLedger
+  /** The pool the store queries through. */
+  readonly pool: pg.Pool
+  /** The pool counter writes go through (see `counterCommits`): `pool` itself when they commit synchronously. */
+  readonly counterPool: pg.Pool
+  /**
+   * Resolves once the schema is created and migrated (every call waits for it anyway);
+   * await it at start-up to fail fast on a wrong URL or missing rights.
+   */
+  ready(): Promise<void>
+  /** Deletes expired keys now (a batch of at most 1,000) and answers how many went. */
+  sweep(): Promise<number>
+  /** Stops sweeping and ends the pool (one given in `pool` stays open). */
+  close(): Promise<void>
+}
+
+/**
+ * pg Pool options of a pool the store creates, chosen so that an outage is a fast,
+ * clear failure rather than a long wait (the settle path bounds every store call
+ * anyway, see `settlement.storeTimeoutMs`):
+ *
+ * - `connectionTimeoutMillis: 2_000`: a server that does not accept a connection fails the call after 2 s.
+ * - `statement_timeout: 5_000`: the server cancels a statement that runs longer (a lock held by a stuck session).
+ * - `max: 10` connections per instance; `idleTimeoutMillis: 30_000`; TCP keep-alive on.
+ */
+export const POSTGRES_STORE_DEFAULTS: Readonly<pg.PoolConfig> = Object.freeze({
+  connectionTimeoutMillis: 2_000,
+  statement_timeout: 5_000,
+  max: 10,
+  idleTimeoutMillis: 30_000,
+  keepAlive: true,
+})
+
+const SWEEP_BATCH = 1_000
+/** Batches of calls of one kind (writes, reads) at the server at once, per store. */
+const BATCHES_IN_FLIGHT = 2
+
+/**
+ * A store in PostgreSQL, for several facilitator processes that must act as one:
+ * a payment claimed by one is claimed for all (an atomic `INSERT … ON CONFLICT`),
+ * holds and counters are serialised per key by a row lock, and statistics, catalog
+ * and ledger add up. It creates and migrates its own schema (versioned, under an
+ * advisory lock, safe when instances start at once). Needs the optional peer `pg` 8.
+ *
+ * Every call is one statement (multi-step writes are SQL functions): one round trip,
+ * atomic. Expired keys are swept every `sweepIntervalMs`.
+ *
+ * @example
+ * import { createPostgresStore } from 'x402-facilitator/stores/postgres'
+ * const store = createPostgresStore({ connectionString: process.env.DATABASE_URL })
+ * await store.ready()
+ * const facilitator = createFacilitator({ schemes, store, hooks: [createLedgerRecorder({ ledger: store.ledger })] })
+ */
+export function createPostgresStore(options: PostgresStoreOptions = {}): PostgresStore {
+  const owned = !options.pool
+  const poolConfig: pg.PoolConfig = { ...POSTGRES_STORE_DEFAULTS, ...(options.connectionString ? { connectionString: options.connectionString } : {}), ...options.postgres }
+  const pool = options.pool ?? new pg.Pool(poolConfig)
+  const asyncCounters = (options.counterCommits ?? 'async') === 'async'
+  const ownsCounterPool = owned && !options.counterPool && asyncCounters
+  const counterPool =
+    options.counterPool ??
+    (ownsCounterPool ? new pg.Pool({ ...poolConfig, options: [poolConfig.options, '-c synchronous_commit=off'].filter(Boolean).join(' ') }) : pool)
+  // An idle client's error is emitted on the pool; unheard, it would crash the process.
+  const onPoolError = (error: Error) => options.onConnectionError?.(error)
+  pool.on('error', onPoolError)
+  if (counterPool !== pool) counterPool.on('error', onPoolError)
+  const schemaName = options.schema ?? 'x402'
+  const s = quoteSchema(schemaName)
+  const now = options.now ?? Date.now
+  const sweepIntervalMs = options.sweepIntervalMs ?? 60_000
+
+  let migrated: Promise<void> | undefined
+  let sweeper: ReturnType<typeof setInterval> | undefined
+  let closed = false
+  /** The schema, migrated once; a failure is retried by the next call rather than kept. */
+  function ready(): Promise<void> {
+    migrated ??= migratePostgres(pool, schemaName).then(
+      () => {
+        if (!sweeper && !closed && sweepIntervalMs > 0) {
+          sweeper = setInterval(() => void sweep().catch(() => undefined), sweepIntervalMs)
+          sweeper.unref()
+        }
+      },
+      (error: unknown) => {
+        migrated = undefined
+        throw error
+      },
+    )
+    return migrated
+  }
+
+  // Named statements are prepared once per connection. A name is a hash of its text: stores sharing a pool
+  // (another schema, or the same) never give one name two texts.
+  const statements = new Map<string, string>()
+  const named = (text: string) => {
+    let name = statements.get(text)
+    if (!name) {
+      const [high, low] = hash64(text)
+      name = `x402_${high.toString(16)}${low.toString(16)}`
+      statements.set(text, name)
+    }
+    return name
+  }
+  async function query<R extends pg.QueryResultRow>(text: string, values: unknown[], through = pool): Promise<pg.QueryResult<R>> {
+    await ready()
+    return through.query<R>({ name: named(text), text, values })
+  }
+
+  /**
+   * Every other call issued in one turn of the event loop goes to the server as one
+   * statement (`run_batch`): one round trip, one transaction and one commit (with its
+   * flush) for all of them, instead of one each; pg spends tens of µs of CPU per query.
+   * They run sorted by key (a key's calls keep their order), so batches of two instances
+   * lock rows in one order. A batch that fails is rolled back whole and its calls run
+   * again one by one, so that a failure is answered to its own call only. Reads go in
+   * batches of their own: a transaction that writes nothing does not wait for the flush.
+   *
+   * At most `BATCHES_IN_FLIGHT` batches of a kind are at the server at once; calls made
+   * meanwhile wait for one to come back and then go together. Measured on anvil: more,
+   * smaller batches each waiting for a flush of their own (a pool of 40) settled fewer
+   * payments a second than fewer, larger ones.
+   */
+  interface BatchedCall {
+    op: Record<string, unknown> & { o: string; k: string }
+    resolve: (value: unknown) => void
+    reject: (error: unknown) => void
+  }
+  const queues = { writes: [] as BatchedCall[], reads: [] as BatchedCall[] }
+  const inFlight = { writes: 0, reads: 0 }
+  const scheduled = { writes: false, reads: false }
+  function batched(op: BatchedCall['op']): Promise<unknown> {
+    if (closed) return Promise.reject(new Error('the PostgreSQL store is closed'))
+    const queue = op.o === 'get' || op.o === 'fields' ? 'reads' : 'writes'
+    return new Promise((resolve, reject) => {
+      queues[queue].push({ op, resolve, reject })
+      schedule(queue)
+    })
+  }
+  /** Sends the queue's calls at the end of this turn, if a batch may leave now. */
+  function schedule(queue: keyof typeof queues): void {
+    if (scheduled[queue] || queues[queue].length === 0 || inFlight[queue] >= BATCHES_IN_FLIGHT) return
+    scheduled[queue] = true
+    setImmediate(() => {
+      scheduled[queue] = false
+      if (inFlight[queue] >= BATCHES_IN_FLIGHT || queues[queue].length === 0) return
+      inFlight[queue]++
+      void flushCalls(queue).finally(() => {
+        inFlight[queue]--
+        schedule(queue)
+      })
+    })
+  }
+  const runBatch = async (ops: BatchedCall['op'][]) => {
+    const { rows } = await query<{ results: unknown[] }>(sql.runBatch, [JSON.stringify(ops), now()])
+    return rows[0]!.results
+  }
+  async function flushCalls(queue: keyof typeof queues): Promise<void> {
+    const batch = queues[queue]
+    queues[queue] = []
+    // A stable sort: one key's calls stay in the order they were made.
+    const order = batch.map((_, i) => i).sort((a, b) => {
+      const ka = batch[a]!.op.k
+      const kb = batch[b]!.op.k
+      return ka < kb ? -1 : ka > kb ? 1 : a - b
+    })
+    try {
+      const results = await runBatch(order.map((i) => batch[i]!.op))
+      for (const [position, i] of order.entries()) batch[i]!.resolve(results[position])
+    } catch (error) {
+      if (batch.length === 1) return batch[0]!.reject(error)
+      // One after the other, in the batch's order: a key's calls must not overtake each other.
+      for (const i of order) {
+        const call = batch[i]!
+        try {
+          call.resolve((await runBatch([call.op]))[0])
+        } catch (alone) {
+          call.reject(alone)
+        }
+      }
+    }
+  }
+
+  /**
+   * Counter writes (hashes, text hashes, sketches) issued in one turn of the event loop go
+   * to the server together: one statement, one transaction, each key locked once. The
+   * statistics recorder alone writes seven of them per settle; sent one by one, each would
+   * cost a round trip and a turn on the hot rows' locks. Writes to one key merge in order
+   * (numbers add, texts replace, sketch registers keep the maximum, the last ttl wins), and
+   * every caller is answered once the statement has committed.
+   */
+  interface CounterKey {
+    key: string
+    kind: 'h' | 't' | 'd'
+    ttl: number | null | undefined
+    fields: Map<string, number | string>
+  }
+  let counters = new Map<string, CounterKey>()
+  let waiting: { resolve: () => void; reject: (error: unknown) => void }[] = []
+  function counter(kind: CounterKey['kind'], key: string, ttlMs: number | null, apply: (fields: CounterKey['fields']) => void): Promise<void> {
+    const id = `${kind}\u0000${key}`
+    let entry = counters.get(id)
+    if (!entry) {
+      entry = { key, kind, ttl: undefined, fields: new Map() }
+      counters.set(id, entry)
+    }
+    if (ttlMs !== null) entry.ttl = ttlMs
+    apply(entry.fields)
+    if (waiting.length === 0) setImmediate(() => void flushCounters())
+    return new Promise<void>((resolve, reject) => waiting.push({ resolve, reject }))
+  }
+  async function flushCounters(): Promise<void> {
+    const batch = [...counters.values()]
+    const callers = waiting
+    counters = new Map()
+    waiting = []
+    // Sorted by key and kind: the order every batch locks its keys in.
+    batch.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0))
+    const keys: string[] = []
+    const kinds: string[] = []
+    const ttls: (number | null)[] = []
+    const rows: number[] = []
+    const fields: string[] = []
+    const nums: (number | null)[] = []
+    const texts: (string | null)[] = []
+    for (const [i, entry] of batch.entries()) {
+      keys.push(entry.key)
+      kinds.push(entry.kind)
+      ttls.push(entry.ttl ?? null)
+      for (const [field, value] of entry.fields) {
+        rows.push(i + 1)
+        fields.push(field)
+        nums.push(typeof value === 'number' ? value : null)
+        texts.push(typeof value === 'string' ? value : null)
+      }
+    }
+    try {
+      await query(sql.applyCounters, [keys, kinds, ttls, rows, fields, nums, texts, now()], counterPool)
+      for (const caller of callers) caller.resolve()
+    } catch (error) {
+      for (const caller of callers) caller.reject(error)
+    }
+  }
+
+  const ttl = (o?: ExpiryOptions) => (o?.ttlMs === undefined ? null : Math.max(1, Math.ceil(o.ttlMs)))
+  const live = `(e.expires_at IS NULL OR e.expires_at > $2)`
+  const sql = {
+    runBatch: `SELECT ${s}.run_batch($1::jsonb, $2) AS results`,
+    applyCounters: `SELECT ${s}.apply_counters($1::text[], $2::"char"[], $3::bigint[], $4::integer[], $5::text[], $6::double precision[], $7::text[], $8)`,
+    // The union of sketches is the maximum rank per register, computed by the server.
+    registers: `SELECT f.field, max(f.num) AS rank FROM ${s}.fields f JOIN ${s}.entries e ON e.key = f.key AND e.kind = f.kind
+      WHERE f.key = ANY($1::text[]) AND f.kind = 'd' AND ${live} GROUP BY f.field`,
+    incrementRanked: `SELECT score, evicted FROM ${s}.increment_ranked($1, $2, $3, $4, $5, $6)`,
+    readRanked: `SELECT f.field AS member, f.num AS score FROM ${s}.fields f JOIN ${s}.entries e ON e.key = f.key AND e.kind = f.kind
+      WHERE f.key = $1 AND f.kind = 'r' AND ${live} ORDER BY f.num DESC, f.field DESC LIMIT $3 OFFSET $4`,
+    countRanked: `SELECT count(*)::integer AS n FROM ${s}.fields f JOIN ${s}.entries e ON e.key = f.key AND e.kind = f.kind
+      WHERE f.key = $1 AND f.kind = 'r' AND ${live}`,
+    // A key written meanwhile (its expiry moved) is left alone: the DELETE re-checks the expiry on the locked row.
+    sweep: `WITH gone AS (
+        DELETE FROM ${s}.entries WHERE (key, kind) IN (SELECT key, kind FROM ${s}.entries WHERE expires_at <= $1 LIMIT ${SWEEP_BATCH}) AND expires_at <= $1
+        RETURNING key, kind
+      ), gone_fields AS (
+        DELETE FROM ${s}.fields f USING gone WHERE f.key = gone.key AND f.kind = gone.kind
+      )
+      SELECT count(*)::integer AS n FROM gone`,
+  }
+
+  async function sweep(): Promise<number> {
+    const { rows } = await query<{ n: number }>(sql.sweep, [now()])
+    return rows[0]?.n ?? 0
+  }
+
+  const ledger = createPostgresLedger({
+    query: (text, values) => query(text, values),
+    schema: s,
+    // Appends travel with the other calls of their turn ('k' only orders the batch).
+    append: async (row) => void (await batched({ o: 'ledger', k: '', ...row })),
+  })
+
+  return {
+    ledger,
+    pool,
+    counterPool,
+    ready,
+    sweep,
+    async get(key) {
+      const value = await batched({ o: 'get', k: key })
+      return typeof value === 'string' ? value : undefined
+    },
+    async set(key, value, options?: SetOptions) {
+      const expiresAt = options?.ttlMs === undefined ? null : now() + ttl(options)!
+      return (await batched({ o: options?.ifAbsent ? 'claim' : 'set', k: key, v: value, x: expiresAt })) === true
+    },
+    async delete(key) {
+      await batched({ o: 'delete', k: key })
+    },
+    async incrementFields(key, increments, options) {
+      if (Object.keys(increments).length === 0) return
+      await counter('h', key, ttl(options), (fields) => {
+        for (const field in increments) fields.set(field, ((fields.get(field) as number | undefined) ?? 0) + increments[field]!)
+      })
+    },
+    async readFields(key) {
+      const fields = (await batched({ o: 'fields', k: key, kind: 'h' })) as Record<string, number | null>
+      const out: Record<string, number> = {}
+      for (const field in fields) out[field] = fields[field] ?? 0
+      return out
+    },
+    async setTextFields(key, values, options) {
+      if (Object.keys(values).length === 0) return
+      await counter('t', key, ttl(options), (fields) => {
+        for (const field in values) fields.set(field, values[field]!)
+      })
+    },
+    async readTextFields(key) {
+      const fields = (await batched({ o: 'fields', k: key, kind: 't' })) as Record<string, string | null>
+      const out: Record<string, string> = {}
+      for (const field in fields) out[field] = fields[field] ?? ''
+      return out
+    },
+    async addDistinct(key, members, options) {
+      if (members.length === 0) return
+      // Hashed here (the same registers as the other stores); the server keeps the maximum rank per register.
+      await counter('d', key, ttl(options), (fields) => {
+        for (const member of members) {
+          const { index, rank } = hyperLogLogRegister(member)
+          const register = String(index)
+          if (rank > ((fields.get(register) as number | undefined) ?? 0)) fields.set(register, rank)
+        }
+      })
+    },
+    async countDistinct(keys) {
+      if (keys.length === 0) return 0
+      const { rows } = await query<{ field: string; rank: number }>(sql.registers, [[...new Set(keys)], now()])
+      if (rows.length === 0) return 0
+      const sketch = createHyperLogLog()
+      for (const row of rows) sketch[Number(row.field)] = row.rank
+      return estimateHyperLogLog([sketch])
+    },
+    async incrementRanked(key, member, by, options) {
+      const { rows } = await query<{ score: number; evicted: string[] }>(sql.incrementRanked, [key, member, by, ttl(options), options?.cap ?? null, now()], counterPool)
+      return { score: rows[0]!.score, evicted: rows[0]!.evicted }
+    },
+    async readRanked(key, range = {}) {
+      const { rows } = await query<RankedEntry>(sql.readRanked, [key, now(), range.limit ?? null, range.offset ?? 0])
+      return rows
+    },
+    async countRanked(key) {
+      const { rows } = await query<{ n: number }>(sql.countRanked, [key, now()])
+      return rows[0]?.n ?? 0
+    },
+    async placeHold(key, id, hold) {
+      const op = { o: 'hold', k: key, id, amount: decimal(hold.amount), limit: decimal(hold.limit), since: Math.floor(hold.since), ttl: Math.max(1, Math.ceil(hold.ttlMs)) }
+      return (await batched(op)) === true
+    },
+    async closeHold(key, id, options = {}) {
+      await batched({ o: 'close', k: key, id, keep: Math.max(0, Math.ceil(options.keepMs ?? 0)) })
+    },
+    async close() {
+      closed = true
+      // Calls already issued are sent before the pool ends.
+      await Promise.all([
+        queues.writes.length > 0 ? flushCalls('writes') : undefined,
+        queues.reads.length > 0 ? flushCalls('reads') : undefined,
+        waiting.length > 0 ? flushCounters() : undefined,
+      ])
+      if (sweeper) clearInterval(sweeper)
+      // A migration in flight finishes (or fails) before the pool it uses ends.
+      await migrated?.catch(() => undefined)
+      if (owned) await pool.end()
+      if (ownsCounterPool) await counterPool.end()
+      // pg's end() resolves before the sockets close: an owned pool keeps its listener, or an error
+      // then (the server going away) would be unheard and crash the process. A given pool is the caller's.
+      if (!owned) pool.off('error', onPoolError)
+      if (options.counterPool) options.counterPool.off('error', onPoolError)
+    },
+  }
+}
+
+/** A non-negative decimal integer of any size, as text for a numeric parameter. */
+function decimal(value: string): string {
+  const parsed = BigInt(value)
+  if (parsed < 0n) throw new RangeError('a hold amount or limit cannot be negative')
+  return parsed.toString()
+}

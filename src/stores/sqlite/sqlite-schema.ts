@@ -1,0 +1,85 @@
+import type Database from 'better-sqlite3'
+import type { SqliteSynchronous } from './sqlite-store.js'
+
+/**
+ * The SQLite schema, by version (`PRAGMA user_version`). Each step runs once, in
+ * order, inside one IMMEDIATE transaction: two processes opening a new file at
+ * once migrate it once.
+ *
+ * - `x402_entries`: one row per key and kind (`v` value, `h` numeric hash, `t` text
+ *   hash, `d` distinct-count sketch, `r` ranking, `b` holds on a balance), with its
+ *   expiry; a value's string is in `value`.
+ * - `x402_fields`: the fields of hashes, rankings (score in `num`), sketch registers
+ *   (index in `field`, rank in `num`) and holds (amount in `text`).
+ * - `x402_ledger`: the settlement ledger, append-only (triggers refuse UPDATE and DELETE).
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE x402_entries (
+     key TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     value TEXT,
+     expires_at INTEGER,
+     PRIMARY KEY (key, kind)
+   ) WITHOUT ROWID;
+   CREATE INDEX x402_entries_expiry ON x402_entries (expires_at) WHERE expires_at IS NOT NULL;
+   CREATE TABLE x402_fields (
+     key TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     field TEXT NOT NULL,
+     num REAL,
+     text TEXT,
+     closed_at INTEGER,
+     expires_at INTEGER,
+     PRIMARY KEY (key, kind, field)
+   ) WITHOUT ROWID;
+   -- Holds of a balance by when they close and expire: a hold is placed without reading the ones that no longer count.
+   CREATE INDEX x402_fields_holds_closed ON x402_fields (key, closed_at) WHERE kind = 'b';
+   CREATE INDEX x402_fields_holds_expiry ON x402_fields (key, expires_at) WHERE kind = 'b';
+   CREATE TABLE x402_ledger (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     recorded_at INTEGER NOT NULL,
+     started_at INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     resumed INTEGER NOT NULL,
+     error_reason TEXT,
+     error_message TEXT,
+     network TEXT NOT NULL,
+     scheme TEXT NOT NULL,
+     x402_version INTEGER NOT NULL,
+     payer TEXT,
+     pay_to TEXT NOT NULL,
+     asset TEXT NOT NULL,
+     amount TEXT NOT NULL,
+     transaction_id TEXT,
+     resource_url TEXT
+   );
+   CREATE INDEX x402_ledger_recorded_at ON x402_ledger (recorded_at);
+   CREATE INDEX x402_ledger_payer ON x402_ledger (payer, id);
+   CREATE INDEX x402_ledger_pay_to ON x402_ledger (pay_to, id);
+   CREATE TRIGGER x402_ledger_no_update BEFORE UPDATE ON x402_ledger
+     BEGIN SELECT RAISE(ABORT, 'the settlement ledger is append-only'); END;
+   CREATE TRIGGER x402_ledger_no_delete BEFORE DELETE ON x402_ledger
+     BEGIN SELECT RAISE(ABORT, 'the settlement ledger is append-only'); END;`,
+]
+
+/** The schema version this library writes. */
+export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length
+
+/** Sets the connection up (WAL, synchronous, busy timeout) and brings the schema to the current version. */
+export function openSqliteSchema(db: Database.Database, options: { synchronous: SqliteSynchronous; busyTimeoutMs: number }): void {
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs))}`)
+  // Only takes effect on a new file (before its first table): pages of deleted rows can then go back to the file system.
+  db.pragma('auto_vacuum = INCREMENTAL')
+  if (!db.memory) db.pragma('journal_mode = WAL')
+  db.pragma(`synchronous = ${options.synchronous === 'FULL' ? 'FULL' : 'NORMAL'}`)
+  // The write-ahead log is truncated back to this size after a checkpoint instead of keeping its largest size.
+  db.pragma('journal_size_limit = 16777216')
+  if (db.readonly) return
+  const migrate = db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number
+    if (version > SQLITE_SCHEMA_VERSION) return
+    for (let next = version; next < MIGRATIONS.length; next++) db.exec(MIGRATIONS[next]!)
+    db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`)
+  })
+  migrate.immediate()
+}

@@ -1,0 +1,116 @@
+/**
+ * What the ledger recorder writes for each kind of settle outcome, through a real
+ * facilitator and the test ledger adapter (an in-memory "chain" with HMAC signatures).
+ */
+import { describe, expect, it } from 'vitest'
+import { createFacilitator } from '../../src/core/facilitator.js'
+import { createLedgerRecorder } from '../../src/ledger/ledger-recorder.js'
+import { createMemoryLedger } from '../../src/ledger/memory-ledger.js'
+import { createMemoryStore } from '../../src/stores/memory-store.js'
+import type { Store } from '../../src/stores/store.js'
+import { createLedgerAdapter, ledgerBody } from '../support/ledger-adapter.js'
+
+const PAYER = '0xAbCdEf0000000000000000000000000000000001'
+const SHOP = '0x5000000000000000000000000000000000000005'
+
+function setup(options: { confirmDelayMs?: number; settleMs?: number; store?: Store; revert?: boolean } = {}) {
+  const adapter = createLedgerAdapter({ confirmDelayMs: options.confirmDelayMs, revertWhen: () => options.revert === true })
+  adapter.balances.set(PAYER, 1_000_000n)
+  const ledger = createMemoryLedger()
+  const facilitator = createFacilitator({
+    schemes: [adapter],
+    store: options.store ?? createMemoryStore(),
+    hooks: [createLedgerRecorder({ ledger })],
+    timeouts: { settleMs: options.settleMs ?? 10_000 },
+  })
+  const rows = async () => {
+    await facilitator.drain()
+    return (await ledger.read({ order: 'asc' })).entries
+  }
+  return { adapter, ledger, facilitator, rows }
+}
+
+describe('ledger recorder', () => {
+  it('writes a settled row with the payment, and none for the duplicate answers of replays', async () => {
+    const { adapter, facilitator, rows } = setup()
+    const body = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '2500', nonce: 'n1' })
+    body.paymentPayload.resource.url = 'https://user:pw@api.example.com/weather?token=secret#frag'
+    const answers = await Promise.all([facilitator.settle(body), facilitator.settle(body), facilitator.settle(body)])
+    expect(answers.filter((a) => a.success)).toHaveLength(1)
+    const [row, ...more] = await rows()
+    expect(more).toEqual([])
+    expect(row).toMatchObject({
+      status: 'settled',
+      resumed: false,
+      errorReason: null,
+      network: 'eip155:31337',
+      scheme: 'exact',
+      x402Version: 2,
+      payer: PAYER.toLowerCase(),
+      payTo: SHOP,
+      asset: 'LEDGER',
+      amount: '2500',
+      transaction: answers.find((a) => a.success)!.transaction,
+      // A URL with credentials is no resource identity: nothing of it is kept.
+      resourceUrl: null,
+    })
+    expect(Date.parse(row!.recordedAt)).toBeGreaterThanOrEqual(Date.parse(row!.startedAt))
+    // No signature, payload or credential reaches the ledger.
+    const text = JSON.stringify(row)
+    expect(text).not.toContain(adapter.sign({ from: PAYER, to: SHOP, value: '2500', nonce: 'n1' }))
+    expect(text).not.toContain('secret')
+    expect(text).not.toContain('pw')
+  })
+
+  it('keeps the origin and path of a resource URL, never its query', async () => {
+    const { adapter, facilitator, rows } = setup()
+    const body = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '1', nonce: 'q' })
+    body.paymentPayload.resource.url = 'https://api.example.com/weather/oslo?apiKey=k-123'
+    await facilitator.settle(body)
+    expect((await rows())[0]!.resourceUrl).toBe('https://api.example.com/weather/oslo')
+  })
+
+  it('writes a failed row with its code for a refusal, with nothing sent', async () => {
+    const { adapter, facilitator, rows } = setup()
+    const bad = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '100', nonce: 'bad' })
+    bad.paymentPayload.payload.signature = '0'.repeat(64)
+    expect(await facilitator.settle(bad)).toMatchObject({ success: false, errorReason: 'invalid_signature' })
+    const poor = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '5000000', nonce: 'poor' })
+    expect(await facilitator.settle(poor)).toMatchObject({ success: false, errorReason: 'insufficient_funds' })
+    expect((await rows()).map((r) => [r.status, r.errorReason, r.transaction, r.payer])).toEqual([
+      ['failed', 'invalid_signature', null, PAYER.toLowerCase()],
+      ['failed', 'insufficient_funds', null, PAYER.toLowerCase()],
+    ])
+  })
+
+  it('writes a failed row for a settlement the chain reverted, with its transaction', async () => {
+    // A hostile payer's trick: the transfer passes verify and reverts on "chain".
+    const { adapter, facilitator, rows } = setup({ revert: true })
+    const body = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '100', nonce: 'rev' })
+    const answer = await facilitator.settle(body)
+    expect(answer).toMatchObject({ success: false, errorReason: 'transaction_failed' })
+    expect(await rows()).toMatchObject([{ status: 'failed', errorReason: 'transaction_failed', transaction: answer.transaction }])
+  })
+
+  it('writes a pending row, then a resumed settled row when a later settle finishes it', async () => {
+    const { adapter, facilitator, rows } = setup({ confirmDelayMs: 400, settleMs: 150 })
+    const body = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '100', nonce: 'slow' })
+    const first = await facilitator.settle(body)
+    expect(first).toMatchObject({ success: false, errorReason: 'settlement_pending' })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const second = await facilitator.settle(body)
+    expect(second).toMatchObject({ success: true, transaction: first.transaction })
+    expect((await rows()).map((r) => [r.status, r.resumed, r.errorReason, r.transaction])).toEqual([
+      ['pending', false, 'settlement_pending', first.transaction],
+      ['settled', true, null, first.transaction],
+    ])
+  })
+
+  it('writes a failed row with the fault code when the store fails, and none for a request no adapter serves', async () => {
+    const broken: Store = { ...createMemoryStore(), set: () => Promise.reject(new Error('disk full')) }
+    const { adapter, facilitator, rows } = setup({ store: broken })
+    await expect(facilitator.settle(ledgerBody(adapter, { from: PAYER, to: SHOP, value: '100', nonce: 'f' }))).rejects.toMatchObject({ code: 'store_unavailable' })
+    await facilitator.settle(ledgerBody(adapter, { from: PAYER, to: SHOP, value: '100', nonce: 'x' }, 'eip155:1'))
+    expect((await rows()).map((r) => [r.status, r.errorReason, r.transaction])).toEqual([['failed', 'store_unavailable', null]])
+  })
+})

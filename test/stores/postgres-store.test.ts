@@ -1,0 +1,159 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { POSTGRES_SCHEMA_VERSION } from '../../src/stores/postgres/postgres-migrations.js'
+import { createPostgresStore, type PostgresStore } from '../../src/stores/postgres/postgres-store.js'
+import { ledgerConformance, sampleEntry } from '../ledger/ledger-conformance.js'
+import { startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
+import { storeConformance } from './store-conformance.js'
+
+let server: PostgresServer
+let admin: pg.Client
+let run = 0
+beforeAll(async () => {
+  server = await startPostgresServer()
+  admin = new pg.Client(server.url)
+  await admin.connect()
+})
+afterAll(async () => {
+  await admin?.end()
+  await server?.stop()
+})
+
+let clock = 1_000_000
+// Each test gets a schema of its own on the shared server, created and migrated by the store itself.
+storeConformance('postgres store', {
+  create: async () => createPostgresStore({ connectionString: server.url, schema: `conformance_${++run}`, now: () => clock }),
+  advance: async (ms) => {
+    clock += ms
+  },
+})
+
+ledgerConformance('postgres', {
+  create: async () => {
+    const store = createPostgresStore({ connectionString: server.url, schema: `ledger_${++run}` })
+    return { ledger: store.ledger, close: () => store.close() }
+  },
+})
+
+describe('postgres store', () => {
+  it('migrates a new database once when instances start at the same moment', async () => {
+    const stores = Array.from({ length: 8 }, () => createPostgresStore({ connectionString: server.url, schema: 'migrate_race' }))
+    // Without the advisory lock, racing CREATE SCHEMA / CREATE TABLE fail with duplicate-key errors.
+    await Promise.all(stores.map((store) => store.ready()))
+    const { rows } = await admin.query('SELECT version FROM migrate_race.schema_migrations ORDER BY version')
+    expect(rows.map((r) => r.version)).toEqual(Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1))
+    // Every instance works on it, and a later start finds nothing to do.
+    await Promise.all(stores.map((store, i) => store.incrementFields('h', { n: i })))
+    const late = createPostgresStore({ connectionString: server.url, schema: 'migrate_race' })
+    expect(await late.readFields('h')).toEqual({ n: 28 })
+    await Promise.all([...stores, late].map((store) => store.close()))
+  })
+
+  it('sends the calls of one turn as one statement, and a call that fails there fails alone', async () => {
+    const store = createPostgresStore({ connectionString: server.url, schema: 'batches' })
+    await store.ready()
+    // Count the statements the store sends through its pool.
+    const sent: string[] = []
+    const query = store.pool.query.bind(store.pool) as (...args: unknown[]) => unknown
+    ;(store.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+      sent.push((args[0] as { text: string }).text)
+      return query(...args)
+    }
+    // PostgreSQL text cannot hold a NUL character: that set fails, in the middle of the others.
+    const results = await Promise.allSettled([
+      store.set('a', '1'),
+      store.set('b', 'bad\u0000value'),
+      store.set('c', '3', { ifAbsent: true }),
+      store.placeHold('hold', 'p', { amount: '5', limit: '10', since: 0, ttlMs: 60_000 }),
+    ])
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).toEqual([true, 'failed', true, true])
+    // The four calls went as one statement, and after it failed as four of one call each.
+    expect(sent).toHaveLength(5)
+    expect(sent.every((text) => text.includes('run_batch'))).toBe(true)
+    // Reads of one turn go together too, in a batch of their own.
+    expect(await Promise.all([store.get('a'), store.get('b'), store.get('c'), store.readFields('none')])).toEqual(['1', undefined, '3', {}])
+    expect(sent).toHaveLength(6)
+    await store.close()
+  })
+
+  it('refuses a schema name that is not a plain identifier', () => {
+    expect(() => createPostgresStore({ connectionString: server.url, schema: 'x"; DROP TABLE y; --' })).toThrow(/plain SQL identifier/)
+  })
+
+  it('shares claims, counters, sketches, rankings, holds and the ledger between two instances', async () => {
+    const [a, b] = [0, 1].map(() => createPostgresStore({ connectionString: server.url, schema: 'shared' })) as [PostgresStore, PostgresStore]
+    expect(await a.set('claim', 'a', { ifAbsent: true, ttlMs: 10_000 })).toBe(true)
+    expect(await b.set('claim', 'b', { ifAbsent: true, ttlMs: 10_000 })).toBe(false)
+    await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).incrementFields('h', { n: 1 })))
+    await a.addDistinct('d', ['x', 'y'])
+    await b.addDistinct('d', ['y', 'z'])
+    await a.incrementRanked('r', 'm', 1)
+    await b.incrementRanked('r', 'm', 1)
+    expect(await a.placeHold('hold', 'p1', { amount: '600', limit: '1000', since: 0, ttlMs: 60_000 })).toBe(true)
+    expect(await b.placeHold('hold', 'p2', { amount: '600', limit: '1000', since: 0, ttlMs: 60_000 })).toBe(false)
+    await a.ledger.append(sampleEntry(0))
+    await b.ledger.append(sampleEntry(1))
+    expect(await b.readFields('h')).toEqual({ n: 100 })
+    expect(await a.countDistinct(['d'])).toBe(3)
+    expect(await a.readRanked('r')).toEqual([{ member: 'm', score: 2 }])
+    expect((await a.ledger.read()).entries.map((e) => e.recordedAt)).toEqual(['2026-11-20T12:01:00.000Z', '2026-11-20T12:00:00.000Z'])
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it('sweeps expired keys and their fields, and leaves a key written meanwhile alone', async () => {
+    let now = 0
+    const store = createPostgresStore({ connectionString: server.url, schema: 'sweep', now: () => now, sweepIntervalMs: 0 })
+    for (let i = 0; i < 300; i++) {
+      await store.set(`v${i}`, 'x', { ttlMs: 1_000 })
+      await store.incrementFields(`h${i % 30}`, { n: 1 }, { ttlMs: 1_000 })
+      await store.addDistinct(`d${i % 10}`, [`m${i}`], { ttlMs: 1_000 })
+    }
+    await store.set('forever', 'x')
+    now = 5_000
+    await store.incrementFields('h0', { n: 1 }, { ttlMs: 1_000 })
+    expect(await store.sweep()).toBe(300 + 29 + 10)
+    const count = async (table: string) => Number((await admin.query(`SELECT count(*) AS n FROM sweep.${table}`)).rows[0].n)
+    // What is left: the value without expiry, and h0 with its one fresh field.
+    expect(await count('entries')).toBe(2)
+    expect(await count('fields')).toBe(1)
+    expect(await store.readFields('h0')).toEqual({ n: 1 })
+    await store.close()
+  })
+
+  it('keeps the ledger append-only: the database refuses UPDATE and DELETE of its rows', async () => {
+    const store = createPostgresStore({ connectionString: server.url, schema: 'append_only' })
+    await store.ledger.append(sampleEntry(0))
+    await expect(admin.query(`UPDATE append_only.ledger SET amount = 1`)).rejects.toThrow(/append-only/)
+    await expect(admin.query('DELETE FROM append_only.ledger')).rejects.toThrow(/append-only/)
+    expect((await store.ledger.read()).entries[0]!.amount).toBe('10000')
+    await store.close()
+  })
+
+  it('commits counters without waiting for the flush, on a pool of their own, and everything else with it', async () => {
+    const store = createPostgresStore({ connectionString: server.url, schema: 'commits' })
+    const setting = async (pool: pg.Pool) => (await pool.query(`SELECT source FROM pg_settings WHERE name = 'synchronous_commit'`)).rows[0].source as string
+    // Set by the session's start-up options: the server's own default is untouched.
+    expect(await setting(store.counterPool)).toBe('client')
+    expect(await setting(store.pool)).not.toBe('client')
+    const strict = createPostgresStore({ connectionString: server.url, schema: 'commits', counterCommits: 'sync' })
+    expect(strict.counterPool).toBe(strict.pool)
+    await Promise.all([store.close(), strict.close()])
+  })
+
+  it('fails fast on a server that is not there', async () => {
+    const dead = createPostgresStore({ connectionString: 'postgres://postgres@127.0.0.1:1/postgres', postgres: { connectionTimeoutMillis: 300 } })
+    const started = performance.now()
+    await expect(dead.set('claim', 'x', { ifAbsent: true })).rejects.toThrow()
+    expect(performance.now() - started).toBeLessThan(1_000)
+    await dead.close()
+  })
+
+  it('uses a given pool and leaves it open on close', async () => {
+    const pool = new pg.Pool({ connectionString: server.url })
+    const store = createPostgresStore({ pool, schema: 'given_pool' })
+    await store.set('a', '1')
+    await store.close()
+    expect((await pool.query(`SELECT value FROM given_pool.entries WHERE key = 'a'`)).rows[0].value).toBe('1')
+    await pool.end()
+  })
+})

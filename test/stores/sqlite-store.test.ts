@@ -1,0 +1,133 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createSqliteStore } from '../../src/stores/sqlite/sqlite-store.js'
+import { ledgerConformance, sampleEntry } from '../ledger/ledger-conformance.js'
+import { storeConformance } from './store-conformance.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'x402-sqlite-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+let clock = 1_000_000
+let run = 0
+// A real file per test (WAL, the default synchronous), on a clock the test moves.
+storeConformance('sqlite store', {
+  create: async () => createSqliteStore({ path: join(dir, `conformance-${++run}.sqlite`), now: () => clock }),
+  advance: async (ms) => {
+    clock += ms
+  },
+})
+
+let ledgers = 0
+ledgerConformance('sqlite', {
+  create: async () => {
+    const store = createSqliteStore({ path: join(dir, `ledger-${++ledgers}.sqlite`) })
+    return { ledger: store.ledger, close: () => store.close() }
+  },
+})
+
+describe('sqlite store', () => {
+  it('keeps claims, counters, sketches, rankings, holds and ledger rows across a reopen of the file', async () => {
+    const path = join(dir, 'reopen.sqlite')
+    const first = createSqliteStore({ path })
+    await first.set('settlement:exact:x', '{"state":"settled"}', { ifAbsent: true, ttlMs: 60_000 })
+    await first.incrementFields('stats:all', { n: 2 })
+    await first.addDistinct('payers', ['a', 'b'])
+    await first.incrementRanked('catalog:index', 'r1', 3)
+    await first.placeHold('hold:x', 'p1', { amount: '700', limit: '1000', since: 0, ttlMs: 60_000 })
+    await first.ledger.append(sampleEntry(0))
+    await first.close()
+
+    const second = createSqliteStore({ path })
+    expect(await second.get('settlement:exact:x')).toBe('{"state":"settled"}')
+    expect(await second.set('settlement:exact:x', 'again', { ifAbsent: true })).toBe(false)
+    expect(await second.readFields('stats:all')).toEqual({ n: 2 })
+    expect(await second.countDistinct(['payers'])).toBe(2)
+    expect(await second.readRanked('catalog:index')).toEqual([{ member: 'r1', score: 3 }])
+    expect(await second.placeHold('hold:x', 'p2', { amount: '400', limit: '1000', since: 0, ttlMs: 60_000 })).toBe(false)
+    expect((await second.ledger.read()).entries).toHaveLength(1)
+    await second.close()
+  })
+
+  it('commits the writes issued together in one transaction, each atomic: one that fails midway leaves nothing', async () => {
+    const store = createSqliteStore({ path: join(dir, 'batch.sqlite') })
+    const changes = () => store.database.prepare('SELECT total_changes() AS n').get() as { n: number }
+    const before = changes().n
+    // The second field cannot be bound (an object): that write fails after its first field was written.
+    const bad = { a: 1, b: {} } as unknown as Record<string, number>
+    const results = await Promise.allSettled([
+      store.incrementFields('h', { n: 1 }),
+      store.incrementFields('broken', bad),
+      store.set('claim', 'x', { ifAbsent: true }),
+      store.incrementFields('h', { n: 1 }),
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+    expect(await store.readFields('h')).toEqual({ n: 2 })
+    expect(await store.readFields('broken')).toEqual({})
+    expect(await store.get('claim')).toBe('x')
+    expect(changes().n).toBeGreaterThan(before)
+    await store.close()
+  })
+
+  it('opens in WAL mode with the synchronous level asked for', async () => {
+    const normal = createSqliteStore({ path: join(dir, 'normal.sqlite') })
+    const full = createSqliteStore({ path: join(dir, 'full.sqlite'), synchronous: 'FULL' })
+    expect(normal.database.pragma('journal_mode', { simple: true })).toBe('wal')
+    expect(normal.database.pragma('synchronous', { simple: true })).toBe(1)
+    expect(full.database.pragma('synchronous', { simple: true })).toBe(2)
+    await Promise.all([normal.close(), full.close()])
+  })
+
+  it('shares claims and counters between two stores on one file (as two processes would)', async () => {
+    const path = join(dir, 'shared.sqlite')
+    const a = createSqliteStore({ path })
+    const b = createSqliteStore({ path })
+    expect(await a.set('claim', 'a', { ifAbsent: true, ttlMs: 10_000 })).toBe(true)
+    expect(await b.set('claim', 'b', { ifAbsent: true, ttlMs: 10_000 })).toBe(false)
+    await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).incrementFields('h', { n: 1 })))
+    expect(await a.readFields('h')).toEqual({ n: 100 })
+    await a.ledger.append(sampleEntry(0))
+    await b.ledger.append(sampleEntry(1))
+    expect((await a.ledger.read()).entries.map((e) => e.id)).toEqual([2, 1])
+    await Promise.all([a.close(), b.close()])
+  })
+
+  it('sweeps expired keys so that expiring traffic does not grow the file', async () => {
+    let now = 0
+    const path = join(dir, 'sweep.sqlite')
+    const store = createSqliteStore({ path, now: () => now, sweepEveryWrites: 500 })
+    const pages = () => store.database.pragma('page_count', { simple: true }) as number
+    const rows = () => (store.database.prepare('SELECT (SELECT count(*) FROM x402_entries) + (SELECT count(*) FROM x402_fields) AS n').get() as { n: number }).n
+    const day = async (d: number) => {
+      // A day of traffic whose keys all expire within the hour: claims, counters, sketches, text.
+      for (let i = 0; i < 1_000; i++) {
+        await store.set(`settlement:${d}:${i}`, 'x'.repeat(200), { ttlMs: 3_600_000 })
+        await store.incrementFields(`stats:${d}:${i % 50}`, { n: 1, v: i }, { ttlMs: 3_600_000 })
+        await store.addDistinct(`payers:${d}:${i % 20}`, [`0x${i}`], { ttlMs: 3_600_000 })
+        await store.setTextFields(`catalog:${d}:${i % 100}`, { url: `https://x.example/${i}` }, { ttlMs: 3_600_000 })
+      }
+      now += 86_400_000
+    }
+    await day(0)
+    await day(1)
+    const afterTwoDays = pages()
+    for (let d = 2; d < 12; d++) await day(d)
+    store.sweep()
+    // Ten more days of the same traffic: the file has not grown, and only the last day's keys are left before the sweep.
+    expect(pages()).toBeLessThanOrEqual(afterTwoDays * 1.2)
+    expect(rows()).toBe(0)
+    expect(await store.get(`settlement:11:0`)).toBeUndefined()
+    console.info(`[sqlite] pages after 2 days ${afterTwoDays}, after 12 days ${pages()} (${store.database.pragma('page_size', { simple: true })} bytes each)`)
+    await store.close()
+  })
+
+  it('keeps the ledger append-only: the file refuses UPDATE and DELETE of its rows', async () => {
+    const store = createSqliteStore({ path: join(dir, 'append-only.sqlite') })
+    await store.ledger.append(sampleEntry(0))
+    expect(() => store.database.prepare(`UPDATE x402_ledger SET amount = '1'`).run()).toThrow(/append-only/)
+    expect(() => store.database.prepare('DELETE FROM x402_ledger').run()).toThrow(/append-only/)
+    expect((await store.ledger.read()).entries[0]!.amount).toBe('10000')
+    await store.close()
+  })
+})

@@ -23,7 +23,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: 'HOST', description: 'address to listen on', default: '0.0.0.0' },
   { name: 'PORT', description: 'port of /supported, /verify, /settle, /healthz, /readyz, /metrics', default: '4020' },
   { name: 'STATS_PORT', description: 'port of the public statistics and catalog (/public/stats, /public/resources, /discovery/resources); unset: served on PORT' },
-  { name: 'STORE_URL', description: 'redis://… (several instances), or memory (one process, forgets on restart)', default: 'memory' },
+  { name: 'STORE_URL', description: 'sqlite:<file> (one process, kept across restarts), redis://… or postgres://… (several instances), or memory (forgets on restart)', default: 'sqlite:./data/x402-facilitator.db' },
   { name: 'API_TOKENS', description: 'bearer tokens for /verify, /settle and /metrics, comma-separated, each name:token (the name keys the rate limits); unset: open to anyone' },
   { name: 'RATE_LIMIT_VERIFY', description: 'verifies a client may ask per minute (0: no limit)', default: '600' },
   { name: 'RATE_LIMIT_SETTLE', description: 'settles a client may ask per minute (0: no limit)', default: '120' },
@@ -148,8 +148,10 @@ export function readCliConfig(env: Readonly<Record<string, string | undefined>>)
     problems.push('SOLANA_FEE_PAYER_KEYS is missing: at least one fee payer keypair for the Solana networks')
   }
 
-  const storeUrl = text('STORE_URL') ?? 'memory'
-  if (storeUrl !== 'memory' && !/^rediss?:\/\//.test(storeUrl)) problems.push('STORE_URL must be memory or a redis:// or rediss:// URL')
+  const storeUrl = text('STORE_URL') ?? 'sqlite:./data/x402-facilitator.db'
+  if (storeUrl !== 'memory' && !/^(?:rediss?|postgres(?:ql)?):\/\/./.test(storeUrl) && !/^sqlite:./.test(storeUrl)) {
+    problems.push('STORE_URL must be sqlite:<file>, a redis:// or rediss:// URL, a postgres:// URL, or memory')
+  }
 
   const apiTokens = new Map<string, string>()
   list('API_TOKENS').forEach((entry, index) => {

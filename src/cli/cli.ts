@@ -12,6 +12,9 @@ import { healthRoutes } from '../http/health-routes.js'
 import { createNodeServer } from '../http/node-server.js'
 import { createPublicStats } from '../stats/public-stats.js'
 import { createMemoryStore } from '../stores/memory-store.js'
+import { createLedgerRecorder } from '../ledger/ledger-recorder.js'
+import { ledgerRoute } from '../ledger/ledger-route.js'
+import type { SettlementLedger } from '../ledger/settlement-ledger.js'
 import type { Store } from '../stores/store.js'
 import { helpText, readCliConfig, type CliConfig } from './cli-config.js'
 
@@ -75,10 +78,22 @@ async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAd
   return schemes
 }
 
-async function buildStore(config: CliConfig): Promise<Store> {
-  if (config.storeUrl === 'memory') return createMemoryStore()
+/** The store, and its settlement ledger when the store keeps one (SQLite, PostgreSQL). */
+async function buildStore(config: CliConfig): Promise<{ store: Store; ledger?: SettlementLedger }> {
+  const url = config.storeUrl
+  if (url === 'memory') return { store: createMemoryStore() }
+  if (url.startsWith('sqlite:')) {
+    const sqlite = await load(() => import('../stores/sqlite/index.js'), 'STORE_URL=sqlite:…', 'better-sqlite3')
+    const store = sqlite.createSqliteStore({ path: url.slice('sqlite:'.length) })
+    return { store, ledger: store.ledger }
+  }
+  if (url.startsWith('postgres')) {
+    const postgres = await load(() => import('../stores/postgres/index.js'), 'STORE_URL=postgres://…', 'pg')
+    const store = postgres.createPostgresStore({ connectionString: url })
+    return { store, ledger: store.ledger }
+  }
   const redis = await load(() => import('../stores/redis-store.js'), 'STORE_URL=redis://…', 'ioredis')
-  return redis.createRedisStore({ url: config.storeUrl })
+  return { store: redis.createRedisStore({ url }) }
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
@@ -120,15 +135,17 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       if (event.outcome !== 'ok') logger.warn({ event: 'rpc_failed', host: event.host, outcome: event.outcome, status: event.status, durationMs: Math.round(event.durationMs) }, 'an RPC request failed')
     }
     diagnostics.subscribe(RPC_RESPONSE_CHANNEL, onRpc)
-    const store = await buildStore(config)
+    const { store, ledger } = await buildStore(config)
     const stats = createPublicStats({ store })
     const catalog = createCatalog({ store })
-    facilitator = createFacilitator({ schemes: await buildSchemes(config, logger), store, hooks: [stats.hooks, catalog.hooks, metrics.hooks], logger })
+    const hooks = [stats.hooks, catalog.hooks, metrics.hooks, ...(ledger ? [createLedgerRecorder({ ledger })] : [])]
+    facilitator = createFacilitator({ schemes: await buildSchemes(config, logger), store, hooks, logger })
     const publicRoutes: ExtraRoute[] = [stats.route(), ...catalog.routes()]
     const tokens = config.apiTokens
     const handler = createHandler(facilitator, {
       // With API_TOKENS, /metrics asks for one as /verify does; without, the service is open and so is /metrics.
-      routes: [...healthRoutes(facilitator), metrics.route('/metrics', { public: tokens.size === 0 }), ...(config.statsPort === undefined ? publicRoutes : [])],
+      // The ledger is private: served only with an API token (closed when there are none).
+      routes: [...healthRoutes(facilitator), metrics.route('/metrics', { public: tokens.size === 0 }), ...(ledger ? [ledgerRoute(ledger)] : []), ...(config.statsPort === undefined ? publicRoutes : [])],
       ...(tokens.size > 0
         ? {
             authenticate: (request: Request) => {

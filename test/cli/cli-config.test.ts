@@ -21,7 +21,7 @@ describe('readCliConfig', () => {
       { name: 'solana-devnet', family: 'solana', rpcUrls: ['https://api.devnet.solana.com'], assets: [] },
     ])
     expect(result.config.solanaFeePayerKeys[0]).toHaveLength(64)
-    expect(result.config).toMatchObject({ restrictAssets: true, port: 4020, host: '0.0.0.0', storeUrl: 'memory', rateLimitVerify: 600, rateLimitSettle: 120, maxInFlightSettlesPerSigner: 256 })
+    expect(result.config).toMatchObject({ restrictAssets: true, port: 4020, host: '0.0.0.0', storeUrl: 'sqlite:./data/x402-facilitator.db', rateLimitVerify: 600, rateLimitSettle: 120, maxInFlightSettlesPerSigner: 256 })
     expect(result.config.apiTokens.get('0123456789abcdef0123')).toBe('alice')
   })
 
@@ -45,7 +45,7 @@ describe('readCliConfig', () => {
       expect.stringMatching(/^NETWORKS names an unknown network "atlantis"/),
       'EVM_PRIVATE_KEYS (key 1) is not 0x followed by 64 hex digits',
       'SOLANA_FEE_PAYER_KEYS (key 1) must be 64 bytes, as solana-keygen writes a keypair',
-      'STORE_URL must be memory or a redis:// or rediss:// URL',
+      'STORE_URL must be sqlite:<file>, a redis:// or rediss:// URL, a postgres:// URL, or memory',
       'API_TOKENS (entry 1) must be name:token with a token of at least 16 characters',
       expect.stringMatching(/^LOG_LEVEL must be one of/),
       'PORT must be a whole number from 0 to 65535',

@@ -6,6 +6,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { generateKeyPairSync } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createKeyPairSignerFromBytes, lamports } from '@solana/kit'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -176,8 +179,10 @@ describe('x402-facilitator command', () => {
     for (const name of ['NETWORKS', 'RPC_URL_<NETWORK>', 'EVM_PRIVATE_KEYS', 'SOLANA_FEE_PAYER_KEYS', 'STORE_URL', 'API_TOKENS', 'RATE_LIMIT_VERIFY']) expect(stdout).toContain(name)
   })
 
-  it('SIGTERM in the middle of a settle: the settle finishes or is recorded, the process exits 0, and a retry after restart answers its transaction', async () => {
-    const running = await start(baseEnv())
+  it('SIGTERM in the middle of a settle on the default SQLite store: the settle finishes, the process exits 0, and a retry after restart answers its transaction; the ledger has it', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'x402-cli-'))
+    const sqliteEnv = () => baseEnv({ STORE_URL: `sqlite:${join(dataDir, 'facilitator.db')}` })
+    const running = await start(sqliteEnv())
     const payer = await world.newPayer(10_000n)
     const requirements = world.requirementsV2({ amount: '1000' })
     const body = { x402Version: 2, paymentPayload: await signExactEvmPayment({ signer: payer, requirements }), paymentRequirements: requirements }
@@ -200,13 +205,18 @@ describe('x402-facilitator command', () => {
     expect(answer.json).toMatchObject({ success: true })
     expect(await running.exited).toBe(0)
 
-    const again = await start(baseEnv())
+    const again = await start(sqliteEnv())
     try {
       const retry = await post(`${again.url}/settle`, body)
       expect(retry.json).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: answer.json.transaction })
+      // The ledger survived the restart, and is served only with a token.
+      expect((await fetch(`${again.url}/ledger`)).status).toBe(401)
+      const ledger = (await (await fetch(`${again.url}/ledger`, { headers: auth })).json()) as { entries: { transaction?: string; status: string }[] }
+      expect(ledger.entries).toContainEqual(expect.objectContaining({ transaction: answer.json.transaction, status: 'settled' }))
     } finally {
       again.child.kill('SIGTERM')
       await again.exited
+      rmSync(dataDir, { recursive: true, force: true })
     }
   })
 })

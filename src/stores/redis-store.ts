@@ -154,6 +154,10 @@ const CLOSED_HOLDS_SUFFIX = ':closed-holds'
  * a payment claimed by one is claimed for all (`SET NX PX`), and statistics
  * and catalog counters add up. Needs the optional peer `ioredis` 5.
  *
+ * It keeps no settlement ledger: in Redis a complete ledger would grow memory without
+ * bound, a capped one would drop rows, and without AOF a restart loses it. Record the
+ * ledger in PostgreSQL beside it (`createPostgresStore(...).ledger`), see docs/stores.md.
+ *
  * @example
  * import { createRedisStore } from 'x402-facilitator/stores/redis'
  * const store = createRedisStore({ url: process.env.REDIS_URL })

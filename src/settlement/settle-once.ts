@@ -236,8 +236,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /** The refusal of a payer past its failure budget, or `undefined`. */
   async function suspension(payer: string | undefined): Promise<SettleResponse | undefined> {
     if (!failureBudget) return undefined
-    for (const key of failureKeys(payer)) {
-      const { failures = 0 } = await boundedStoreCall(() => store.readFields(key), bound(), 'reading the payer\'s failures')
+    // Read together: each is a round trip on a store with a server.
+    const counts = await Promise.all(failureKeys(payer).map((key) => boundedStoreCall(() => store.readFields(key), bound(), 'reading the payer\'s failures')))
+    for (const { failures = 0 } of counts) {
       if (failures >= failureBudget.maxFailures) {
         return settleFailure(
           context,

@@ -151,6 +151,7 @@ const CLOSED_HOLDS_SUFFIX = ':closed-holds'
  * and catalog counters add up. Needs the optional peer `ioredis` 5.
  *
  * @example
+ * // partial
  * import { createRedisStore } from 'x402-facilitator/stores/redis'
  * const store = createRedisStore({ url: process.env.REDIS_URL })
  * const facilitator = createFacilitator({ schemes, store })

@@ -10,6 +10,8 @@ const DAY_MS = 86_400_000
  * A USD amount for `trustScore.valueProcessed`.
  *
  * @example
+ * import { formatUsdCompact } from 'x402-facilitator'
+ *
  * formatUsdCompact(0)         // '$0'
  * formatUsdCompact(0.005)     // '$0.005'
  * formatUsdCompact(0.5)       // '$0.50'
@@ -46,6 +48,9 @@ const trimZeros = (text: string) => (text.includes('.') ? text.replace(/\.?0+$/,
  * minutes, so "seconds ago" would claim a precision it does not have).
  *
  * @example
+ * import { formatLastCalled } from 'x402-facilitator'
+ *
+ * const now = Date.now()
  * formatLastCalled(undefined, now)        // 'never'
  * formatLastCalled(now - 20_000, now)     // '1m ago'
  * formatLastCalled(now - 3 * 86_400_000, now) // '3d ago'

@@ -59,6 +59,7 @@ export interface CatalogRecorderOptions {
  * that settled: a failed payment counts as a call and nothing else.
  *
  * @example
+ * // partial
  * const facilitator = createFacilitator({ schemes, store, hooks: [createCatalogRecorder({ store })] })
  */
 export function createCatalogRecorder(options: CatalogRecorderOptions): FacilitatorHooks {

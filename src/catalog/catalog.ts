@@ -107,6 +107,7 @@ export const DISCOVERY_PATH = '/discovery/resources'
  * A catalog of the paid resources this facilitator settles payments for.
  *
  * @example
+ * // partial
  * const catalog = createCatalog({ store, resources: [{ url: 'https://api.example.com/weather', avatarUrl: 'https://example.com/a.png' }] })
  * const facilitator = createFacilitator({ schemes, store, hooks: [catalog.hooks] })
  * createHandler(facilitator, { routes: catalog.routes() }) // GET /public/resources, GET /discovery/resources

@@ -45,6 +45,7 @@ const DEFAULT_SETTLE_MS = 60_000
  * The payment kinds and signers a registry serves.
  *
  * @example
+ * // partial
  * const { kinds, signers } = supported(createRegistry([exactEvm(config)]))
  */
 export function supported(registry: Registry, extensions: readonly string[] = []): SupportedResponse {
@@ -208,10 +209,19 @@ export interface Facilitator {
  * between two facilitators unless you pass them the same store.
  *
  * @example
+ * import { createFacilitator } from 'x402-facilitator'
+ * import { exactEvm, privateKeySigner } from 'x402-facilitator/evm'
+ *
  * const facilitator = createFacilitator({
- *   schemes: [exactEvm({ networks: { 'eip155:8453': { rpcUrls: [url] } }, signers: [account] })],
+ *   schemes: [exactEvm({
+ *     networks: [{ network: 'eip155:8453', rpcUrls: ['https://mainnet.base.org'] }],
+ *     signers: [privateKeySigner(process.env.FACILITATOR_KEY as `0x${string}`)],
+ *   })],
  * })
- * const answer = await facilitator.verify(await request.json())
+ * // The body is the {x402Version, paymentPayload, paymentRequirements} a resource server sends.
+ * export async function POST(request: Request): Promise<Response> {
+ *   return Response.json(await facilitator.verify(await request.json()))
+ * }
  */
 export function createFacilitator(config: FacilitatorConfig): Facilitator {
   const registry = createRegistry(config.schemes)

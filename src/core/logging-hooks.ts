@@ -18,6 +18,7 @@ const NOTABLE_SETTLE_REASONS = new Set(['settlement_pending', 'transaction_faile
  * an RPC URL.
  *
  * @example
+ * // partial
  * createFacilitator({ schemes, hooks: [loggingHooks(pino())] }) // or simply { logger: pino() }
  */
 export function loggingHooks(logger: Logger): FacilitatorHooks {

@@ -30,7 +30,8 @@ const dispatchKey = (version: number, scheme: string, network: string) => `${ver
  * is a configuration error, reported at once rather than at the first payment.
  *
  * @example
- * const registry = createRegistry([exactEvm({ ... }), exactSvm({ ... })])
+ * // partial
+ * const registry = createRegistry([exactEvm(evmConfig), exactSvm(svmConfig)])
  * registry.find(2, 'exact', 'eip155:8453')
  */
 export function createRegistry(adapters: readonly SchemeAdapter[]): Registry {

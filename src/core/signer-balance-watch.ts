@@ -37,6 +37,7 @@ export interface SignerBalanceWatch {
  * The timer does not keep the process alive.
  *
  * @example
+ * // partial
  * const watch = watchSignerBalances(facilitator, { onLow: (s) => logger.warn(s, 'signer needs gas money') })
  * // on shutdown: watch.stop()
  */

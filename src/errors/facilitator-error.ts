@@ -40,6 +40,7 @@ export interface FacilitatorErrorOptions {
  * and never carries secrets; `cause` keeps the underlying error for logs.
  *
  * @example
+ * // partial
  * try { await facilitator.verify(body) }
  * catch (e) { if (isFacilitatorError(e)) res.status(e.status).json(e.toBody()) }
  */

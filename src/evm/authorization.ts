@@ -60,6 +60,7 @@ export interface ExactEvmPayload {
  * (`invalid_payload`) naming the field, not a thrown error.
  *
  * @example
+ * // partial
  * const parsed = parseExactEvmPayload(ctx.payload.payload)
  * if ('reason' in parsed) return { isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message }
  */

@@ -208,7 +208,14 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
   }
 
   if (raw === '0x') {
-    throw new FacilitatorError('misconfigured', `Multicall3 is not deployed at ${runtime.multicall3} on ${runtime.network.caip2}`)
+    // A dev chain (a plain anvil, hardhat) starts without it: say what to do, not only what is wrong.
+    throw new FacilitatorError(
+      'misconfigured',
+      `Multicall3 is not deployed at ${runtime.multicall3} on ${runtime.network.caip2}: every verify reads the chain through it. ` +
+        `Deploy Multicall3 there (on a dev chain: anvil_setCode or hardhat_setCode with its runtime code, read with eth_getCode ` +
+        `from any public chain, or fork one with anvil --fork-url), or set this network's multicall3 option to where it is deployed ` +
+        `(see docs/local-development.md in the package)`,
+    )
   }
   let results: Aggregate3Result[]
   try {

@@ -15,6 +15,8 @@ export interface CryptoBackends {
  * several times cheaper; see the README's "Speed").
  *
  * @example
+ * import { cryptoBackends } from 'x402-facilitator/evm'
+ *
  * console.log(await cryptoBackends()) // { signatures: 'tiny-secp256k1', keccak: 'hash-wasm' }
  */
 export async function cryptoBackends(): Promise<CryptoBackends> {

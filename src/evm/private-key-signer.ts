@@ -32,6 +32,7 @@ function checkPrivateKey(privateKey: unknown): asserts privateKey is Hex {
  * `privateKeyToAccount`.
  *
  * @example
+ * // partial
  * exactEvm({ networks, signers: [privateKeySigner(process.env.FACILITATOR_KEY as Hex)] })
  */
 export function privateKeySigner(privateKey: Hex): EvmSettlementSigner & { readonly address: Address } {

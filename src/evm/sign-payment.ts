@@ -35,6 +35,7 @@ export interface SignExactEvmPaymentInput {
  * and demos; browsers and agents normally use the official x402 clients.
  *
  * @example
+ * // partial
  * const paymentPayload = await signExactEvmPayment({ signer: privateKeyToAccount(key), requirements })
  * await facilitator.verify({ x402Version: paymentPayload.x402Version, paymentPayload, paymentRequirements: requirements })
  */

@@ -26,6 +26,7 @@ export interface AuthorizationMessage {
  * in the shape viem's `signTypedData` takes.
  *
  * @example
+ * // partial
  * const signature = await account.signTypedData(authorizationTypedData(domain, message))
  */
 export function authorizationTypedData(domain: TokenDomain, message: AuthorizationMessage) {

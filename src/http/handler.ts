@@ -52,6 +52,7 @@ export interface HandlerOptions {
    * (`clientAddress`). @default no limits
    *
    * @example
+   * // partial
    * createHandler(facilitator, { rateLimit: { store: facilitator.store, verify: { limit: 600 }, settle: { limit: 120 } } })
    */
   rateLimit?: RateLimitOptions
@@ -89,6 +90,7 @@ const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache
  * workers and Next.js route handlers; `createNodeListener` adapts it to node:http.
  *
  * @example
+ * // partial
  * const handler = createHandler(facilitator, { basePath: '/x402' })
  * export const GET = handler, POST = handler // Next.js app router
  */

@@ -19,6 +19,7 @@ const HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-cont
  * load balancers and orchestrators. Public: they carry no secret.
  *
  * @example
+ * // partial
  * createHandler(facilitator, { routes: healthRoutes(facilitator) })
  */
 export function healthRoutes(facilitator: Pick<Facilitator, 'readiness'>, paths: HealthRoutePaths = {}): ExtraRoute[] {

@@ -27,6 +27,7 @@ const DEFAULT_MAX_BODY_BYTES_IN_FLIGHT = 16 * 1024 * 1024
  * cost more than a /verify body); any other handler gets a `Request`.
  *
  * @example
+ * // partial
  * http.createServer(createNodeListener(createHandler(facilitator))).listen(4020)
  */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}) {

@@ -25,6 +25,7 @@ export interface NodeServerOptions extends NodeListenerOptions {
  * 5 minutes for a request and check it every 30 s.
  *
  * @example
+ * // partial
  * import { createHandler, createNodeServer } from 'x402-facilitator/http'
  * createNodeServer(createHandler(facilitator), { maxConnections: 2_048 }).listen(4020)
  */

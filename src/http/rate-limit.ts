@@ -40,6 +40,7 @@ const DEFAULT_WINDOW_MS = 60_000
  * a sorted set per client.
  *
  * @example
+ * // partial
  * const limit = createRateLimiter({ store, verify: { limit: 600 }, settle: { limit: 120 } })
  * await limit('verify', '203.0.113.7') // throws FacilitatorError('rate_limited') past 600 a minute
  */

@@ -30,6 +30,7 @@ const FORMULA_START = /^[\s\u3000]*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/
  * a quote or a line break is quoted with its quotes doubled.
  *
  * @example
+ * // partial
  * csvField('=HYPERLINK("http://evil")') // `"'=HYPERLINK(""http://evil"")"`
  * csvField('plain') // 'plain'
  */
@@ -44,6 +45,7 @@ export function csvField(value: string | number | boolean | null | undefined): s
  * Ledger entries as CSV text, a header line first, lines ending in CRLF.
  *
  * @example
+ * // partial
  * const { entries } = await ledger.read({ from: '2026-11-01', to: '2026-12-01', order: 'asc', limit: 1000 })
  * await writeFile('november.csv', ledgerCsv(entries))
  */

@@ -27,6 +27,7 @@ const MAX_MESSAGE = 500
  * once, is written before the answer).
  *
  * @example
+ * // partial
  * const store = createSqliteStore({ path: './data/facilitator.sqlite' })
  * const facilitator = createFacilitator({ schemes, store, hooks: [createLedgerRecorder({ ledger: store.ledger })] })
  */

@@ -40,6 +40,7 @@ export const ledgerRouteQuerySchema = z.strictObject({
  * served to everyone by default.
  *
  * @example
+ * // partial
  * const handler = createHandler(facilitator, {
  *   authenticate: (request, route) => route !== 'private' || request.headers.get('authorization') === `Bearer ${process.env.ADMIN_TOKEN}`,
  *   routes: [ledgerRoute(store.ledger)],

@@ -15,6 +15,7 @@ export interface MemoryLedgerOptions {
  * survives the process.
  *
  * @example
+ * // partial
  * const ledger = createMemoryLedger()
  * const facilitator = createFacilitator({ schemes, hooks: [createLedgerRecorder({ ledger })] })
  */

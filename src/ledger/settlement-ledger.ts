@@ -82,6 +82,7 @@ export interface LedgerQuery {
  * or in PostgreSQL (`createPostgresStore(...).ledger`); filled by `createLedgerRecorder`.
  *
  * @example
+ * // partial
  * const page = await ledger.read({ payer: '0xabc…', from: '2026-11-01', limit: 50 })
  * for (const entry of page.entries) console.log(entry.recordedAt, entry.status, entry.transaction)
  * if (page.nextCursor) await ledger.read({ payer: '0xabc…', from: '2026-11-01', limit: 50, cursor: page.nextCursor })

@@ -76,6 +76,8 @@ export function isCaip2Network(value: string): value is Caip2Network {
  * CAIP-2 ids are described without a v1 name; anything else is `undefined`.
  *
  * @example
+ * import { describeNetwork } from 'x402-facilitator'
+ *
  * describeNetwork('base')        // { caip2: 'eip155:8453', v1Name: 'base', ... }
  * describeNetwork('eip155:31337') // { caip2: 'eip155:31337', family: 'eip155', testnet: false }
  */

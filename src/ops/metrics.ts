@@ -42,6 +42,7 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * Opt-in: nothing is measured until it is installed.
  *
  * @example
+ * // partial
  * import { createMetrics } from 'x402-facilitator/metrics'
  * const metrics = createMetrics()
  * const facilitator = createFacilitator({ schemes, hooks: [metrics.hooks] })

@@ -24,6 +24,8 @@ export type ResourcePrice = z.output<typeof resourcePriceSchema>
  * does not parse.
  *
  * @example
+ * import { pricesOf } from 'x402-facilitator'
+ *
  * pricesOf([{ scheme: 'exact', network: 'eip155:8453', asset: '0x8335…', amount: '10000', payTo: '0x…' }])
  * // [{ scheme: 'exact', network: 'eip155:8453', asset: '0x8335…', amount: '10000' }]
  */

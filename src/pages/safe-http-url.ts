@@ -7,6 +7,8 @@
  * into an attribute.
  *
  * @example
+ * import { safeHttpUrl } from 'x402-facilitator'
+ *
  * safeHttpUrl('https://api.example.com/weather?city=Paris') // 'https://api.example.com/weather?city=Paris'
  * safeHttpUrl('javascript:alert(1)')                        // undefined
  */

@@ -44,6 +44,7 @@ const DISCOVERY_PAGE = 100
  * and loads nothing: its Content-Security-Policy allows only its own stylesheet.
  *
  * @example
+ * // partial
  * const stats = createPublicStats({ store })
  * const catalog = createCatalog({ store })
  * // On the statistics host of its own:

@@ -47,6 +47,7 @@ const EXTERNAL = 'nofollow noopener noreferrer ugc'
  * http(s) links are written.
  *
  * @example
+ * // partial
  * const page = renderStatsPage({ stats: await stats.read(), catalog: { listing: await catalog.list(), prices: new Map() } })
  */
 export function renderStatsPage(input: StatsPageInput): string {
@@ -73,6 +74,8 @@ ${footer(stats, input.links)}`
  * in the same look as the statistics page.
  *
  * @example
+ * import { renderUnavailablePage } from 'x402-facilitator'
+ *
  * new Response(renderUnavailablePage(), { status: 503 })
  */
 export function renderUnavailablePage(title = 'x402 facilitator statistics'): string {

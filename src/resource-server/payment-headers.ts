@@ -49,6 +49,7 @@ const MAX_HEADER_CHARS = 32_768
  * (v1), base64 JSON validated against the payload schemas.
  *
  * @example
+ * // partial
  * const payment = decodePaymentHeader(request.headers)
  * if (!payment.ok) return paymentRequiredResponse(challenge)
  */

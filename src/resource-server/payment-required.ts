@@ -65,6 +65,7 @@ export function toRequirementsV1(offer: PaymentOffer, input: PaymentChallengeInp
  * the `PAYMENT-REQUIRED` header and the v1 challenge as the JSON body.
  *
  * @example
+ * // partial
  * return paymentRequiredResponse({ resource: { url: request.url }, offers: [usdcOnBase] })
  */
 export function paymentRequiredResponse(input: PaymentChallengeInput): Response {

@@ -38,6 +38,7 @@ export interface VerifiedPayment {
  * answers 402 and the work's response is withheld.
  *
  * @example
+ * // partial
  * const paid = (request: Request) =>
  *   withPayment(request, { facilitator, offers: [offer] }, async () => Response.json({ weather: 'sunny' }))
  */

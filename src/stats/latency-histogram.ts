@@ -19,6 +19,8 @@ const LOG_GROWTH = Math.log(LATENCY_GROWTH)
  * The bucket of a duration.
  *
  * @example
+ * import { latencyBucket } from 'x402-facilitator'
+ *
  * latencyBucket(0.01) // 0
  * latencyBucket(12)   // 72
  */
@@ -59,6 +61,8 @@ export interface LatencyHistogram {
  * An empty histogram.
  *
  * @example
+ * import { createLatencyHistogram } from 'x402-facilitator'
+ *
  * const h = createLatencyHistogram()
  * for (const ms of [3, 5, 8, 400]) h.record(ms)
  * h.quantile(0.5) // ≈ 5

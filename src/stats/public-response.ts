@@ -26,6 +26,8 @@ export function publicJson(request: Request, body: unknown, maxAgeSeconds: numbe
  * long while they refresh it.
  *
  * @example
+ * import { publicCacheControl } from 'x402-facilitator'
+ *
  * publicCacheControl(15) // 'public, max-age=15, stale-while-revalidate=60'
  */
 export function publicCacheControl(maxAgeSeconds: number): string {

@@ -33,6 +33,7 @@ export interface PublicStatsService {
  * `route()` on the payment host or `handler()` on a host of its own.
  *
  * @example
+ * // partial
  * const store = createMemoryStore()
  * const stats = createPublicStats({ store })
  * const facilitator = createFacilitator({ schemes, store, hooks: [stats.hooks] })

@@ -18,6 +18,7 @@ export const PUBLIC_STATS_PATH = '/public/stats'
  * `authenticate`), cacheable.
  *
  * @example
+ * // partial
  * createHandler(facilitator, { routes: [statsRoute(stats)] })
  */
 export function statsRoute(source: StatsSource, path: string = PUBLIC_STATS_PATH): ExtraRoute {
@@ -48,6 +49,7 @@ export interface PublicHandlerOptions {
  * public routes, CORS open to any origin, 404/405 as `{error, code}`.
  *
  * @example
+ * // partial
  * const stats = createPublicStats({ store })
  * Bun.serve({ port: 8081, fetch: createStatsHandler(stats) })
  */

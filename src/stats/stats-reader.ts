@@ -33,6 +33,7 @@ const DAILY_DAYS = 30
  * reading about 120 small hashes. Use `createPublicStats` for a cached reader.
  *
  * @example
+ * // partial
  * const body = await readPublicStats(store)
  * body.usage.last24h.settlements.successRate // e.g. 98.5
  */

@@ -44,6 +44,7 @@ const ASSET_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/
  * payment answer.
  *
  * @example
+ * // partial
  * const store = createMemoryStore()
  * const facilitator = createFacilitator({ schemes, store, hooks: [createStatsRecorder({ store })] })
  */

@@ -4,6 +4,8 @@ import type { KnownAsset } from '../networks/assets.js'
  * An integer amount in the smallest unit, written in whole tokens.
  *
  * @example
+ * import { formatTokenUnits } from 'x402-facilitator'
+ *
  * formatTokenUnits(12_500_000n, 6) // '12.5'
  * formatTokenUnits(1n, 18)         // '0.000000000000000001'
  */
@@ -21,6 +23,7 @@ export function formatTokenUnits(baseUnits: bigint, decimals: number): string {
  * `undefined` when the asset has no known price.
  *
  * @example
+ * // partial
  * usdValue(2_500_000n, usdc) // 2.5
  */
 export function usdValue(baseUnits: bigint, asset: KnownAsset | undefined): number | undefined {

@@ -65,6 +65,7 @@ export interface MemoryStore extends Store {
  * when read and swept on writes, so memory follows live data only.
  *
  * @example
+ * // partial
  * const facilitator = createFacilitator({ schemes, store: createMemoryStore() })
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {

@@ -159,6 +159,7 @@ const CLOSED_HOLDS_SUFFIX = ':closed-holds'
  * ledger in PostgreSQL beside it (`createPostgresStore(...).ledger`), see docs/stores.md.
  *
  * @example
+ * // partial
  * import { createRedisStore } from 'x402-facilitator/stores/redis'
  * const store = createRedisStore({ url: process.env.REDIS_URL })
  * const facilitator = createFacilitator({ schemes, store })

@@ -29,6 +29,7 @@ export interface Store {
    * key's lifetime restarts.
    *
    * @example
+   * // partial
    * await store.setTextFields('catalog:meta:x', { url, description }, { ttlMs: DAY })
    */
   setTextFields(key: string, fields: Readonly<Record<string, string>>, options?: ExpiryOptions): Promise<void>
@@ -63,6 +64,7 @@ export interface Store {
    * never counted twice. Amounts and limits are decimal integer strings of any size.
    *
    * @example
+   * // partial
    * // Two settlements from one payer: each holds its amount against the balance its verify read.
    * await store.placeHold('hold:eip155:8453:usdc:0xpayer', 'payment-1', { amount: '600', limit: '1000', since, ttlMs: 120_000 }) // true
    * await store.placeHold('hold:eip155:8453:usdc:0xpayer', 'payment-2', { amount: '600', limit: '1000', since, ttlMs: 120_000 }) // false

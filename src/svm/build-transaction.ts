@@ -49,6 +49,7 @@ export interface ExactSvmTransactionOptions {
  * the fee payer's signature slot stays empty for the facilitator.
  *
  * @example
+ * // partial
  * const transaction = await buildExactSvmTransaction({
  *   payer, feePayer, mint, payTo, amount: 1_000n, decimals: 6,
  *   blockhash: (await rpc.getLatestBlockhash().send()).value,

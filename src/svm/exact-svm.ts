@@ -195,6 +195,8 @@ type Prepared = { ok: true; signed: SignedPayment } | { ok: false; reason: SvmRe
  * import { exactSvm } from 'x402-facilitator/svm'
  * import { createKeyPairSignerFromBytes } from '@solana/kit'
  *
+ * // The fee payer's 64-byte secret key, as solana-keygen writes it: [12,34,...]
+ * const secretKeyBytes = Uint8Array.from(JSON.parse(process.env.SOLANA_FEE_PAYER_KEY!) as number[])
  * const feePayer = await createKeyPairSignerFromBytes(secretKeyBytes)
  * const facilitator = createFacilitator({
  *   schemes: [exactSvm({ networks: [{ network: 'solana-devnet', rpcUrl: 'https://api.devnet.solana.com' }], feePayers: [feePayer] })],

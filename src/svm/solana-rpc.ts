@@ -66,6 +66,8 @@ type Exchange = (url: string, body: string) => Promise<HttpAnswer>
  * quote the URL or headers (they may carry API keys).
  *
  * @example
+ * import { createHttpRpcTransport } from 'x402-facilitator/svm'
+ *
  * const rpc = createHttpRpcTransport({ urls: ['https://api.devnet.solana.com'] })
  * const [slot] = await rpc.request([{ method: 'getSlot', params: [] }])
  */

@@ -120,7 +120,8 @@ export function decodeWireTransaction(base64: string): WireTransaction | undefin
  * the transaction fee, which the compute-budget caps bound.
  *
  * @example
- * const outcome = await checkPaymentTransaction({ transaction, feePayers: new Set([fp]), ... })
+ * // partial
+ * const outcome = await checkPaymentTransaction({ transaction, feePayers: new Set([fp]), ...rest })
  * if (!outcome.ok) console.log(outcome.reason, outcome.message)
  */
 export async function checkPaymentTransaction(input: TransactionRuleInput): Promise<RuleOutcome> {

@@ -98,6 +98,7 @@ const BATCHES_IN_FLIGHT = 2
  * atomic. Expired keys are swept every `sweepIntervalMs`.
  *
  * @example
+ * // partial
  * import { createPostgresStore } from 'x402-facilitator/stores/postgres'
  * const store = createPostgresStore({ connectionString: process.env.DATABASE_URL })
  * await store.ready()

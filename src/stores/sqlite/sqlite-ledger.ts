@@ -32,6 +32,7 @@ export interface SqliteLedgerOptions {
  * commit with the store's other writes).
  *
  * @example
+ * // partial
  * const store = createSqliteStore({ path: './data/facilitator.sqlite' })
  * const { entries } = await store.ledger.read({ status: 'failed', limit: 20 })
  */

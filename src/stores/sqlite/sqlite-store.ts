@@ -82,6 +82,7 @@ const SWEEP_BATCH = 500
  * processes. Expired keys are swept every `sweepEveryWrites` writes.
  *
  * @example
+ * // partial
  * import { createSqliteStore } from 'x402-facilitator/stores/sqlite'
  * const store = createSqliteStore({ path: './data/facilitator.sqlite' })
  * const facilitator = createFacilitator({ schemes, store, hooks: [createLedgerRecorder({ ledger: store.ledger })] })

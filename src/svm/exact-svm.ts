@@ -271,6 +271,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
   const decodedByContext = new WeakMap<PaymentContext, { transaction: WireTransaction | undefined } | null>()
   const preparedByContext = new WeakMap<PaymentContext, Promise<Prepared>>()
+  // Contexts the core is settling (it reserves a fee payer before it verifies): their verify reads the balance for spendOf.
+  const settling = new WeakSet<PaymentContext>()
   /** What each context's payment spends, from its last verify that answered valid. */
   const spendByContext = new WeakMap<PaymentContext, PayerSpend>()
 
@@ -366,7 +368,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
         // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
         // was checked in prepare; the signature (transaction id) above comes from signing locally.
-        // The source's state after the transfer comes back too: plus the amount, it is the balance spent from.
+        // A settle's verify also asks for the source's state after the transfer: plus the amount, it is
+        // the balance spent from (spendOf, for the core's holds). A plain /verify holds nothing: it does
+        // not make the node copy the account out.
         params: [
           prepared.signed.payerSignedWire,
           {
@@ -374,7 +378,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
             sigVerify: false,
             replaceRecentBlockhash: false,
             commitment: 'confirmed',
-            accounts: { encoding: 'base64', addresses: [payment.source] },
+            ...(settling.has(ctx) ? { accounts: { encoding: 'base64', addresses: [payment.source] } } : {}),
           },
         ],
       },
@@ -654,6 +658,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     signers: () => [...feePayerSet],
     verify,
     reserveSettlement(ctx): SettleReservation {
+      settling.add(ctx)
       const transaction = decodedOf(ctx)?.transaction
       // The first account of a message is its fee payer.
       const feePayer = transaction?.accounts[0]

@@ -156,11 +156,12 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
       const result = svm.simulateTransaction(tx)
       if (result instanceof FailedTransactionMetadata) {
         const meta = result.meta()
-        return { err: convertError(result.err()), logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()), postAccounts: new Map<string, EncodedAccount>() }
+        return { err: convertError(result.err()), logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()), postAccounts: () => new Map<string, EncodedAccount>() }
       }
       const meta = result.meta()
-      // The accounts the transaction wrote, as they stand after it.
-      const postAccounts = new Map<string, EncodedAccount>(result.postAccounts().map((account) => [account.address, account]))
+      // The accounts the transaction wrote, as they stand after it: read only when a caller asks for
+      // some (every account copied out of LiteSVM costs the chain's CPU, for either facilitator).
+      const postAccounts = () => new Map<string, EncodedAccount>(result.postAccounts().map((account) => [account.address, account]))
       return { err: null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()), postAccounts }
     } finally {
       svm.withSigverify(true)
@@ -245,7 +246,7 @@ export async function startLiteSvmRpc(options: LiteSvmRpcOptions = {}): Promise<
         err: result.err,
         logs: result.logs,
         accounts: wanted
-          ? wanted.map((key) => (result.err ? null : encodeAccount(svm, key, accountsEncoding, result.postAccounts.get(key))))
+          ? ((post) => wanted.map((key) => (result.err ? null : encodeAccount(svm, key, accountsEncoding, post.get(key)))))(result.postAccounts())
           : null,
         unitsConsumed: result.unitsConsumed,
         returnData: null,

@@ -27,12 +27,13 @@ afterAll(async () => {
 const adapterFor = (s: PaymentScenario, overrides: Partial<ExactSvmConfig> = {}) =>
   exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url }], feePayers: [s.feePayer], pollIntervalMs: 5, confirmTimeoutMs: 2_000, ...overrides })
 
-/** The context the core would hand the adapter for `body`. */
-function contextOf(adapter: SchemeAdapter, body: unknown) {
+/** The context the core would hand the adapter for `body`, reserved for a settle as the core does before its verify. */
+function contextOf(adapter: SchemeAdapter, body: unknown, settling = true) {
   const parsed = parsePaymentRequest(body)
   if (!parsed.ok) throw new Error('bad test request')
   const routed = dispatch(createRegistry([adapter]), parsed.request, AbortSignal.timeout(30_000))
   if ('rejection' in routed) throw new Error(routed.rejection.message)
+  if (settling) adapter.reserveSettlement?.(routed.context)
   return routed.context
 }
 
@@ -47,6 +48,27 @@ describe('spendOf', () => {
     expect(chain.stats.requests).toBe(1)
     expect(chain.stats.calls).toEqual({ getSignatureStatuses: 1, simulateTransaction: 1 })
     expect(adapter.spendOf?.(ctx)).toEqual({ account: `${SOLANA_DEVNET}:${spl.payerAta}`, amount: 1_234n, balance })
+  })
+
+  test('a plain /verify (no settle reserved) does not ask the node for the source account, and holds nothing', async () => {
+    const sent: { method: string; params: unknown }[] = []
+    const adapter = adapterFor(spl, {
+      rpc: (network) => {
+        const inner = createHttpRpcTransport({ urls: network.urls })
+        return { request: (calls, signal) => (sent.push(...calls), inner.request(calls, signal)) }
+      },
+    })
+    const plain = contextOf(adapter, await scenarioPaymentBody(chain.url, spl, 1_234n), false)
+    expect(await adapter.verify(plain)).toEqual({ isValid: true, payer: spl.payer.address })
+    expect(adapter.spendOf?.(plain)).toBeUndefined()
+    const simulation = sent.find((call) => call.method === 'simulateTransaction')!
+    expect((simulation.params as [string, Record<string, unknown>])[1]).not.toHaveProperty('accounts')
+    // A settle's verify asks for it.
+    sent.length = 0
+    const settling = contextOf(adapter, await scenarioPaymentBody(chain.url, spl, 1_234n))
+    await adapter.verify(settling)
+    expect((sent.find((call) => call.method === 'simulateTransaction')!.params as [string, Record<string, unknown>])[1]).toHaveProperty('accounts')
+    expect(adapter.spendOf?.(settling)?.amount).toBe(1_234n)
   })
 
   test('follows the chain: after a settled payment the next verify reports the lower balance', async () => {

@@ -5,7 +5,7 @@
  */
 import { x402Client } from '@x402/core/client'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { http, parseEventLogs, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator, REJECTION } from '../../src/index.js'
@@ -168,6 +168,24 @@ describe('exactEvm: exact through Permit2', () => {
     }
     const broken = { ...base, payload: { ...(base.payload as object), permit2Authorization: { from: payer.address } } }
     expect(await facilitator.verify(body(broken, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_payload' })
+  })
+
+  it('verifies a valid Permit2 payment in one HTTP round trip to the node (one JSON-RPC batch)', async () => {
+    let rpcRequests = 0
+    const counted = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }), feeCacheMs: 600_000 }))],
+    })
+    const requirements = permit2Requirements()
+    // The first verify of an adapter reads its fee quote; the next ones use it.
+    await counted.verify(body(await officialPayload(await permit2Payer(), requirements), requirements))
+    const payer = await permit2Payer()
+    const paymentPayload = await officialPayload(payer, requirements)
+    rpcRequests = 0
+    const started = performance.now()
+    expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    const elapsed = performance.now() - started
+    expect(rpcRequests).toBe(1)
+    console.info(`[measure] valid Permit2 verify: ${rpcRequests} HTTP request (eth_call + eth_estimateGas batched), ${elapsed.toFixed(1)} ms`)
   })
 
   it('holds a verified Permit2 payment against the payer\'s balance (spendOf)', async () => {

@@ -5,10 +5,14 @@
  */
 import { x402Client } from '@x402/core/client'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { http, parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { encodeFunctionData, http, parseEventLogs, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFacilitator, REJECTION } from '../../src/index.js'
+import { createFacilitator, REJECTION, type BroadcastRecord } from '../../src/index.js'
+import { dispatch } from '../../src/core/context.js'
+import { createRegistry } from '../../src/core/registry.js'
+import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
+import type { SchemeAdapter } from '../../src/core/adapter.js'
 import { exactEvm } from '../../src/evm/index.js'
 import { permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/permit2-abi.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
@@ -70,6 +74,15 @@ async function hostile(payer: LocalAccount, requirements: PaymentRequirementsV2,
 }
 
 const now = () => Math.floor(Date.now() / 1000)
+
+/** The context the core would hand the adapter, to drive settle/resume directly. */
+function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) {
+  const parsed = parsePaymentRequest(body(paymentPayload, requirements))
+  if (!parsed.ok) throw new Error('bad test request')
+  const routed = dispatch(createRegistry([adapter]), parsed.request, AbortSignal.timeout(30_000))
+  if ('rejection' in routed) throw new Error(routed.rejection.message)
+  return routed.context
+}
 
 beforeAll(async () => {
   world = await startEvmFixture({ signerCount: 2 })
@@ -186,6 +199,60 @@ describe('exactEvm: exact through Permit2', () => {
     const elapsed = performance.now() - started
     expect(rpcRequests).toBe(1)
     console.info(`[measure] valid Permit2 verify: ${rpcRequests} HTTP request (eth_call + eth_estimateGas batched), ${elapsed.toFixed(1)} ms`)
+  })
+
+  it('answers permit2_nonce_already_used for a permit whose nonce the payer invalidated on Permit2', async () => {
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const nonce = BigInt((paymentPayload.payload as { permit2Authorization: PermitFields }).permit2Authorization.nonce)
+    const data = encodeFunctionData({
+      abi: [{ type: 'function', name: 'invalidateUnorderedNonces', stateMutability: 'nonpayable', inputs: [{ type: 'uint256' }, { type: 'uint256' }], outputs: [] }],
+      functionName: 'invalidateUnorderedNonces',
+      args: [nonce >> 8n, 1n << (nonce & 0xffn)],
+    })
+    const hash = await world.node.walletClient(payer).sendTransaction({ account: payer, chain: world.node.chain, to: PERMIT2_ADDRESS, data })
+    expect((await world.node.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success')
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_nonce_already_used' })
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toMatchObject({ success: false, transaction: '' })
+  })
+
+  it('past the receipt bound it answers settlement_pending with the hash; a later settle finishes it', async () => {
+    const patient = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ receiptTimeoutMs: 300 }))] })
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    await world.node.testClient.setAutomine(false)
+    let pending
+    try {
+      pending = await patient.settle(body(paymentPayload, requirements))
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    expect(pending).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, payer: payer.address })
+    await world.node.testClient.mine({ blocks: 1 })
+    expect(await patient.settle(body(paymentPayload, requirements))).toMatchObject({ success: true, transaction: pending.transaction, payer: payer.address })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+  })
+
+  it('records the transaction before sending it, and resume() sends the recorded bytes after a crash', async () => {
+    const adapter = exactEvm(world.adapterConfig())
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    let recorded: BroadcastRecord | undefined
+    const crash = new Error('process died right after journaling')
+    await expect(
+      adapter.settle(contextOf(adapter, paymentPayload, requirements), {
+        broadcasting: async (record) => {
+          recorded = record
+          throw crash
+        },
+      }),
+    ).rejects.toBe(crash)
+    const resumed = await adapter.resume(contextOf(adapter, paymentPayload, requirements), recorded!)
+    expect(resumed).toMatchObject({ success: true, transaction: recorded!.transaction, payer: payer.address })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
   })
 
   it('holds a verified Permit2 payment against the payer\'s balance (spendOf)', async () => {

@@ -13,7 +13,9 @@ import { loadKeccak } from './keccak.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
 import { createNetworkRuntime, type FeeQuote, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
 import { checkValidityWindow, preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
+import { EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
+import { X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
+import { checkPermit2State, isPermit2Payload, parsePermit2Payload, permit2Window, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { toRpcFault } from './rpc-fault.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
 import { pickSigner, resend, signAndSend } from './send-transaction.js'
@@ -100,6 +102,24 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     }
     return parsed
   }
+  // Permit2 payments (a `permit2Authorization` payload), parsed once per context, and what their verify left.
+  const parsedPermits = new WeakMap<PaymentContext, Permit2Payload | Rejection>()
+  const permitOf = (ctx: PaymentContext): Permit2Payload | Rejection | undefined => {
+    if (!isPermit2Payload(ctx.payload.payload)) return undefined
+    let parsed = parsedPermits.get(ctx)
+    if (parsed === undefined) {
+      parsed = parsePermit2Payload(ctx.payload.payload)
+      parsedPermits.set(ctx, parsed)
+    }
+    return parsed
+  }
+  const verifiedPermits = new WeakMap<PaymentContext, VerifiedPermit2>()
+  /** The payer a payload names, of either kind, even one that fails later checks. */
+  const payerIn = (ctx: PaymentContext): string | undefined => {
+    const permit = permitOf(ctx)
+    if (permit) return 'reason' in permit ? undefined : permit.from
+    return payerOf(payloadOf(ctx))
+  }
   const rebroadcastIntervalMs = config.rebroadcastIntervalMs ?? 3_000
   const receiptOptions = (signal: AbortSignal) => ({
     timeoutMs: config.receiptTimeoutMs ?? 30_000,
@@ -146,6 +166,73 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     return { payment, estimate, spend }
   }
 
+  /**
+   * A Permit2 payment's checks: offline in the official order, then the chain state in one round
+   * trip (see checkPermit2State), run as the signer that will send it, with its fees.
+   */
+  async function checkPermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload | Rejection): Promise<VerifiedPermit2 | Rejection> {
+    const payment = await preparePermit2(ctx, runtime, prepareOptions, permit)
+    if ('reason' in payment) return payment
+    const slot = reserved.get(ctx) ?? pickSigner(runtime)
+    const quote = runtime.cachedFees()
+    const fees = quote instanceof Promise ? await withDeadline(quote, ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+    const verdict = await withDeadline(checkPermit2State(runtime, payment, { from: slot.signer.address, fees }, maxSettlementGas), ctx.signal).catch((error: unknown) =>
+      Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
+    )
+    if (verdict.rejection) return verdict.rejection
+    const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
+    return {
+      payment,
+      estimate: verdict.gas === undefined ? undefined : { gas: verdict.gas, from: slot.signer.address },
+      spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n },
+    }
+  }
+
+  /** Settles a Permit2 payment: the proxy's `settle`, priced by verify's estimate (or a new one), simulated exactly as sent. */
+  async function settlePermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload | Rejection, journal: Parameters<SchemeAdapter['settle']>[1]): Promise<SettleResponse> {
+    const payer = 'reason' in permit ? undefined : permit.from
+    let verified = verifiedPermits.get(ctx)
+    verifiedPermits.delete(ctx)
+    if (verified) {
+      const expired = permit2Window(verified.payment.payload, prepareOptions)
+      if (expired) return failure(ctx, expired, payer)
+    } else {
+      const checked = await checkPermit(ctx, runtime, permit)
+      if ('reason' in checked) return failure(ctx, checked, payer)
+      verified = checked
+    }
+    const { payment } = verified
+    const reservedSlot = reserved.get(ctx)
+    const slot = reservedSlot ?? pickSigner(runtime)
+    if (!reservedSlot) slot.inFlight++
+    try {
+      const from = slot.signer.address
+      const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
+      const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }
+      let estimated = verified.estimate?.from === from ? verified.estimate.gas : undefined
+      if (estimated === undefined) {
+        const outcome = await estimateSettlementGas(runtime, { from, fees }, call, maxSettlementGas)
+        if ('fault' in outcome) throw leftOutIfUnfunded(runtime, slot, outcome.fault)
+        if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the Permit2 settlement gas: the node found the fee quote below its base fee; retry')
+        if ('rejection' in outcome) return failure(ctx, asPermitRejection(outcome.rejection), payer)
+        estimated = outcome.gas
+      }
+      const headroom = withHeadroom(estimated)
+      const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
+      const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
+        Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
+      )
+      if (simulated.rejection) return failure(ctx, asPermitRejection(simulated.rejection), payer)
+      const sentAt = performance.now()
+      const sent = await signAndSend(runtime, slot, { ...call, gas, fees: simulated.fees }, ctx.signal, (record) => journal.broadcasting(record))
+      const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
+      if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
+      return answer(ctx, sent.hash, outcome, payer)
+    } finally {
+      if (!reservedSlot) slot.inFlight--
+    }
+  }
+
   /** The payment settle sends: the one verify prepared on this context (time checks redone), or prepared afresh. */
   async function preparedFor(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; estimate?: VerifiedPayment['estimate'] } | (Rejection & { payer?: string })> {
     const earlier = prepared.get(ctx)
@@ -187,6 +274,18 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
       // A verify that ends in a fault leaves no earlier answer behind either.
       prepared.delete(ctx)
       spends.delete(ctx)
+      verifiedPermits.delete(ctx)
+      const permit = permitOf(ctx)
+      if (permit) {
+        const checked = await checkPermit(ctx, runtimeOf(ctx), permit)
+        if (!('reason' in checked)) {
+          verifiedPermits.set(ctx, checked)
+          spends.set(ctx, checked.spend)
+          return { isValid: true, payer: checked.payment.payer }
+        }
+        const payer = payerIn(ctx)
+        return { isValid: false, invalidReason: checked.reason, invalidMessage: checked.message, ...(payer ? { payer } : {}) }
+      }
       const result = await check(ctx, runtimeOf(ctx))
       if (!('reason' in result)) {
         prepared.set(ctx, result)
@@ -202,6 +301,13 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     },
 
     settlementKey(ctx) {
+      const permit = permitOf(ctx)
+      if (permit) {
+        // Permit2 spends the nonce of an owner whatever the token: the key is (chain, owner, nonce).
+        const runtime = runtimes.get(ctx.network)
+        if ('reason' in permit || !runtime) return undefined
+        return `${runtime.chainId}:permit2:${permit.from.toLowerCase()}:${permit.nonce}`
+      }
       const payload = payloadOf(ctx)
       if ('reason' in payload) return undefined
       const runtime = runtimes.get(ctx.network)
@@ -230,6 +336,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
     async settle(ctx, journal): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
+      const permit = permitOf(ctx)
+      if (permit) return settlePermit(ctx, runtime, permit, journal)
       // The core verified (chain state included) just before claiming; only the clock may have moved since.
       const ready = await preparedFor(ctx, runtime)
       if ('reason' in ready) return failure(ctx, ready, 'payer' in ready ? ready.payer : undefined)
@@ -261,7 +369,7 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 
     async resume(ctx, record: BroadcastRecord): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
-      const payer = payerOf(payloadOf(ctx))
+      const payer = payerIn(ctx)
       const hash = asHash(record.transaction)
       const quick = { ...receiptOptions(ctx.signal), timeoutMs: 0 }
       const known = await runtime.receipts.wait(hash, quick)
@@ -348,6 +456,18 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     if (simulated.rejection) return simulated.rejection
     return { gas, fees: simulated.fees }
   }
+}
+
+/** What a valid verify of a Permit2 payment leaves for the settle of the same context. */
+interface VerifiedPermit2 {
+  readonly payment: PreparedPermit2
+  readonly estimate: { readonly gas: bigint; readonly from: Address } | undefined
+  readonly spend: PayerSpend
+}
+
+/** A failed simulation of a Permit2 settlement carries the Permit2 code. */
+function asPermitRejection(rejection: Rejection): Rejection {
+  return rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection
 }
 
 /** What a valid verify leaves for the settle of the same context. */

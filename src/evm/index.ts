@@ -1,10 +1,12 @@
 // The EVM subpath (`x402-facilitator/evm`): everything here may import viem.
 export { exactEvm } from './exact-evm.js'
 export type { EvmSettlementSigner, ExactEvmAsset, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
-export { EVM_REJECTION, type EvmRejectionCode } from './reasons.js'
+export { EVM_REJECTION, PERMIT2_REJECTION, type EvmRejectionCode } from './reasons.js'
 export { exactEvmPayloadSchema, parseExactEvmPayload, type ExactEvmAuthorization, type ExactEvmPayload } from './authorization.js'
 export { privateKeySigner } from './private-key-signer.js'
 export { cryptoBackends, type CryptoBackends } from './crypto-backends.js'
 export { signExactEvmPayment, type EvmPaymentSigner, type SignExactEvmPaymentInput } from './sign-payment.js'
 export { authorizationTypedData, hashAuthorization, type AuthorizationMessage, type TokenDomain } from './typed-data.js'
 export { MULTICALL3_ADDRESS, eip3009Abi, erc1271Abi, multicall3Abi } from './abi.js'
+export { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY, exactPermit2ProxyAbi, permitWitnessTransferFromTypes } from './permit2-abi.js'
+export { permit2PayloadSchema, parsePermit2Payload, type Permit2Payload } from './permit2-payment.js'

@@ -48,3 +48,38 @@ export interface Rejection {
   readonly reason: string
   readonly message: string
 }
+
+/**
+ * Rejection codes of `exact` payments through Permit2, as the official x402 facilitator names
+ * them (`permit2_allowance_required` is the one its resource server turns into HTTP 412).
+ */
+export const PERMIT2_REJECTION = {
+  /** `spender` is not the x402 exact Permit2 proxy. */
+  spender: 'invalid_permit2_spender',
+  /** `witness.to` is not the requirements' payTo. */
+  recipientMismatch: 'invalid_permit2_recipient_mismatch',
+  /** `deadline` has passed or leaves less than the settle margin. */
+  deadlineExpired: 'permit2_deadline_expired',
+  /** `witness.validAfter` lies in the future. */
+  notYetValid: 'permit2_not_yet_valid',
+  /** `permitted.amount` is not exactly the required amount. */
+  amountMismatch: 'permit2_amount_mismatch',
+  /** `permitted.token` is not the requirements' asset. */
+  tokenMismatch: 'permit2_token_mismatch',
+  /** The asset does not answer ERC-20 reads (no contract there). */
+  assetNotDeployed: 'asset_not_deployed_contract',
+  /** Neither the payer's key (ecrecover) nor its wallet (ERC-1271) signed the permit. */
+  signature: 'invalid_permit2_signature',
+  /** Permit2 or the x402 proxy has no code on this chain. */
+  proxyNotDeployed: 'permit2_proxy_not_deployed',
+  /** Permit2's nonce bit for this permit is set: settled already, or invalidated by the payer (our own code: the official facilitator only sees it as a failed simulation). */
+  nonceUsed: 'permit2_nonce_already_used',
+  /** The payer's token balance is below the amount. */
+  insufficientBalance: 'permit2_insufficient_balance',
+  /** The payer's allowance to Permit2 is below the amount: it must approve Permit2 first. */
+  allowanceRequired: 'permit2_allowance_required',
+  /** A simulation of the proxy call settle sends reverted. */
+  simulationFailed: 'permit2_simulation_failed',
+  /** The payload asks for a gas-sponsoring extension this facilitator does not serve. */
+  extensionNotSupported: 'permit2_extension_not_supported',
+} as const

@@ -1,0 +1,281 @@
+import * as z from 'zod'
+import { encodeFunctionData, hashTypedData, isAddress, type Address, type Hex } from 'viem'
+import type { PaymentContext } from '../core/adapter.js'
+import { formatIssuePath } from '../schemas/parse-request.js'
+import { ERC1271_MAGIC_VALUE } from './abi.js'
+import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
+import type { NetworkRuntime } from './network-runtime.js'
+import { erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
+import { EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
+import { recoverAuthorizationSigner } from './recover-signer.js'
+import { toRpcFault } from './rpc-fault.js'
+import { estimateSettlementGas, feeFields, nodeRefusal, quantity, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
+import { FacilitatorError } from '../errors/facilitator-error.js'
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
+const uint256 = z
+  .union([z.string().regex(/^\d{1,78}$/, 'must be a decimal integer string'), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)])
+  .transform((value) => BigInt(value))
+  .refine((value) => value < 2n ** 256n, 'does not fit in uint256')
+
+/** The inner payload of an `exact` payment through Permit2, as the official `@x402/evm` client sends it. */
+export const permit2PayloadSchema = z.object({
+  // Permit2 takes a 65-byte (or 64-byte compact) signature from an account without code, any bytes for ERC-1271.
+  signature: z.string().regex(/^0x([0-9a-fA-F]{2}){1,16384}$/, 'must be hex signature bytes'),
+  permit2Authorization: z.object({
+    from: address,
+    permitted: z.object({ token: address, amount: uint256 }),
+    spender: address,
+    nonce: uint256,
+    deadline: uint256,
+    witness: z.object({ to: address, validAfter: uint256 }),
+  }),
+})
+
+export interface Permit2Payload {
+  readonly signature: Hex
+  readonly from: Address
+  readonly token: Address
+  readonly amount: bigint
+  readonly spender: Address
+  readonly nonce: bigint
+  readonly deadline: bigint
+  readonly to: Address
+  readonly validAfter: bigint
+}
+
+/** True when the payload is a Permit2 one (the official facilitator tells them apart by this key). */
+export function isPermit2Payload(raw: unknown): boolean {
+  return typeof raw === 'object' && raw !== null && 'permit2Authorization' in raw
+}
+
+/** Validates the untrusted inner payload; a bad shape is an `invalid_payload` rejection naming the field. */
+export function parsePermit2Payload(raw: unknown): Permit2Payload | Rejection {
+  const parsed = permit2PayloadSchema.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const path = formatIssuePath(['paymentPayload', 'payload', ...(issue?.path ?? [])])
+    return { reason: EVM_REJECTION.invalidPayload, message: `${path}: ${issue?.message ?? 'is invalid'} (expected a Permit2 authorization and signature)` }
+  }
+  const { signature, permit2Authorization: a } = parsed.data
+  for (const [field, value] of [['from', a.from], ['permitted.token', a.permitted.token], ['spender', a.spender], ['witness.to', a.witness.to]] as const) {
+    if (!isAddress(value, { strict: true })) {
+      return { reason: EVM_REJECTION.invalidPayload, message: `paymentPayload.payload.permit2Authorization.${field} is not a valid address (wrong checksum)` }
+    }
+  }
+  const hex = (value: string): Hex => `0x${value.slice(2)}`
+  return {
+    signature: hex(signature),
+    from: hex(a.from),
+    token: hex(a.permitted.token),
+    amount: a.permitted.amount,
+    spender: hex(a.spender),
+    nonce: a.nonce,
+    deadline: a.deadline,
+    to: hex(a.witness.to),
+    validAfter: a.witness.validAfter,
+  }
+}
+
+/** A Permit2 payment that passed the offline checks. */
+export interface PreparedPermit2 {
+  readonly payload: Permit2Payload
+  readonly payer: Address
+  readonly asset: Address
+  /** The EIP-712 digest Permit2 checks. */
+  readonly digest: Hex
+  /** The signature recovers to the payer; otherwise only its wallet's ERC-1271 answer can prove it. */
+  readonly recovered: boolean
+  /** Calldata of the proxy `settle` call that settle sends and verify simulates. */
+  readonly settleCalldata: Hex
+}
+
+export interface Permit2Options {
+  readonly settleMarginSeconds: number
+  readonly nowSeconds: () => bigint
+}
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+
+/**
+ * The offline checks, in the official facilitator's order and with its codes: spender, recipient,
+ * deadline, validAfter, amount, token (then the requirements' extensions); the signature is
+ * recovered here and, when it does not recover to the payer, left to the wallet's ERC-1271 check.
+ */
+export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: Permit2Payload | Rejection): Promise<PreparedPermit2 | Rejection> {
+  if ('reason' in payload) return payload
+  if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
+    return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
+  }
+  const extensions = 'extensions' in ctx.payload ? ctx.payload.extensions : undefined
+  if (extensions && typeof extensions === 'object') {
+    if ('erc20ApprovalGasSponsoring' in extensions) {
+      return { reason: PERMIT2_REJECTION.extensionNotSupported, message: 'erc20ApprovalGasSponsoring is not served: it would have this facilitator pay the gas of a transaction the payer signed; approve Permit2 from the payer\'s account' }
+    }
+    if ('eip2612GasSponsoring' in extensions) {
+      return { reason: PERMIT2_REJECTION.extensionNotSupported, message: 'eip2612GasSponsoring is not served by this facilitator yet; approve Permit2 from the payer\'s account' }
+    }
+  }
+  const check = permit2Fields(ctx, payload) ?? permit2Window(payload, options) ?? permit2AmountAndToken(ctx, payload)
+  if (check) return check
+  const asset: Address = ctx.asset
+  const digest = hashTypedData({
+    domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: permitWitnessTransferFromTypes,
+    primaryType: 'PermitWitnessTransferFrom',
+    message: {
+      permitted: { token: payload.token, amount: payload.amount },
+      spender: payload.spender,
+      nonce: payload.nonce,
+      deadline: payload.deadline,
+      witness: { to: payload.to, validAfter: payload.validAfter },
+    },
+  })
+  const signer = payload.signature.length === 132 ? await recoverAuthorizationSigner(digest, payload.signature) : undefined
+  return {
+    payload,
+    payer: payload.from,
+    asset,
+    digest,
+    recovered: signer !== undefined && same(signer, payload.from),
+    settleCalldata: encodeFunctionData({
+      abi: exactPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [
+        { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline },
+        payload.from,
+        { to: payload.to, validAfter: payload.validAfter },
+        payload.signature,
+      ],
+    }),
+  }
+}
+
+function permit2Fields(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {
+  if (!same(payload.spender, X402_EXACT_PERMIT2_PROXY)) {
+    return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 exact Permit2 proxy ${X402_EXACT_PERMIT2_PROXY}` }
+  }
+  if (!same(payload.to, ctx.payTo)) {
+    return { reason: PERMIT2_REJECTION.recipientMismatch, message: 'permit2Authorization.witness.to differs from paymentRequirements.payTo' }
+  }
+  return undefined
+}
+
+/**
+ * The checks whose answer changes with time, then amount and token (the official order puts the
+ * clock between recipient and amount; settle re-runs the clock alone). Exported for settle.
+ */
+export function permit2Window(payload: Permit2Payload, options: Permit2Options): Rejection | undefined {
+  const now = options.nowSeconds()
+  if (payload.deadline < now + BigInt(options.settleMarginSeconds)) {
+    return { reason: PERMIT2_REJECTION.deadlineExpired, message: `permit2Authorization.deadline ${payload.deadline} has passed or leaves less than ${options.settleMarginSeconds} s to settle` }
+  }
+  if (payload.validAfter > now) {
+    return { reason: PERMIT2_REJECTION.notYetValid, message: `permit2Authorization.witness.validAfter ${payload.validAfter} is in the future` }
+  }
+  return undefined
+}
+
+/** Amount and token: checked after the clock, as the official facilitator does. */
+export function permit2AmountAndToken(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {
+  // Exact equality: a larger permit would let the proxy move more than the price.
+  if (payload.amount !== ctx.amount) {
+    return { reason: PERMIT2_REJECTION.amountMismatch, message: `permit2Authorization.permitted.amount ${payload.amount} differs from the required amount ${ctx.amount}` }
+  }
+  if (!same(payload.token, ctx.asset)) {
+    return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
+  }
+  return undefined
+}
+
+/** What the chain said about a prepared Permit2 payment. */
+export interface Permit2Verdict {
+  readonly rejection: Rejection | undefined
+  readonly balance: bigint | undefined
+  /** The gas `eth_estimateGas` gave for the proxy call, run as the sender. */
+  readonly gas: bigint | undefined
+}
+
+// Gas for Multicall3 and its reads (a wallet's ERC-1271 check may take more: it fails alone).
+const READS_GAS = 200_000n
+
+/**
+ * The chain state of a Permit2 payment in one HTTP round trip: a Multicall3 `eth_call` (the token's
+ * balance and allowance to Permit2, Permit2's nonce bit, the proxy's code, and, for a signature that
+ * does not recover to the payer, the wallet's ERC-1271 answer) and, in the same JSON-RPC batch, an
+ * `eth_estimateGas` of the exact proxy call settle sends, run as its sender with its fees and capped
+ * by `maxSettlementGas` (the estimate is the simulation). Reads come first in the answer: they name
+ * why a simulation reverts (the official codes), and a spent nonce gets its own code.
+ */
+export async function checkPermit2State(runtime: NetworkRuntime, payment: PreparedPermit2, sender: SettlementSender, maxSettlementGas: bigint): Promise<Permit2Verdict> {
+  const { payer, asset, payload } = payment
+  const calls: Aggregate3Call[] = [
+    { target: asset, allowFailure: true, callData: balanceOfCalldata(payer) },
+    { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: erc20AllowanceAbi, functionName: 'allowance', args: [payer, PERMIT2_ADDRESS] }) },
+    { target: PERMIT2_ADDRESS, allowFailure: true, callData: encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [payer, payload.nonce >> 8n] }) },
+    { target: X402_EXACT_PERMIT2_PROXY, allowFailure: true, callData: encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }) },
+  ]
+  if (!payment.recovered) calls.push({ target: payer, allowFailure: true, callData: isValidSignatureCalldata(payment.digest, payload.signature) })
+  // Issued in the same tick: the transport sends both as one JSON-RPC batch.
+  const multicall = runtime.client.request({
+    method: 'eth_call',
+    params: [{ from: sender.from, to: runtime.multicall3, data: aggregate3Calldata(calls), gas: quantity(READS_GAS), ...feeFields(sender.fees) }, 'latest'],
+  })
+  const estimate = estimateSettlementGas(runtime, sender, { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }, maxSettlementGas)
+  let raw: Hex
+  try {
+    raw = await multicall
+  } catch (error) {
+    await estimate
+    if (nodeRefusal(error) === 'unfunded') throw unfundedSigner(runtime, sender.from, error)
+    throw toRpcFault(error, 'reading the Permit2 payment state')
+  }
+  if (raw === '0x') throw new FacilitatorError('misconfigured', `Multicall3 is not deployed at ${runtime.multicall3} on ${runtime.network.caip2}`)
+  let results: Aggregate3Result[]
+  try {
+    results = decodeAggregate3Result(raw, calls.length)
+  } catch (error) {
+    throw new FacilitatorError('rpc_error', 'reading the Permit2 payment state: the RPC answered with data that is not an aggregate3 result', { cause: error })
+  }
+  const word = (index: number): bigint | undefined => {
+    const result = results[index]!
+    return result.success && result.returnData.length >= 66 ? BigInt(result.returnData.slice(0, 66)) : undefined
+  }
+  const balance = word(0)
+  const allowance = word(1)
+  const bitmap = word(2)
+  const verdict = (rejection: Rejection | undefined, gas?: bigint): Permit2Verdict => ({ rejection, balance, gas })
+  const outcome = await estimate
+  if ('fault' in outcome) throw outcome.fault
+  if (balance === undefined || allowance === undefined) {
+    return verdict({ reason: PERMIT2_REJECTION.assetNotDeployed, message: `asset ${asset} does not answer balanceOf and allowance (no ERC-20 contract there)` })
+  }
+  if (!payment.recovered && !isMagicValue(results[4]!)) {
+    return verdict({ reason: PERMIT2_REJECTION.signature, message: 'the signature is not valid for the payer (neither its key nor its ERC-1271 wallet signed this permit)' })
+  }
+  if (word(3) === undefined) {
+    return verdict({ reason: PERMIT2_REJECTION.proxyNotDeployed, message: `the x402 exact Permit2 proxy is not deployed at ${X402_EXACT_PERMIT2_PROXY} on ${runtime.network.caip2}` })
+  }
+  if (bitmap === undefined) {
+    return verdict({ reason: PERMIT2_REJECTION.proxyNotDeployed, message: `Permit2 is not deployed at ${PERMIT2_ADDRESS} on ${runtime.network.caip2}` })
+  }
+  if ((bitmap >> (payload.nonce & 0xffn)) & 1n) {
+    return verdict({ reason: PERMIT2_REJECTION.nonceUsed, message: 'this Permit2 nonce has already been used (the payment was settled, or the payer invalidated it)' })
+  }
+  if (balance < payload.amount) {
+    return verdict({ reason: PERMIT2_REJECTION.insufficientBalance, message: `the payer's balance ${balance} is below ${payload.amount}` })
+  }
+  if (allowance < payload.amount) {
+    return verdict({ reason: PERMIT2_REJECTION.allowanceRequired, message: `the payer's allowance to Permit2 (${allowance}) is below ${payload.amount}: the payer must approve Permit2 first` })
+  }
+  if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the Permit2 settlement gas: the node found the fee quote below its base fee; retry')
+  if ('rejection' in outcome) {
+    const { rejection } = outcome
+    return verdict(rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection)
+  }
+  return verdict(undefined, outcome.gas)
+}
+
+function isMagicValue(result: Aggregate3Result): boolean {
+  return result.success && result.returnData.length >= 66 && result.returnData.slice(0, 10).toLowerCase() === ERC1271_MAGIC_VALUE
+}

@@ -1,0 +1,270 @@
+/**
+ * `exact` through Permit2 on anvil: the real Permit2 (compiled from Uniswap's sources) and our x402
+ * exact proxy at their canonical addresses, payloads from the official @x402/evm client, hostile
+ * variants signed here.
+ */
+import { x402Client } from '@x402/core/client'
+import { ExactEvmScheme } from '@x402/evm/exact/client'
+import { encodeFunctionData, http, parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createFacilitator, REJECTION, type BroadcastRecord } from '../../src/index.js'
+import { dispatch } from '../../src/core/context.js'
+import { createRegistry } from '../../src/core/registry.js'
+import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
+import type { SchemeAdapter } from '../../src/core/adapter.js'
+import { exactEvm, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
+import type { PaymentPayload } from '../../src/schemas/payload.js'
+import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
+import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
+
+let world: EvmFixture
+let facilitator: ReturnType<typeof createFacilitator>
+
+const body = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirementsV2) => ({ x402Version: 2, paymentPayload, paymentRequirements })
+
+function permit2Requirements(overrides: Partial<PaymentRequirementsV2> = {}): PaymentRequirementsV2 {
+  return world.requirementsV2({ extra: { name: world.token.name, version: world.token.version, assetTransferMethod: 'permit2' }, ...overrides })
+}
+
+/** A payer holding `amount` of the token, with gas money and (unless told otherwise) Permit2 approved. */
+async function permit2Payer(options: { amount?: bigint; approve?: bigint } = {}): Promise<LocalAccount> {
+  const payer = privateKeyToAccount(generatePrivateKey())
+  await fundPayer(world.node, world.token, payer.address, options.amount ?? 1_000_000n)
+  await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
+  if (options.approve !== 0n) await approvePermit2(world.node, world.token, payer, options.approve ?? 2n ** 256n - 1n)
+  return payer
+}
+
+/** A payload made by the official client for these requirements. */
+async function officialPayload(payer: LocalAccount, requirements: PaymentRequirementsV2): Promise<PaymentPayload> {
+  const client = new x402Client().setSpendControls(false).register('eip155:84532', new ExactEvmScheme(payer))
+  return (await client.createPaymentPayload({ x402Version: 2, resource: { url: 'https://example.test/paid', description: 'paid', mimeType: 'application/json' }, accepts: [{ ...requirements, network: 'eip155:84532', maxTimeoutSeconds: 60, extra: requirements.extra ?? {} }] })) as PaymentPayload
+}
+
+interface PermitFields {
+  from: string
+  permitted: { token: string; amount: string }
+  spender: string
+  nonce: string
+  deadline: string
+  witness: { to: string; validAfter: string }
+}
+
+/** The official payload with some permit fields changed, signed by `signer` (the payer by default). */
+async function hostile(payer: LocalAccount, requirements: PaymentRequirementsV2, change: (fields: PermitFields) => PermitFields, signer: LocalAccount = payer): Promise<PaymentPayload> {
+  const base = await officialPayload(payer, requirements)
+  const fields = change(structuredClone((base.payload as { permit2Authorization: PermitFields }).permit2Authorization))
+  const signature = await signer.signTypedData({
+    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: permitWitnessTransferFromTypes,
+    primaryType: 'PermitWitnessTransferFrom',
+    message: {
+      permitted: { token: fields.permitted.token as Hex, amount: BigInt(fields.permitted.amount) },
+      spender: fields.spender as Hex,
+      nonce: BigInt(fields.nonce),
+      deadline: BigInt(fields.deadline),
+      witness: { to: fields.witness.to as Hex, validAfter: BigInt(fields.witness.validAfter) },
+    },
+  })
+  return { ...base, payload: { signature, permit2Authorization: fields } }
+}
+
+const now = () => Math.floor(Date.now() / 1000)
+
+/** The context the core would hand the adapter, to drive settle/resume directly. */
+function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) {
+  const parsed = parsePaymentRequest(body(paymentPayload, requirements))
+  if (!parsed.ok) throw new Error('bad test request')
+  const routed = dispatch(createRegistry([adapter]), parsed.request, AbortSignal.timeout(30_000))
+  if ('rejection' in routed) throw new Error(routed.rejection.message)
+  return routed.context
+}
+
+beforeAll(async () => {
+  world = await startEvmFixture({ signerCount: 2 })
+  await installPermit2(world.node)
+  facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+  await world.warmUp(facilitator)
+}, 120_000)
+afterAll(async () => world?.stop())
+
+describe('exactEvm: exact through Permit2', () => {
+  it('verifies and settles a payload of the official client: the proxy moves exactly the amount to payTo, once', async () => {
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    expect(paymentPayload.payload).toHaveProperty('permit2Authorization.spender', X402_EXACT_PERMIT2_PROXY)
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'eip155:84532', payer: payer.address })
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    expect(tx.to?.toLowerCase()).toBe(X402_EXACT_PERMIT2_PROXY.toLowerCase())
+    expect(world.signers.map((s) => s.address.toLowerCase())).toContain(tx.from.toLowerCase())
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 1000n)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+    // The nonce is spent now: its own code, and a repeated settle sends nothing.
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_nonce_already_used', payer: payer.address })
+    const again = await facilitator.settle(body(paymentPayload, requirements))
+    expect(again).toMatchObject({ success: false })
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 1000n)
+  })
+
+  it('settles racing and repeated settles of one permit exactly once (key: chain, owner, Permit2 nonce)', async () => {
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answers = await Promise.all(Array.from({ length: 8 }, () => facilitator.settle(body(paymentPayload, requirements))))
+    const landed = answers.filter((a) => a.success)
+    expect(landed).toHaveLength(1)
+    for (const other of answers.filter((a) => !a.success)) expect([REJECTION.duplicateSettlement, REJECTION.settlementInProgress]).toContain(other.errorReason)
+    const repeat = await facilitator.settle(body(paymentPayload, requirements))
+    expect(repeat).toMatchObject({ success: false, errorReason: REJECTION.duplicateSettlement, transaction: landed[0]!.transaction })
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 1000n)
+    const receipt = await world.node.publicClient.getTransactionReceipt({ hash: landed[0]!.transaction as Hex })
+    expect(parseEventLogs({ abi: world.token.abi, logs: receipt.logs, eventName: 'Transfer' })).toHaveLength(1)
+  })
+
+  it('refuses each hostile variant with its own code, and settles none of them (nothing sent)', async () => {
+    const payer = await permit2Payer()
+    const stranger = privateKeyToAccount(generatePrivateKey())
+    const other = await deployTestToken(world.node)
+    const requirements = permit2Requirements()
+    const cases: [string, Promise<PaymentPayload>][] = [
+      ['invalid_permit2_spender', hostile(payer, requirements, (f) => ({ ...f, spender: world.payTo }))],
+      ['invalid_permit2_recipient_mismatch', hostile(payer, requirements, (f) => ({ ...f, witness: { ...f.witness, to: stranger.address } }))],
+      ['permit2_amount_mismatch', hostile(payer, requirements, (f) => ({ ...f, permitted: { ...f.permitted, amount: '999' } }))],
+      ['permit2_amount_mismatch', hostile(payer, requirements, (f) => ({ ...f, permitted: { ...f.permitted, amount: '1001' } }))],
+      ['permit2_token_mismatch', hostile(payer, requirements, (f) => ({ ...f, permitted: { ...f.permitted, token: other.address } }))],
+      ['permit2_deadline_expired', hostile(payer, requirements, (f) => ({ ...f, deadline: String(now() - 1) }))],
+      ['permit2_deadline_expired', hostile(payer, requirements, (f) => ({ ...f, deadline: String(now() + 2) }))],
+      ['permit2_not_yet_valid', hostile(payer, requirements, (f) => ({ ...f, witness: { ...f.witness, validAfter: String(now() + 600) } }))],
+      ['invalid_permit2_signature', hostile(payer, requirements, (f) => f, stranger)],
+    ]
+    const nonces = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
+    for (const [code, pending] of cases) {
+      const paymentPayload = await pending
+      const verdict = await facilitator.verify(body(paymentPayload, requirements))
+      expect(verdict, code).toMatchObject({ isValid: false, invalidReason: code, invalidMessage: expect.any(String), payer: payer.address })
+      const settled = await facilitator.settle(body(paymentPayload, requirements))
+      expect(settled, code).toMatchObject({ success: false, transaction: '' })
+    }
+    expect(await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))).toEqual(nonces)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n)
+  })
+
+  it('answers permit2_allowance_required for a payer without allowance, permit2_insufficient_balance for one without funds', async () => {
+    const requirements = permit2Requirements()
+    const unapproved = await permit2Payer({ approve: 0n })
+    expect(await facilitator.verify(body(await officialPayload(unapproved, requirements), requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_allowance_required' })
+    const short = await permit2Payer({ approve: 999n })
+    expect(await facilitator.verify(body(await officialPayload(short, requirements), requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_allowance_required' })
+    const broke = await permit2Payer({ amount: 10n })
+    expect(await facilitator.verify(body(await officialPayload(broke, requirements), requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_insufficient_balance' })
+    // Once approved, the same kind of payment passes.
+    await approvePermit2(world.node, world.token, unapproved, 1000n)
+    expect(await facilitator.verify(body(await officialPayload(unapproved, requirements), requirements))).toEqual({ isValid: true, payer: unapproved.address })
+  })
+
+  it('refuses the gas-sponsoring extensions with a clear code, and a malformed permit as invalid_payload', async () => {
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const base = await officialPayload(payer, requirements)
+    for (const extension of ['erc20ApprovalGasSponsoring', 'eip2612GasSponsoring']) {
+      const verdict = await facilitator.verify(body({ ...base, extensions: { [extension]: { info: {} } } }, requirements))
+      expect(verdict).toMatchObject({ isValid: false, invalidReason: 'permit2_extension_not_supported', invalidMessage: expect.stringContaining(extension) })
+    }
+    const broken = { ...base, payload: { ...(base.payload as object), permit2Authorization: { from: payer.address } } }
+    expect(await facilitator.verify(body(broken, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_payload' })
+  })
+
+  it('verifies a valid Permit2 payment in one HTTP round trip to the node (one JSON-RPC batch)', async () => {
+    let rpcRequests = 0
+    const counted = createFacilitator({
+      schemes: [exactEvm(world.adapterConfig({ transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }), feeCacheMs: 600_000 }))],
+    })
+    const requirements = permit2Requirements()
+    // The first verify of an adapter reads its fee quote; the next ones use it.
+    await counted.verify(body(await officialPayload(await permit2Payer(), requirements), requirements))
+    const payer = await permit2Payer()
+    const paymentPayload = await officialPayload(payer, requirements)
+    rpcRequests = 0
+    const started = performance.now()
+    expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    const elapsed = performance.now() - started
+    expect(rpcRequests).toBe(1)
+    console.info(`[measure] valid Permit2 verify: ${rpcRequests} HTTP request (eth_call + eth_estimateGas batched), ${elapsed.toFixed(1)} ms`)
+  })
+
+  it('answers permit2_nonce_already_used for a permit whose nonce the payer invalidated on Permit2', async () => {
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const nonce = BigInt((paymentPayload.payload as { permit2Authorization: PermitFields }).permit2Authorization.nonce)
+    const data = encodeFunctionData({
+      abi: [{ type: 'function', name: 'invalidateUnorderedNonces', stateMutability: 'nonpayable', inputs: [{ type: 'uint256' }, { type: 'uint256' }], outputs: [] }],
+      functionName: 'invalidateUnorderedNonces',
+      args: [nonce >> 8n, 1n << (nonce & 0xffn)],
+    })
+    const hash = await world.node.walletClient(payer).sendTransaction({ account: payer, chain: world.node.chain, to: PERMIT2_ADDRESS, data })
+    expect((await world.node.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success')
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_nonce_already_used' })
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toMatchObject({ success: false, transaction: '' })
+  })
+
+  it('past the receipt bound it answers settlement_pending with the hash; a later settle finishes it', async () => {
+    const patient = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ receiptTimeoutMs: 300 }))] })
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    await world.node.testClient.setAutomine(false)
+    let pending
+    try {
+      pending = await patient.settle(body(paymentPayload, requirements))
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    expect(pending).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, payer: payer.address })
+    await world.node.testClient.mine({ blocks: 1 })
+    expect(await patient.settle(body(paymentPayload, requirements))).toMatchObject({ success: true, transaction: pending.transaction, payer: payer.address })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+  })
+
+  it('records the transaction before sending it, and resume() sends the recorded bytes after a crash', async () => {
+    const adapter = exactEvm(world.adapterConfig())
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    let recorded: BroadcastRecord | undefined
+    const crash = new Error('process died right after journaling')
+    await expect(
+      adapter.settle(contextOf(adapter, paymentPayload, requirements), {
+        broadcasting: async (record) => {
+          recorded = record
+          throw crash
+        },
+      }),
+    ).rejects.toBe(crash)
+    const resumed = await adapter.resume(contextOf(adapter, paymentPayload, requirements), recorded!)
+    expect(resumed).toMatchObject({ success: true, transaction: recorded!.transaction, payer: payer.address })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
+  })
+
+  it('holds a verified Permit2 payment against the payer\'s balance (spendOf)', async () => {
+    const adapter = exactEvm(world.adapterConfig())
+    const payer = await permit2Payer({ amount: 1500n })
+    const requirements = permit2Requirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const racing = createFacilitator({ schemes: [adapter] })
+    // Two payments of 1000 from a payer holding 1500: both verify alone, only one can land.
+    const second = await officialPayload(payer, requirements)
+    const answers = await Promise.all([racing.settle(body(paymentPayload, requirements)), racing.settle(body(second, requirements))])
+    expect(answers.filter((a) => a.success)).toHaveLength(1)
+    expect(answers.find((a) => !a.success)).toMatchObject({ success: false, transaction: '' })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(500n)
+  })
+})

@@ -1,4 +1,5 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
+import { boundedStoreCall } from '../settlement/bounded-store-call.js'
 import type { Store } from '../stores/store.js'
 
 /** How many requests one client may make in a window. */
@@ -55,10 +56,14 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
     const key = `rate:${route}:${client}:${window}`
     let count: number
     try {
-      count = await bounded(async () => {
-        await options.store.incrementFields(key, { n: 1 }, { ttlMs: rule.windowMs })
-        return (await options.store.readFields(key)).n ?? 0
-      }, storeTimeoutMs)
+      count = await boundedStoreCall(
+        async () => {
+          await options.store.incrementFields(key, { n: 1 }, { ttlMs: rule.windowMs })
+          return (await options.store.readFields(key)).n ?? 0
+        },
+        storeTimeoutMs,
+        'counting the client\'s requests',
+      )
     } catch {
       return
     }
@@ -76,20 +81,4 @@ function checkedRule(rule: RateLimitRule | undefined, name: string): Required<Ra
   if (!(Number.isInteger(rule.limit) && rule.limit >= 1)) throw new FacilitatorError('misconfigured', `rateLimit.${name}.limit must be an integer of at least 1`)
   if (!(Number.isFinite(windowMs) && windowMs >= 1_000)) throw new FacilitatorError('misconfigured', `rateLimit.${name}.windowMs must be at least 1000`)
   return { limit: rule.limit, windowMs }
-}
-
-function bounded<T>(work: () => Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('store timeout')), ms)
-    work().then(
-      (value) => {
-        clearTimeout(timer)
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        reject(error)
-      },
-    )
-  })
 }

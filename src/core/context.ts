@@ -51,7 +51,9 @@ export function dispatch(
     const v1 = request.paymentRequirements as { resource?: string; description?: string; mimeType?: string }
     resource = v1.resource ? { url: v1.resource, description: v1.description, mimeType: v1.mimeType } : undefined
   } else {
-    const differing = differingAcceptedField(payload.accepted, requirements as Record<string, unknown>)
+    // `upto` is the one exception: the client accepted a maximum, and a settle request carries the usage
+    // to charge in `amount`, which may be lower (the adapter refuses more than the permitted maximum).
+    const differing = differingAcceptedField(payload.accepted, requirements as Record<string, unknown>, scheme === 'upto' ? ['amount'] : [])
     if (differing) {
       return {
         rejection: {
@@ -94,8 +96,9 @@ export function dispatch(
 export function differingAcceptedField(
   accepted: Record<'scheme' | 'network' | 'asset' | 'payTo' | 'amount', unknown>,
   requirements: Record<string, unknown>,
+  exempt: readonly ('scheme' | 'network' | 'asset' | 'payTo' | 'amount')[] = [],
 ): 'scheme' | 'network' | 'asset' | 'payTo' | 'amount' | undefined {
-  return (['scheme', 'network', 'asset', 'payTo', 'amount'] as const).find((field) => !sameValue(field, accepted[field], requirements[field]))
+  return (['scheme', 'network', 'asset', 'payTo', 'amount'] as const).find((field) => !exempt.includes(field) && !sameValue(field, accepted[field], requirements[field]))
 }
 
 // EVM addresses are case-insensitive (checksum casing varies between clients).

@@ -155,6 +155,11 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
     if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code, message: fault.message, status: fault.status } })
     throw fault
   }
+  // An upto settle answer always says what was charged, also when the core answered it: nothing when
+  // refused, the usage when it landed or may still land (pending).
+  if (context?.scheme === 'upto' && result.amount === undefined) {
+    result = { ...result, amount: result.success || result.errorReason === REJECTION.settlementPending ? String(context.amount) : '0' }
+  }
   if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started, origin: trace.origin })
   return result
 }

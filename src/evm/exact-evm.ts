@@ -13,8 +13,9 @@ import { loadKeccak } from './keccak.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
 import { createNetworkRuntime, type FeeQuote, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
 import { checkValidityWindow, preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
-import { EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
-import { X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
+import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
+import { X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
+import { parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto-payment.js'
 import { checkPermit2State, isPermit2Payload, parsePermit2Payload, permit2Window, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { toRpcFault } from './rpc-fault.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
@@ -55,6 +56,34 @@ const NOT_DEPLOYING: Rejection = { reason: EVM_REJECTION.undeployedWallet, messa
  * })
  */
 export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
+  return createEvmAdapters(config).exact
+}
+
+/**
+ * The EVM adapters of one configuration, sharing its networks, signers and their nonces: `exact`
+ * (EIP-3009 and Permit2, as {@link exactEvm}) and `upto` (Permit2 through the x402 upto proxy: the
+ * client authorizes a maximum, the resource server settles the amount it used, possibly zero).
+ * `GET /supported` lists the upto kind of each network with `extra.facilitatorAddress`, the signer
+ * the payer names in its witness (the only account the upto proxy lets settle).
+ *
+ * @example
+ * import { createFacilitator } from 'x402-facilitator'
+ * import { evmSchemes } from 'x402-facilitator/evm'
+ * import { privateKeyToAccount } from 'viem/accounts'
+ *
+ * const facilitator = createFacilitator({
+ *   schemes: evmSchemes({
+ *     networks: [{ network: 'base', rpcUrls: [process.env.BASE_RPC!] }],
+ *     signers: [privateKeyToAccount(process.env.FACILITATOR_KEY as `0x${string}`)],
+ *   }),
+ * })
+ */
+export function evmSchemes(config: ExactEvmConfig): SchemeAdapter[] {
+  const { exact, upto } = createEvmAdapters(config)
+  return [exact, upto]
+}
+
+function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto: SchemeAdapter } {
   // The WebAssembly keccak compiles in the background; the first verifies may use viem's.
   void loadKeccak()
   const runtimes = new Map<string, NetworkRuntime>()
@@ -390,8 +419,165 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
     },
   }
 
+  // upto: Permit2 payments through the upto proxy, sent by the signer the payer's witness names.
+  const parsedUptos = new WeakMap<PaymentContext, UptoPayload | Rejection>()
+  const uptoOf = (ctx: PaymentContext): UptoPayload | Rejection => {
+    let parsed = parsedUptos.get(ctx)
+    if (parsed === undefined) {
+      parsed = parseUptoPayload(ctx.payload.payload)
+      parsedUptos.set(ctx, parsed)
+    }
+    return parsed
+  }
+  const verifiedUptos = new WeakMap<PaymentContext, VerifiedPermit2>()
+  /** The slot of the signer an upto payload names (undefined when none of ours). */
+  const uptoSlot = (runtime: NetworkRuntime, payload: UptoPayload | Rejection): SignerSlot | undefined =>
+    'reason' in payload ? undefined : runtime.signers.find((slot) => slot.signer.address.toLowerCase() === payload.facilitator.toLowerCase())
+
+  async function checkUpto(ctx: PaymentContext, runtime: NetworkRuntime): Promise<VerifiedPermit2 | Rejection> {
+    const payment = await prepareUpto(ctx, runtime, prepareOptions, uptoOf(ctx))
+    if ('reason' in payment) return payment
+    const slot = uptoSlot(runtime, payment.payload)!
+    const quote = runtime.cachedFees()
+    const fees = quote instanceof Promise ? await withDeadline(quote, ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+    const verdict = await withDeadline(checkPermit2State(runtime, payment, { from: slot.signer.address, fees }, maxSettlementGas), ctx.signal).catch((error: unknown) =>
+      Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
+    )
+    if (verdict.rejection) return asUptoRejection(verdict.rejection)
+    const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
+    return {
+      payment,
+      estimate: verdict.gas === undefined ? undefined : { gas: verdict.gas, from: slot.signer.address },
+      // Held: what this request charges (a verify's is the maximum, a settle's the usage).
+      spend: { account, amount: ctx.amount, balance: verdict.balance ?? 0n },
+    }
+  }
+
+  async function settleUpto(ctx: PaymentContext, runtime: NetworkRuntime, journal: Parameters<SchemeAdapter['settle']>[1]): Promise<SettleResponse> {
+    const permit = uptoOf(ctx)
+    const payer = 'reason' in permit ? undefined : permit.from
+    let verified = verifiedUptos.get(ctx)
+    verifiedUptos.delete(ctx)
+    if (verified) {
+      const expired = permit2Window(verified.payment.payload, prepareOptions)
+      if (expired) return failure(ctx, expired, payer)
+    } else {
+      const checked = await checkUpto(ctx, runtime)
+      if ('reason' in checked) return failure(ctx, checked, payer)
+      verified = checked
+    }
+    const payload = verified.payment.payload as UptoPayload
+    const charge = ctx.amount
+    if (charge > payload.amount) {
+      return failure(ctx, { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${charge} exceeds the permitted maximum ${payload.amount}` }, payer)
+    }
+    // Nothing used, nothing sent: the permit's nonce stays unspent on chain (this facilitator still settles it at most once).
+    if (charge === 0n) return { success: true, transaction: '', network: ctx.wireNetwork, ...(payer ? { payer } : {}), amount: '0' }
+    const reservedSlot = reserved.get(ctx)
+    const named = uptoSlot(runtime, payload)!
+    const slot = reservedSlot && reservedSlot === named ? reservedSlot : named
+    const counted = slot !== reservedSlot
+    if (counted) slot.inFlight++
+    try {
+      const from = slot.signer.address
+      const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
+      const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge) }
+      let estimated = verified.estimate?.from === from ? verified.estimate.gas : undefined
+      if (estimated === undefined) {
+        const outcome = await estimateSettlementGas(runtime, { from, fees }, call, maxSettlementGas)
+        if ('fault' in outcome) throw leftOutIfUnfunded(runtime, slot, outcome.fault)
+        if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the upto settlement gas: the node found the fee quote below its base fee; retry')
+        if ('rejection' in outcome) return failure(ctx, asUptoRejection(outcome.rejection), payer)
+        estimated = outcome.gas
+      }
+      const headroom = withHeadroom(estimated)
+      const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
+      // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is sent.
+      const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
+        Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
+      )
+      if (simulated.rejection) return failure(ctx, asUptoRejection(simulated.rejection), payer)
+      const sentAt = performance.now()
+      const sent = await signAndSend(runtime, slot, { ...call, gas, fees: simulated.fees }, ctx.signal, (record) => journal.broadcasting(record))
+      const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
+      if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
+      return answer(ctx, sent.hash, outcome, payer)
+    } finally {
+      if (counted) slot.inFlight--
+    }
+  }
+
+  /** Every upto settle answer carries the amount: the charge when it landed (or may land), otherwise 0. */
+  const withAmount = (ctx: PaymentContext, response: SettleResponse): SettleResponse =>
+    response.amount !== undefined ? response : { ...response, amount: response.success || response.errorReason === REJECTION.settlementPending ? String(ctx.amount) : '0' }
+
+  const upto: SchemeAdapter = {
+    scheme: 'upto',
+    family: 'eip155',
+    networks: [...runtimes.values()].map((r) => ({ ...r.network, extra: { facilitatorAddress: r.signers[0]!.signer.address } })),
+    versions: [2],
+    // Readiness and connections belong to the exact adapter (the same networks and signers).
+    signers: () => signerAddresses,
+
+    async verify(ctx): Promise<VerifyResponse> {
+      spends.delete(ctx)
+      verifiedUptos.delete(ctx)
+      const checked = await checkUpto(ctx, runtimeOf(ctx))
+      if (!('reason' in checked)) {
+        verifiedUptos.set(ctx, checked)
+        spends.set(ctx, checked.spend)
+        return { isValid: true, payer: checked.payment.payer }
+      }
+      const permit = uptoOf(ctx)
+      const payer = 'reason' in permit ? undefined : permit.from
+      return { isValid: false, invalidReason: checked.reason, invalidMessage: checked.message, ...(payer ? { payer } : {}) }
+    },
+
+    spendOf(ctx) {
+      return spends.get(ctx)
+    },
+
+    settlementKey(ctx) {
+      // The same identity as exact through Permit2: Permit2 spends an owner's nonce whatever the proxy.
+      const permit = uptoOf(ctx)
+      const runtime = runtimes.get(ctx.network)
+      if ('reason' in permit || !runtime) return undefined
+      return `${runtime.chainId}:permit2:${permit.from.toLowerCase()}:${permit.nonce}`
+    },
+
+    reserveSettlement(ctx): SettleReservation {
+      const runtime = runtimeOf(ctx)
+      const slot = uptoSlot(runtime, uptoOf(ctx))
+      // A payload naming none of our signers is refused by verify; nothing to reserve.
+      if (!slot) return { release() {} }
+      if (slot.inFlight >= maxInFlight) {
+        throw new FacilitatorError('signer_busy', `the signer ${slot.signer.address} named by this upto payment has ${maxInFlight} settlements in flight; retry shortly`)
+      }
+      slot.inFlight++
+      reserved.set(ctx, slot)
+      let held = true
+      return {
+        release() {
+          if (!held) return
+          held = false
+          slot.inFlight--
+          reserved.delete(ctx)
+        },
+      }
+    },
+
+    async settle(ctx, journal): Promise<SettleResponse> {
+      return withAmount(ctx, await settleUpto(ctx, runtimeOf(ctx), journal))
+    },
+
+    async resume(ctx, record: BroadcastRecord): Promise<SettleResponse> {
+      return withAmount(ctx, await adapter.resume(ctx, record))
+    },
+  }
+
   // RPC URLs often carry API keys and viem quotes them in its errors: no cause chain leaves with one.
-  return withRedactedErrors(adapter, config.networks.flatMap((entry) => entry.rpcUrls.flatMap(secretsOfUrl)))
+  const secrets = config.networks.flatMap((entry) => entry.rpcUrls.flatMap(secretsOfUrl))
+  return { exact: withRedactedErrors(adapter, secrets), upto: withRedactedErrors(upto, secrets) }
 
   /**
    * The gas limit and fees of a settlement priced by an estimate (a token outside the known table, a payer
@@ -463,6 +649,13 @@ interface VerifiedPermit2 {
   readonly payment: PreparedPermit2
   readonly estimate: { readonly gas: bigint; readonly from: Address } | undefined
   readonly spend: PayerSpend
+}
+
+/** A failed simulation of an upto settlement carries the upto code. */
+function asUptoRejection(rejection: Rejection): Rejection {
+  return rejection.reason === EVM_REJECTION.simulationFailed || rejection.reason === PERMIT2_REJECTION.simulationFailed
+    ? { reason: 'invalid_upto_evm_transaction_failed', message: rejection.message }
+    : rejection
 }
 
 /** A failed simulation of a Permit2 settlement carries the Permit2 code. */

@@ -79,3 +79,48 @@ export const erc20AllowanceAbi = [
     outputs: [{ type: 'uint256' }],
   },
 ] as const
+
+/** The x402 upto Permit2 proxy (the `spender` of every upto payment), the same on every chain. */
+export const X402_UPTO_PERMIT2_PROXY: Address = '0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002'
+
+/** The EIP-712 types the payer signs for an upto payment: the witness also names the facilitator. */
+export const uptoPermitWitnessTransferFromTypes = {
+  PermitWitnessTransferFrom: permitWitnessTransferFromTypes.PermitWitnessTransferFrom,
+  TokenPermissions: permitWitnessTransferFromTypes.TokenPermissions,
+  Witness: [
+    { name: 'to', type: 'address' },
+    { name: 'facilitator', type: 'address' },
+    { name: 'validAfter', type: 'uint256' },
+  ],
+} as const
+
+/** The upto proxy's `settle`: the facilitator the witness names moves `amount` (at most the permitted maximum). */
+export const uptoPermit2ProxyAbi = [
+  {
+    type: 'function',
+    name: 'settle',
+    stateMutability: 'nonpayable',
+    inputs: [
+      {
+        name: 'permit',
+        type: 'tuple',
+        components: [
+          { name: 'permitted', type: 'tuple', components: [{ name: 'token', type: 'address' }, { name: 'amount', type: 'uint256' }] },
+          { name: 'nonce', type: 'uint256' },
+          { name: 'deadline', type: 'uint256' },
+        ],
+      },
+      { name: 'amount', type: 'uint256' },
+      { name: 'owner', type: 'address' },
+      {
+        name: 'witness',
+        type: 'tuple',
+        components: [{ name: 'to', type: 'address' }, { name: 'facilitator', type: 'address' }, { name: 'validAfter', type: 'uint256' }],
+      },
+      { name: 'signature', type: 'bytes' },
+    ],
+    outputs: [],
+  },
+  { type: 'error', name: 'AmountExceedsPermitted', inputs: [] },
+  { type: 'error', name: 'UnauthorizedFacilitator', inputs: [] },
+] as const

@@ -88,6 +88,8 @@ export interface PreparedPermit2 {
   readonly recovered: boolean
   /** Calldata of the proxy `settle` call that settle sends and verify simulates. */
   readonly settleCalldata: Hex
+  /** The proxy called (the spender); the exact proxy when absent. */
+  readonly proxy?: Address
 }
 
 export interface Permit2Options {
@@ -209,11 +211,12 @@ const READS_GAS = 200_000n
  */
 export async function checkPermit2State(runtime: NetworkRuntime, payment: PreparedPermit2, sender: SettlementSender, maxSettlementGas: bigint): Promise<Permit2Verdict> {
   const { payer, asset, payload } = payment
+  const proxy = payment.proxy ?? X402_EXACT_PERMIT2_PROXY
   const calls: Aggregate3Call[] = [
     { target: asset, allowFailure: true, callData: balanceOfCalldata(payer) },
     { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: erc20AllowanceAbi, functionName: 'allowance', args: [payer, PERMIT2_ADDRESS] }) },
     { target: PERMIT2_ADDRESS, allowFailure: true, callData: encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [payer, payload.nonce >> 8n] }) },
-    { target: X402_EXACT_PERMIT2_PROXY, allowFailure: true, callData: encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }) },
+    { target: proxy, allowFailure: true, callData: encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }) },
   ]
   if (!payment.recovered) calls.push({ target: payer, allowFailure: true, callData: isValidSignatureCalldata(payment.digest, payload.signature) })
   // Issued in the same tick: the transport sends both as one JSON-RPC batch.
@@ -221,7 +224,7 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     method: 'eth_call',
     params: [{ from: sender.from, to: runtime.multicall3, data: aggregate3Calldata(calls), gas: quantity(READS_GAS), ...feeFields(sender.fees) }, 'latest'],
   })
-  const estimate = estimateSettlementGas(runtime, sender, { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }, maxSettlementGas)
+  const estimate = estimateSettlementGas(runtime, sender, { to: proxy, data: payment.settleCalldata }, maxSettlementGas)
   let raw: Hex
   try {
     raw = await multicall
@@ -254,7 +257,7 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     return verdict({ reason: PERMIT2_REJECTION.signature, message: 'the signature is not valid for the payer (neither its key nor its ERC-1271 wallet signed this permit)' })
   }
   if (word(3) === undefined) {
-    return verdict({ reason: PERMIT2_REJECTION.proxyNotDeployed, message: `the x402 exact Permit2 proxy is not deployed at ${X402_EXACT_PERMIT2_PROXY} on ${runtime.network.caip2}` })
+    return verdict({ reason: PERMIT2_REJECTION.proxyNotDeployed, message: `the x402 Permit2 proxy is not deployed at ${proxy} on ${runtime.network.caip2}` })
   }
   if (bitmap === undefined) {
     return verdict({ reason: PERMIT2_REJECTION.proxyNotDeployed, message: `Permit2 is not deployed at ${PERMIT2_ADDRESS} on ${runtime.network.caip2}` })

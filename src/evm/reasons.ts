@@ -83,3 +83,11 @@ export const PERMIT2_REJECTION = {
   /** The payload asks for a gas-sponsoring extension this facilitator does not serve. */
   extensionNotSupported: 'permit2_extension_not_supported',
 } as const
+
+/** Rejection codes of the `upto` scheme (through Permit2), as the official x402 facilitator names them. */
+export const UPTO_REJECTION = {
+  /** `witness.facilitator` is not one of this facilitator's signers on the network. */
+  facilitatorMismatch: 'upto_facilitator_mismatch',
+  /** The settle request's amount is above the permitted maximum (refused before anything is sent). */
+  settlementExceedsAmount: 'invalid_upto_evm_payload_settlement_exceeds_amount',
+} as const

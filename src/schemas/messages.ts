@@ -44,6 +44,8 @@ export const settleResponseSchema = z.object({
   transaction: z.string(),
   network: z.string(),
   payer: z.string().optional(),
+  /** What was charged, in atomic units (the `upto` scheme: its answers always carry it). */
+  amount: z.string().optional(),
 })
 export type SettleResponse = z.infer<typeof settleResponseSchema>
 

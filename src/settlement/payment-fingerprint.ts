@@ -10,7 +10,7 @@ import type { PaymentContext } from '../core/adapter.js'
  */
 export async function paymentFingerprint(ctx: PaymentContext): Promise<string> {
   const text = JSON.stringify(
-    canonical({ network: ctx.network, asset: ctx.asset, payTo: ctx.payTo, amount: ctx.amount.toString(), payload: ctx.payload.payload }),
+    canonical({ network: ctx.network, asset: ctx.asset, payTo: ctx.payTo, amount: fingerprintAmount(ctx), payload: ctx.payload.payload }),
   )
   if (nodeSha256) return nodeSha256(text)
   // The core also runs in workers and edge runtimes, where WebCrypto is what there is.
@@ -18,6 +18,18 @@ export async function paymentFingerprint(ctx: PaymentContext): Promise<string> {
   let hex = ''
   for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, '0')
   return hex
+}
+
+/**
+ * The amount that identifies the payment: for `upto` the maximum the client accepted (a settle
+ * request carries the usage, which a repeat of the same authorization may state differently).
+ */
+function fingerprintAmount(ctx: PaymentContext): string {
+  if (ctx.scheme === 'upto' && ctx.payload.x402Version === 2) {
+    const accepted = (ctx.payload.accepted as { amount?: unknown }).amount
+    if (typeof accepted === 'string') return accepted
+  }
+  return ctx.amount.toString()
 }
 
 type NodeCrypto = { createHash(algorithm: string): { update(text: string): { digest(encoding: 'hex'): string } } }

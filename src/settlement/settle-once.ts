@@ -358,6 +358,13 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     try {
       // A hung RPC inside the adapter must not hold the caller past the budget.
       const result = await withDeadline(work, context.signal)
+      if (!sent && result.success) {
+        // Settled with nothing to send (an upto payment whose usage is zero): the claim stays, as a
+        // settlement, so the same authorization is never charged later with another amount.
+        closeSpend(false)
+        await write({ state: 'settled', transaction: '', payer: result.payer }, recordTtlMs).catch(() => undefined)
+        return as('sent', result)
+      }
       if (!sent) {
         // Nothing left the process: free the claim so the payer may retry.
         closeSpend(false)

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { encodeAbiParameters, encodeFunctionData, keccak256, toHex, type Abi, type Address, type Hex, type LocalAccount } from 'viem'
-import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/permit2-abi.js'
+import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/permit2-abi.js'
 import type { AnvilNode } from './anvil.js'
 import { deployContract, type TestToken } from './evm-contracts.js'
 
@@ -36,6 +36,7 @@ interface Compiled {
 export interface Permit2Artifacts {
   readonly permit2: Compiled
   readonly exactProxy: Compiled
+  readonly uptoProxy: Compiled
 }
 
 function compile(solc: SolcModule, sources: Record<string, { content: string }>, settings: object, resolve: (path: string) => string): Record<string, Record<string, Compiled>> {
@@ -67,11 +68,12 @@ function compile(solc: SolcModule, sources: Record<string, { content: string }>,
 export function compilePermit2Contracts(): Permit2Artifacts {
   const permit2Root = join(dirname(require.resolve('@uniswap/v4-periphery/package.json')), 'lib', 'permit2')
   const proxySource = readFileSync(join(CONTRACTS_DIR, 'X402ExactPermit2Proxy.sol'), 'utf8')
+  const uptoSource = readFileSync(join(CONTRACTS_DIR, 'X402UptoPermit2Proxy.sol'), 'utf8')
   const solc0817: SolcModule = require('solc-0817')
   const solc: SolcModule = require('solc')
   const permit2Source = readFileSync(join(permit2Root, 'src', 'Permit2.sol'), 'utf8')
   const key = createHash('sha256')
-    .update(JSON.stringify({ proxySource, permit2Source, solc: solc.version(), solc0817: solc0817.version(), v: 1 }))
+    .update(JSON.stringify({ proxySource, uptoSource, permit2Source, solc: solc.version(), solc0817: solc0817.version(), v: 1 }))
     .digest('hex')
     .slice(0, 16)
   const cacheFile = join(CACHE_DIR, `permit2-${key}.json`)
@@ -87,14 +89,15 @@ export function compilePermit2Contracts(): Permit2Artifacts {
   )
   const proxyOut = compile(
     solc,
-    { 'X402ExactPermit2Proxy.sol': { content: proxySource } },
+    { 'X402ExactPermit2Proxy.sol': { content: proxySource }, 'X402UptoPermit2Proxy.sol': { content: uptoSource } },
     { evmVersion: 'cancun', optimizer: { enabled: true, runs: 200 }, outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } } },
     (path) => path,
   )
   const permit2 = permit2Out['src/Permit2.sol']?.Permit2
   const exactProxy = proxyOut['X402ExactPermit2Proxy.sol']?.X402ExactPermit2Proxy
-  if (!permit2 || !exactProxy) throw new Error('solc produced no Permit2 or proxy')
-  const artifacts = { permit2, exactProxy }
+  const uptoProxy = proxyOut['X402UptoPermit2Proxy.sol']?.X402UptoPermit2Proxy
+  if (!permit2 || !exactProxy || !uptoProxy) throw new Error('solc produced no Permit2 or proxy')
+  const artifacts = { permit2, exactProxy, uptoProxy }
   mkdirSync(CACHE_DIR, { recursive: true })
   writeFileSync(cacheFile, JSON.stringify(artifacts))
   return artifacts
@@ -115,7 +118,7 @@ function permit2DomainSeparator(chainId: number, at: Address): Hex {
  * replaced by the separator of the canonical address.
  */
 export async function installPermit2(node: AnvilNode): Promise<void> {
-  const { permit2, exactProxy } = compilePermit2Contracts()
+  const { permit2, exactProxy, uptoProxy } = compilePermit2Contracts()
   const deployed = await deployContract(node, permit2)
   const code = await node.publicClient.getCode({ address: deployed })
   if (!code) throw new Error('Permit2 deployment left no code')
@@ -125,6 +128,7 @@ export async function installPermit2(node: AnvilNode): Promise<void> {
   if (occurrences < 1) throw new Error('the cached domain separator was not found in Permit2\'s runtime code')
   await node.testClient.setCode({ address: PERMIT2_ADDRESS, bytecode: code.split(wrong).join(right) as Hex })
   await node.testClient.setCode({ address: X402_EXACT_PERMIT2_PROXY, bytecode: exactProxy.deployedBytecode })
+  await node.testClient.setCode({ address: X402_UPTO_PERMIT2_PROXY, bytecode: uptoProxy.deployedBytecode })
   const separator = await node.publicClient.readContract({ address: PERMIT2_ADDRESS, abi: permit2.abi, functionName: 'DOMAIN_SEPARATOR' })
   if (separator !== `0x${right}`) throw new Error('Permit2 at its canonical address does not answer its own domain separator')
 }

@@ -1,0 +1,137 @@
+import * as z from 'zod'
+import { encodeFunctionData, hashTypedData, isAddress, type Address, type Hex } from 'viem'
+import type { PaymentContext } from '../core/adapter.js'
+import { formatIssuePath } from '../schemas/parse-request.js'
+import type { NetworkRuntime } from './network-runtime.js'
+import { PERMIT2_ADDRESS, uptoPermit2ProxyAbi, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
+import { permit2PayloadSchema, permit2Window, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
+import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
+import { recoverAuthorizationSigner } from './recover-signer.js'
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
+
+/** The inner payload of an `upto` payment: a Permit2 authorization whose witness also names the facilitator. */
+export const uptoPayloadSchema = permit2PayloadSchema.extend({
+  permit2Authorization: permit2PayloadSchema.shape.permit2Authorization.extend({
+    witness: permit2PayloadSchema.shape.permit2Authorization.shape.witness.extend({ facilitator: address }),
+  }),
+})
+
+export interface UptoPayload extends Permit2Payload {
+  /** The facilitator signer the payer allows to settle (the only caller the upto proxy accepts). */
+  readonly facilitator: Address
+}
+
+export function parseUptoPayload(raw: unknown): UptoPayload | Rejection {
+  const parsed = uptoPayloadSchema.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const path = formatIssuePath(['paymentPayload', 'payload', ...(issue?.path ?? [])])
+    return { reason: EVM_REJECTION.invalidPayload, message: `${path}: ${issue?.message ?? 'is invalid'} (expected an upto Permit2 authorization and signature)` }
+  }
+  const { signature, permit2Authorization: a } = parsed.data
+  for (const [field, value] of [['from', a.from], ['permitted.token', a.permitted.token], ['spender', a.spender], ['witness.to', a.witness.to], ['witness.facilitator', a.witness.facilitator]] as const) {
+    if (!isAddress(value, { strict: true })) {
+      return { reason: EVM_REJECTION.invalidPayload, message: `paymentPayload.payload.permit2Authorization.${field} is not a valid address (wrong checksum)` }
+    }
+  }
+  const hex = (value: string): Hex => `0x${value.slice(2)}`
+  return {
+    signature: hex(signature),
+    from: hex(a.from),
+    token: hex(a.permitted.token),
+    amount: a.permitted.amount,
+    spender: hex(a.spender),
+    nonce: a.nonce,
+    deadline: a.deadline,
+    to: hex(a.witness.to),
+    facilitator: hex(a.witness.facilitator),
+    validAfter: a.witness.validAfter,
+  }
+}
+
+/**
+ * The maximum the payer authorized: v2 `accepted.amount` (the core lets an upto settle request's
+ * `amount`, the usage to charge, differ from it; a verify request carries the maximum in both).
+ */
+export function uptoMaximum(ctx: PaymentContext): bigint {
+  const accepted = ctx.payload.x402Version === 2 ? (ctx.payload.accepted as { amount?: unknown }).amount : undefined
+  return typeof accepted === 'string' && /^\d{1,78}$/.test(accepted) ? BigInt(accepted) : ctx.amount
+}
+
+/** Calldata of the upto proxy's `settle` charging `amount`. */
+export function uptoSettleCalldata(payload: UptoPayload, amount: bigint): Hex {
+  return encodeFunctionData({
+    abi: uptoPermit2ProxyAbi,
+    functionName: 'settle',
+    args: [
+      { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline },
+      amount,
+      payload.from,
+      { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter },
+      payload.signature,
+    ],
+  })
+}
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+
+/**
+ * The offline checks of an upto payment, in the order of exact through Permit2 (spender = the upto
+ * proxy, recipient, clock, permitted amount = the maximum, token), then `witness.facilitator` must be
+ * one of this network's signers, then the amount to charge (`ctx.amount`) at most the maximum.
+ * The calldata simulates the maximum.
+ */
+export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: UptoPayload | Rejection): Promise<(PreparedPermit2 & { readonly payload: UptoPayload }) | Rejection> {
+  if ('reason' in payload) return payload
+  if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
+    return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
+  }
+  const extensions = 'extensions' in ctx.payload ? ctx.payload.extensions : undefined
+  if (extensions && typeof extensions === 'object' && ('erc20ApprovalGasSponsoring' in extensions || 'eip2612GasSponsoring' in extensions)) {
+    return { reason: PERMIT2_REJECTION.extensionNotSupported, message: 'gas-sponsoring extensions are not served for upto; approve Permit2 from the payer\'s account' }
+  }
+  if (!same(payload.spender, X402_UPTO_PERMIT2_PROXY)) {
+    return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 upto Permit2 proxy ${X402_UPTO_PERMIT2_PROXY}` }
+  }
+  if (!same(payload.to, ctx.payTo)) {
+    return { reason: PERMIT2_REJECTION.recipientMismatch, message: 'permit2Authorization.witness.to differs from paymentRequirements.payTo' }
+  }
+  const window = permit2Window(payload, options)
+  if (window) return window
+  const maximum = uptoMaximum(ctx)
+  if (payload.amount !== maximum) {
+    return { reason: PERMIT2_REJECTION.amountMismatch, message: `permit2Authorization.permitted.amount ${payload.amount} differs from the maximum ${maximum}` }
+  }
+  if (!same(payload.token, ctx.asset)) {
+    return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
+  }
+  if (!runtime.signers.some((slot) => same(slot.signer.address, payload.facilitator))) {
+    return { reason: UPTO_REJECTION.facilitatorMismatch, message: `permit2Authorization.witness.facilitator ${payload.facilitator} is not a signer of this facilitator on ${runtime.network.caip2}` }
+  }
+  if (ctx.amount > payload.amount) {
+    return { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${ctx.amount} exceeds the permitted maximum ${payload.amount}` }
+  }
+  const digest = hashTypedData({
+    domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: uptoPermitWitnessTransferFromTypes,
+    primaryType: 'PermitWitnessTransferFrom',
+    message: {
+      permitted: { token: payload.token, amount: payload.amount },
+      spender: payload.spender,
+      nonce: payload.nonce,
+      deadline: payload.deadline,
+      witness: { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter },
+    },
+  })
+  const signer = payload.signature.length === 132 ? await recoverAuthorizationSigner(digest, payload.signature) : undefined
+  return {
+    payload,
+    payer: payload.from,
+    asset: ctx.asset,
+    digest,
+    recovered: signer !== undefined && same(signer, payload.from),
+    settleCalldata: uptoSettleCalldata(payload, payload.amount),
+    proxy: X402_UPTO_PERMIT2_PROXY,
+  }
+}

@@ -1,0 +1,249 @@
+/**
+ * `upto` on EVM through Permit2, on anvil: the real Permit2 and our x402 upto proxy (written to the
+ * spec) at their canonical addresses; payloads from the official @x402/evm upto client and from our
+ * own signer to the spec's typed data.
+ */
+import { x402Client } from '@x402/core/client'
+import { UptoEvmScheme } from '@x402/evm/upto/client'
+import { parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createFacilitator, REJECTION } from '../../src/index.js'
+import { dispatch } from '../../src/core/context.js'
+import { createRegistry } from '../../src/core/registry.js'
+import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
+import { evmSchemes, PERMIT2_ADDRESS, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
+import type { PaymentPayload } from '../../src/schemas/payload.js'
+import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
+import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
+
+let world: EvmFixture
+let facilitator: ReturnType<typeof createFacilitator>
+let facilitatorAddress: string
+
+const body = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirementsV2) => ({ x402Version: 2, paymentPayload, paymentRequirements })
+
+function uptoRequirements(overrides: Partial<PaymentRequirementsV2> = {}): PaymentRequirementsV2 {
+  return world.requirementsV2({
+    scheme: 'upto',
+    amount: '5000',
+    extra: { name: world.token.name, version: world.token.version, assetTransferMethod: 'permit2', facilitatorAddress },
+    ...overrides,
+  })
+}
+
+/** The settle request of a resource server that used `amount` of the maximum. */
+const used = (requirements: PaymentRequirementsV2, amount: string): PaymentRequirementsV2 => ({ ...requirements, amount })
+
+async function uptoPayer(): Promise<LocalAccount> {
+  const payer = privateKeyToAccount(generatePrivateKey())
+  await fundPayer(world.node, world.token, payer.address, 1_000_000n)
+  await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
+  await approvePermit2(world.node, world.token, payer, 2n ** 256n - 1n)
+  return payer
+}
+
+async function officialPayload(payer: LocalAccount, requirements: PaymentRequirementsV2): Promise<PaymentPayload> {
+  const client = new x402Client().setSpendControls(false).register('eip155:84532', new UptoEvmScheme(payer))
+  return (await client.createPaymentPayload({
+    x402Version: 2,
+    resource: { url: 'https://example.test/metered', description: 'metered', mimeType: 'application/json' },
+    accepts: [{ ...requirements, network: 'eip155:84532', maxTimeoutSeconds: 60, extra: requirements.extra ?? {} }],
+  })) as PaymentPayload
+}
+
+/** A payload signed here to the spec's typed data (witness: to, facilitator, validAfter). */
+async function ownPayload(payer: LocalAccount, requirements: PaymentRequirementsV2, change: { facilitator?: Hex; spender?: Hex; amount?: bigint } = {}): Promise<PaymentPayload> {
+  const now = BigInt(Math.floor(Date.now() / 1000))
+  const fields = {
+    from: payer.address,
+    permitted: { token: requirements.asset as Hex, amount: change.amount ?? BigInt(requirements.amount) },
+    spender: change.spender ?? X402_UPTO_PERMIT2_PROXY,
+    nonce: BigInt(`0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex')}`),
+    deadline: now + 300n,
+    witness: { to: requirements.payTo as Hex, facilitator: change.facilitator ?? (facilitatorAddress as Hex), validAfter: 0n },
+  }
+  const signature = await payer.signTypedData({
+    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: uptoPermitWitnessTransferFromTypes,
+    primaryType: 'PermitWitnessTransferFrom',
+    message: fields,
+  })
+  const text = (v: bigint) => v.toString()
+  return {
+    x402Version: 2,
+    accepted: requirements,
+    payload: {
+      signature,
+      permit2Authorization: {
+        ...fields,
+        permitted: { token: fields.permitted.token, amount: text(fields.permitted.amount) },
+        nonce: text(fields.nonce),
+        deadline: text(fields.deadline),
+        witness: { ...fields.witness, validAfter: '0' },
+      },
+    },
+  } as PaymentPayload
+}
+
+/** How many transactions the facilitator's signers have sent (pending included): unchanged means nothing was sent. */
+const sentByFacilitator = async () => {
+  const counts = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))
+  return counts.reduce((a, b) => a + b, 0)
+}
+
+const transfersOf = async (hash: string) => {
+  const receipt = await world.node.publicClient.getTransactionReceipt({ hash: hash as Hex })
+  return parseEventLogs({ abi: world.token.abi, logs: receipt.logs, eventName: 'Transfer' })
+}
+
+beforeAll(async () => {
+  world = await startEvmFixture({ signerCount: 2 })
+  await installPermit2(world.node)
+  facilitator = createFacilitator({ schemes: evmSchemes(world.adapterConfig()) })
+  await world.warmUp(facilitator)
+  const supported = await facilitator.supported()
+  const kind = supported.kinds.find((k) => k.scheme === 'upto' && k.network === 'eip155:84532')
+  facilitatorAddress = (kind?.extra as { facilitatorAddress: string }).facilitatorAddress
+}, 120_000)
+afterAll(async () => world?.stop())
+
+describe('evmSchemes: upto through Permit2', () => {
+  it('lists the upto kind (v2) with extra.facilitatorAddress, one of its signers', async () => {
+    const supported = await facilitator.supported()
+    expect(supported.kinds).toContainEqual({ x402Version: 2, scheme: 'upto', network: 'eip155:84532', extra: { facilitatorAddress: world.signers[0]!.address } })
+    expect(supported.kinds.some((k) => k.scheme === 'upto' && k.x402Version === 1)).toBe(false)
+    expect(supported.kinds.some((k) => k.scheme === 'exact')).toBe(true)
+  })
+
+  it('verifies an official upto payload with the maximum and settles a lower usage: the usage moves, from the named signer, with amount in the answer', async () => {
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    expect(paymentPayload.payload).toHaveProperty('permit2Authorization.spender', X402_UPTO_PERMIT2_PROXY)
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answer = await facilitator.settle(body(paymentPayload, used(requirements, '1234')))
+    expect(answer).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'eip155:84532', payer: payer.address, amount: '1234' })
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    expect(tx.to?.toLowerCase()).toBe(X402_UPTO_PERMIT2_PROXY.toLowerCase())
+    expect(tx.from.toLowerCase()).toBe(facilitatorAddress.toLowerCase())
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 1234n)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1234n)
+    expect(await transfersOf(answer.transaction)).toHaveLength(1)
+  })
+
+  it('settles the whole maximum of a payload signed here, and sends from the second signer when the witness names it', async () => {
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const second = world.signers[1]!.address
+    const paymentPayload = await ownPayload(payer, requirements, { facilitator: second })
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toMatchObject({ success: true, amount: '5000' })
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    expect(tx.from.toLowerCase()).toBe(second.toLowerCase())
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 5000n)
+  })
+
+  it('answers a zero usage as success with no transaction and amount "0", sends nothing, and settles that permit at most once', async () => {
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const paymentPayload = await ownPayload(payer, requirements)
+    const sent = await sentByFacilitator()
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answer = await facilitator.settle(body(paymentPayload, used(requirements, '0')))
+    expect(answer).toEqual({ success: true, transaction: '', network: 'eip155:84532', payer: payer.address, amount: '0' })
+    expect(await sentByFacilitator()).toBe(sent)
+    // Repeated with another amount: the same permit is not charged again.
+    const again = await facilitator.settle(body(paymentPayload, used(requirements, '100')))
+    expect(again.success).toBe(false)
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before)
+  })
+
+  it('refuses a usage above the maximum before sending anything (invalid_upto_evm_payload_settlement_exceeds_amount)', async () => {
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const sent = await sentByFacilitator()
+    const answer = await facilitator.settle(body(paymentPayload, used(requirements, '5001')))
+    expect(answer).toMatchObject({ success: false, errorReason: 'invalid_upto_evm_payload_settlement_exceeds_amount', transaction: '', amount: '0' })
+    expect(await sentByFacilitator()).toBe(sent)
+    // The permit is still good for a usage within the maximum.
+    expect(await facilitator.settle(body(paymentPayload, used(requirements, '5000')))).toMatchObject({ success: true, amount: '5000' })
+  })
+
+  it('refuses a witness naming another facilitator (upto_facilitator_mismatch), the exact proxy as spender, and a permit that is not the maximum, unsent', async () => {
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const stranger = privateKeyToAccount(generatePrivateKey()).address
+    const sent = await sentByFacilitator()
+    const wrongFacilitator = await ownPayload(payer, requirements, { facilitator: stranger })
+    expect(await facilitator.verify(body(wrongFacilitator, requirements))).toMatchObject({ isValid: false, invalidReason: 'upto_facilitator_mismatch', payer: payer.address })
+    expect(await facilitator.settle(body(wrongFacilitator, used(requirements, '10')))).toMatchObject({ success: false, errorReason: 'upto_facilitator_mismatch', amount: '0' })
+    const exactSpender = await ownPayload(payer, requirements, { spender: '0x402085c248EeA27D92E8b30b2C58ed07f9E20001' })
+    expect(await facilitator.verify(body(exactSpender, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_permit2_spender' })
+    const smaller = await ownPayload(payer, requirements, { amount: 4000n })
+    expect(await facilitator.verify(body(smaller, requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_amount_mismatch' })
+    expect(await sentByFacilitator()).toBe(sent)
+  })
+
+  it('settles racing settles of one permit with different amounts exactly once, and a repeat answers as a duplicate', async () => {
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const amounts = ['100', '200', '300', '400', '500', '600', '700', '800']
+    const answers = await Promise.all(amounts.map((amount) => facilitator.settle(body(paymentPayload, used(requirements, amount)))))
+    const landed = answers.filter((a) => a.success)
+    expect(landed).toHaveLength(1)
+    for (const other of answers.filter((a) => !a.success)) expect([REJECTION.duplicateSettlement, REJECTION.settlementInProgress]).toContain(other.errorReason)
+    const charged = BigInt(landed[0]!.amount!)
+    expect(amounts).toContain(landed[0]!.amount)
+    const repeat = await facilitator.settle(body(paymentPayload, used(requirements, '900')))
+    expect(repeat).toMatchObject({ success: false, errorReason: REJECTION.duplicateSettlement, transaction: landed[0]!.transaction })
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + charged)
+    expect(await transfersOf(landed[0]!.transaction)).toHaveLength(1)
+  })
+
+  it('the core lets only upto settle requests differ from accepted in amount; every other field still must match', () => {
+    const [exact, upto] = evmSchemes(world.adapterConfig())
+    const registry = createRegistry([exact!, upto!])
+    const route = (paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) => {
+      const parsed = parsePaymentRequest(body(paymentPayload, requirements))
+      if (!parsed.ok) throw new Error('bad test request')
+      return dispatch(registry, parsed.request, AbortSignal.timeout(1_000))
+    }
+    const upRequirements = uptoRequirements()
+    const upPayload = { x402Version: 2, accepted: upRequirements, payload: {} } as PaymentPayload
+    const routed = route(upPayload, used(upRequirements, '10'))
+    expect('context' in routed && routed.context.amount).toBe(10n)
+    expect(route(upPayload, { ...upRequirements, payTo: world.signers[1]!.address })).toMatchObject({ rejection: { reason: REJECTION.acceptedMismatch } })
+    const exRequirements = world.requirementsV2()
+    const exPayload = { x402Version: 2, accepted: exRequirements, payload: {} } as PaymentPayload
+    expect(route(exPayload, { ...exRequirements, amount: '10' })).toMatchObject({ rejection: { reason: REJECTION.acceptedMismatch, message: expect.stringContaining('amount') } })
+  })
+
+  it('holds the amount actually charged (spendOf): the usage on settle, the maximum on verify', async () => {
+    const [, upto] = evmSchemes(world.adapterConfig())
+    const registry = createRegistry([upto!])
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const contextFor = (r: PaymentRequirementsV2) => {
+      const parsed = parsePaymentRequest(body(paymentPayload, r))
+      if (!parsed.ok) throw new Error('bad test request')
+      const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000))
+      if ('rejection' in routed) throw new Error(routed.rejection.message)
+      return routed.context
+    }
+    const forVerify = contextFor(requirements)
+    expect(await upto!.verify(forVerify)).toMatchObject({ isValid: true })
+    expect(upto!.spendOf?.(forVerify)).toMatchObject({ amount: 5000n, balance: 1_000_000n })
+    const forSettle = contextFor(used(requirements, '42'))
+    expect(await upto!.verify(forSettle)).toMatchObject({ isValid: true })
+    expect(upto!.spendOf?.(forSettle)).toMatchObject({ amount: 42n })
+  })
+})

@@ -217,6 +217,44 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     }
   }
 
+  /**
+   * Sends a proxy's `settle` call (Permit2 exact or upto) from `slot`: priced by verify's estimate
+   * when it was made from this signer (else estimated now, capped by `maxSettlementGas`), run as
+   * `eth_call` exactly as it will be sent, then signed, sent and awaited.
+   */
+  async function sendProxySettlement(
+    ctx: PaymentContext,
+    runtime: NetworkRuntime,
+    slot: SignerSlot,
+    call: { to: Address; data: Hex },
+    verifiedEstimate: { gas: bigint; from: Address } | undefined,
+    journal: Parameters<SchemeAdapter['settle']>[1],
+    kind: { what: string; asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
+  ): Promise<SettleResponse> {
+    const { payer } = kind
+    const from = slot.signer.address
+    const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
+    let estimated = verifiedEstimate?.from === from ? verifiedEstimate.gas : undefined
+    if (estimated === undefined) {
+      const outcome = await estimateSettlementGas(runtime, { from, fees }, call, maxSettlementGas)
+      if ('fault' in outcome) throw leftOutIfUnfunded(runtime, slot, outcome.fault)
+      if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', `estimating the ${kind.what} settlement gas: the node found the fee quote below its base fee; retry`)
+      if ('rejection' in outcome) return failure(ctx, kind.asRejection(outcome.rejection), payer)
+      estimated = outcome.gas
+    }
+    const headroom = withHeadroom(estimated)
+    const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
+    const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
+      Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
+    )
+    if (simulated.rejection) return failure(ctx, kind.asRejection(simulated.rejection), payer)
+    const sentAt = performance.now()
+    const sent = await signAndSend(runtime, slot, { ...call, gas, fees: simulated.fees }, ctx.signal, (record) => journal.broadcasting(record))
+    const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
+    if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
+    return answer(ctx, sent.hash, outcome, payer)
+  }
+
   /** Settles a Permit2 payment: the proxy's `settle`, priced by verify's estimate (or a new one), simulated exactly as sent. */
   async function settlePermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload | Rejection, journal: Parameters<SchemeAdapter['settle']>[1]): Promise<SettleResponse> {
     const payer = 'reason' in permit ? undefined : permit.from
@@ -235,28 +273,8 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const slot = reservedSlot ?? pickSigner(runtime)
     if (!reservedSlot) slot.inFlight++
     try {
-      const from = slot.signer.address
-      const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
       const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }
-      let estimated = verified.estimate?.from === from ? verified.estimate.gas : undefined
-      if (estimated === undefined) {
-        const outcome = await estimateSettlementGas(runtime, { from, fees }, call, maxSettlementGas)
-        if ('fault' in outcome) throw leftOutIfUnfunded(runtime, slot, outcome.fault)
-        if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the Permit2 settlement gas: the node found the fee quote below its base fee; retry')
-        if ('rejection' in outcome) return failure(ctx, asPermitRejection(outcome.rejection), payer)
-        estimated = outcome.gas
-      }
-      const headroom = withHeadroom(estimated)
-      const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
-      const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
-        Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
-      )
-      if (simulated.rejection) return failure(ctx, asPermitRejection(simulated.rejection), payer)
-      const sentAt = performance.now()
-      const sent = await signAndSend(runtime, slot, { ...call, gas, fees: simulated.fees }, ctx.signal, (record) => journal.broadcasting(record))
-      const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
-      if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
-      return answer(ctx, sent.hash, outcome, payer)
+      return await sendProxySettlement(ctx, runtime, slot, call, verified.estimate, journal, { what: 'Permit2', asRejection: asPermitRejection, payer })
     } finally {
       if (!reservedSlot) slot.inFlight--
     }
@@ -479,29 +497,9 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const counted = slot !== reservedSlot
     if (counted) slot.inFlight++
     try {
-      const from = slot.signer.address
-      const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
-      const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge) }
-      let estimated = verified.estimate?.from === from ? verified.estimate.gas : undefined
-      if (estimated === undefined) {
-        const outcome = await estimateSettlementGas(runtime, { from, fees }, call, maxSettlementGas)
-        if ('fault' in outcome) throw leftOutIfUnfunded(runtime, slot, outcome.fault)
-        if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the upto settlement gas: the node found the fee quote below its base fee; retry')
-        if ('rejection' in outcome) return failure(ctx, asUptoRejection(outcome.rejection), payer)
-        estimated = outcome.gas
-      }
-      const headroom = withHeadroom(estimated)
-      const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
       // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is sent.
-      const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
-        Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
-      )
-      if (simulated.rejection) return failure(ctx, asUptoRejection(simulated.rejection), payer)
-      const sentAt = performance.now()
-      const sent = await signAndSend(runtime, slot, { ...call, gas, fees: simulated.fees }, ctx.signal, (record) => journal.broadcasting(record))
-      const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
-      if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
-      return answer(ctx, sent.hash, outcome, payer)
+      const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge) }
+      return await sendProxySettlement(ctx, runtime, slot, call, verified.estimate, journal, { what: 'upto', asRejection: asUptoRejection, payer })
     } finally {
       if (counted) slot.inFlight--
     }

@@ -217,6 +217,21 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     }
   }
 
+  /** Counts a settlement on `slot` for `ctx` until released (idempotent). */
+  function reserveSlot(ctx: PaymentContext, slot: SignerSlot): SettleReservation {
+    slot.inFlight++
+    reserved.set(ctx, slot)
+    let held = true
+    return {
+      release() {
+        if (!held) return
+        held = false
+        slot.inFlight--
+        reserved.delete(ctx)
+      },
+    }
+  }
+
   /**
    * Sends a proxy's `settle` call (Permit2 exact or upto) from `slot`: priced by verify's estimate
    * when it was made from this signer (else estimated now, capped by `maxSettlementGas`), run as
@@ -368,17 +383,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       if (slot.inFlight >= maxInFlight) {
         throw new FacilitatorError('signer_busy', `every signer of ${ctx.network} has ${maxInFlight} settlements in flight; retry shortly`)
       }
-      slot.inFlight++
-      reserved.set(ctx, slot)
-      let held = true
-      return {
-        release() {
-          if (!held) return
-          held = false
-          slot.inFlight--
-          reserved.delete(ctx)
-        },
-      }
+      return reserveSlot(ctx, slot)
     },
 
     async settle(ctx, journal): Promise<SettleResponse> {
@@ -551,17 +556,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       if (slot.inFlight >= maxInFlight) {
         throw new FacilitatorError('signer_busy', `the signer ${slot.signer.address} named by this upto payment has ${maxInFlight} settlements in flight; retry shortly`)
       }
-      slot.inFlight++
-      reserved.set(ctx, slot)
-      let held = true
-      return {
-        release() {
-          if (!held) return
-          held = false
-          slot.inFlight--
-          reserved.delete(ctx)
-        },
-      }
+      return reserveSlot(ctx, slot)
     },
 
     async settle(ctx, journal): Promise<SettleResponse> {

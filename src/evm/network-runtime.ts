@@ -16,6 +16,8 @@ import { createSendLane, type SendLane } from './send-lane.js'
 
 // viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
+/** How long a fee read under way is shared: about one slow RPC round trip. */
+const FEE_READ_JOIN_MS = 500
 const DEFAULT_SEND_BATCH_SIZE = 20
 const MAX_SEND_BATCH_SIZE = 1_000
 // How long the send lane waits for one send through a transport of the user's (viem's http() gives up after 10 s).
@@ -140,8 +142,9 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   let reading: { quote: Promise<FeeQuote>; at: number } | undefined
   const freshFees = (): Promise<FeeQuote> => {
     const startedAt = Date.now()
-    // A read older than a quote may be is not joined: one that hangs must not hold every later caller.
-    if (reading && startedAt - reading.at <= feeCacheMs) return reading.quote
+    // Only a young read is joined: one that hangs (an RPC that stalled, then recovered) must not hold
+    // later callers until its own timeout; they start a read of their own instead.
+    if (reading && startedAt - reading.at <= Math.min(feeCacheMs, FEE_READ_JOIN_MS)) return reading.quote
     const quote: Promise<FeeQuote> = readFees(client).then(
       (read) => {
         if (!last || last.at <= startedAt) last = { quote: read, at: startedAt }

@@ -245,8 +245,11 @@ describe('EVM behind the fault proxy (anvil)', () => {
     figures.push(`  evm settle, everything hangs      ${result.ms.toFixed(0).padStart(5)} ms  ${outcomeOf(result)}`)
     expect(result.error).toMatchObject({ code: 'timeout', status: 504 })
     expect(result.ms).toBeLessThan(SETTLE_MS + SLACK_MS)
-    // Nothing was claimed: the same payment settles at once when the RPC is back.
-    expect(await f.settle(request)).toMatchObject({ success: true, payer: payer.address })
+    // Nothing was claimed: the same payment settles at once when the RPC is back, without joining
+    // a read the hang left stalled (a fee read waits out its own rpcTimeoutMs).
+    const again = await timed(f.settle(request))
+    figures.push(`  evm settle, after the hang ends      ${again.ms.toFixed(0).padStart(5)} ms  ${outcomeOf(again)}`)
+    expect(again.value).toMatchObject({ success: true, payer: payer.address })
   })
 
   it('a second RPC URL takes over while the first is down', async () => {

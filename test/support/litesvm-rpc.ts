@@ -21,6 +21,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import {
   address,
+  type Address,
   type EncodedAccount,
   getAddressCodec,
   getBase58Decoder,
@@ -434,16 +435,41 @@ function postAccountsOf(result: unknown, wanted: readonly string[]): Map<string,
     for (const account of (result as { postAccounts(): EncodedAccount[] }).postAccounts()) out.set(account.address, account)
     return out
   }
-  const codec = getAddressCodec()
-  const bytesOf = new Map(wanted.map((key) => [Buffer.from(codec.encode(address(key))).toString('hex'), key]))
+  const bytesOf = new Map(wanted.map((key) => [hexOfAddress(key), key]))
   for (const raw of inner.postAccounts()) {
     const key = bytesOf.get(Buffer.from(raw.address).toString('hex'))
     if (key === undefined) continue
     const account = raw.account()
     const data = account.data()
-    out.set(key, { address: address(key), executable: account.executable(), lamports: lamportsOf(account.lamports()), programAddress: codec.decode(account.owner()), space: BigInt(data.length), data } as EncodedAccount)
+    out.set(key, { address: address(key), executable: account.executable(), lamports: lamportsOf(account.lamports()), programAddress: addressOfBytes(account.owner()), space: BigInt(data.length), data } as EncodedAccount)
   }
   return out
+}
+
+// Base58 through kit's generic codec costs tens of microseconds an address, and a benchmark's chain
+// converts the same few (the payer's token account, the token program) for every simulation: both
+// directions are remembered, as a node (which keeps keys as bytes) pays nothing for them.
+const addressCodec = getAddressCodec()
+const hexByAddress = new Map<string, string>()
+const addressByHex = new Map<string, Address>()
+function hexOfAddress(key: string): string {
+  let hex = hexByAddress.get(key)
+  if (hex === undefined) {
+    if (hexByAddress.size >= 10_000) hexByAddress.clear()
+    hex = Buffer.from(addressCodec.encode(address(key))).toString('hex')
+    hexByAddress.set(key, hex)
+  }
+  return hex
+}
+function addressOfBytes(bytes: Uint8Array): Address {
+  const hex = Buffer.from(bytes).toString('hex')
+  let key = addressByHex.get(hex)
+  if (key === undefined) {
+    if (addressByHex.size >= 10_000) addressByHex.clear()
+    key = addressCodec.decode(bytes)
+    addressByHex.set(hex, key)
+  }
+  return key
 }
 
 function encodeAccount(svm: LiteSVM, key: string, encoding: string, post?: EncodedAccount): unknown {

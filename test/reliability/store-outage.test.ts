@@ -175,13 +175,24 @@ async function untilStoreAnswers(store: Store, timeoutMs: number): Promise<numbe
   throw new Error('the store did not come back')
 }
 
+/**
+ * The settlement records under a prefix, none while the admin connection is down: after an earlier
+ * test killed and restarted Redis it reconnects on its own (every 100 ms), and a poll meanwhile retries.
+ */
+async function settlementRecords(prefix: string) {
+  try {
+    const keys = await admin.keys(`${prefix}settlement:*`)
+    return await Promise.all(keys.map(async (key) => decodeSettlementRecord((await admin.get(key)) ?? undefined)))
+  } catch {
+    return []
+  }
+}
+
 /** Polls Redis until the payment is claimed (state `claimed`), bounded. */
 async function waitForClaim(prefix: string, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs
   while (Date.now() < until) {
-    for (const key of await admin.keys(`${prefix}settlement:*`)) {
-      if (decodeSettlementRecord((await admin.get(key)) ?? undefined)?.state === 'claimed') return
-    }
+    for (const record of await settlementRecords(prefix)) if (record?.state === 'claimed') return
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
   throw new Error('no claim appeared')
@@ -190,10 +201,7 @@ async function waitForClaim(prefix: string, timeoutMs: number): Promise<void> {
 async function waitForBroadcastRecord(prefix: string, timeoutMs: number): Promise<string> {
   const until = Date.now() + timeoutMs
   while (Date.now() < until) {
-    for (const key of await admin.keys(`${prefix}settlement:*`)) {
-      const record = decodeSettlementRecord((await admin.get(key)) ?? undefined)
-      if (record?.state === 'broadcast') return record.transaction
-    }
+    for (const record of await settlementRecords(prefix)) if (record?.state === 'broadcast') return record.transaction
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
   throw new Error('no broadcast record appeared')
@@ -325,6 +333,8 @@ describe('Redis store outage during verify and settle', () => {
     let transaction: string
     try {
       const inFlight = postJson(`${h.url}/settle`, request)
+      // Awaited below; heard now, so that a failure before then is this test's, not an uncaught one.
+      inFlight.catch(() => undefined)
       transaction = await waitForBroadcastRecord(prefix, 2_000)
       // Let the transaction reach the node's pool before the store goes away.
       const until = Date.now() + 1_000

@@ -101,8 +101,13 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const storeTimeoutMs = options.storeTimeoutMs ?? 5_000
   // A call past the deadline still gets 1 ms: it then fails as unavailable instead of never being tried.
   const bound = () => Math.min(storeTimeoutMs, deadline - Date.now())
+  // What this payment's transaction charges, where the settle request sets it (`upto`: the usage).
+  // A record of another call's broadcast of the same authorization brings its own: a repeat that
+  // states another usage is answered with what was sent, never with what it asked.
+  let charged = context.scheme === 'upto' ? context.amount.toString() : undefined
   const as = (origin: SettleOrigin, answer: SettleResponse): SettleResponse => {
     if (input.trace) input.trace.origin = origin
+    if (charged !== undefined && (answer.success || answer.errorReason === REJECTION.settlementPending)) return { ...answer, amount: charged }
     return answer
   }
 
@@ -114,7 +119,11 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const storeKey = `settlement:${adapter.scheme}:${key}`
   const fingerprint = await paymentFingerprint(context)
   const write = (record: SettlementRecord, ttlMs: number, boundMs = bound()) =>
-    boundedStoreCall(() => store.set(storeKey, JSON.stringify({ ...record, fingerprint }), { ttlMs }), boundMs, `recording a ${record.state} settlement`)
+    boundedStoreCall(
+      () => store.set(storeKey, JSON.stringify({ ...(charged === undefined || record.state === 'claimed' ? {} : { amount: charged }), ...record, fingerprint }), { ttlMs }),
+      boundMs,
+      `recording a ${record.state} settlement`,
+    )
   const read = async () => decodeSettlementRecord(await boundedStoreCall(() => store.get(storeKey), bound(), 'reading the settlement record'))
   const claim = () =>
     boundedStoreCall(
@@ -161,6 +170,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       }
       if (record) {
         if (record.state === 'broadcast') seenTransaction = record.transaction
+        if (record.fingerprint === fingerprint && record.state !== 'claimed' && record.state !== 'failed' && record.amount !== undefined) charged = record.amount
         // Someone else owns this payment: no signer slot is needed to wait for or resume it.
         reservation?.release()
         reservation = undefined

@@ -8,6 +8,8 @@ import * as z from 'zod'
  * record from another request that happens to share its key.
  */
 const fingerprint = z.string().optional()
+/** What the settlement charges, in atomic units, where the settle request sets it (`upto`: the usage). */
+const amount = z.string().optional()
 
 export const settlementRecordSchema = z.discriminatedUnion('state', [
   /** Claimed; nothing has left the process yet. */
@@ -19,9 +21,10 @@ export const settlementRecordSchema = z.discriminatedUnion('state', [
     raw: z.string().optional(),
     leaseUntil: z.number(),
     fingerprint,
+    amount,
   }),
   /** Confirmed on chain. */
-  z.object({ state: z.literal('settled'), transaction: z.string(), payer: z.string().optional(), fingerprint }),
+  z.object({ state: z.literal('settled'), transaction: z.string(), payer: z.string().optional(), fingerprint, amount }),
   /** Mined and failed; the transaction id is kept. */
   z.object({
     state: z.literal('failed'),

@@ -13,6 +13,7 @@ import { dispatch } from '../../src/core/context.js'
 import { createRegistry } from '../../src/core/registry.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import { evmSchemes, PERMIT2_ADDRESS, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
+import type { BroadcastRecord } from '../../src/core/adapter.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
@@ -206,6 +207,56 @@ describe('evmSchemes: upto through Permit2', () => {
     expect(repeat).toMatchObject({ success: false, errorReason: REJECTION.duplicateSettlement, transaction: landed[0]!.transaction })
     expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + charged)
     expect(await transfersOf(landed[0]!.transaction)).toHaveLength(1)
+  })
+
+  it('past the receipt bound answers settlement_pending with the usage and the hash; a later settle finishes it, another amount cannot change it', async () => {
+    const patient = createFacilitator({ schemes: evmSchemes(world.adapterConfig({ receiptTimeoutMs: 300 })) })
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    await world.node.testClient.setAutomine(false)
+    let pending
+    try {
+      pending = await patient.settle(body(paymentPayload, used(requirements, '777')))
+      // While it is pending, a settle of the same permit for another amount sends nothing new.
+      const sent = await sentByFacilitator()
+      const other = await patient.settle(body(paymentPayload, used(requirements, '999')))
+      // It answers the transaction in flight, and what that transaction charges (not the 999 it asked).
+      expect(other).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, transaction: pending.transaction, amount: '777' })
+      expect(await sentByFacilitator()).toBe(sent)
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    expect(pending).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, payer: payer.address, amount: '777', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
+    await world.node.testClient.mine({ blocks: 1 })
+    // Finished by a call that states another usage: the answer is what the transaction charged.
+    expect(await patient.settle(body(paymentPayload, used(requirements, '999')))).toMatchObject({ success: true, transaction: pending.transaction, payer: payer.address, amount: '777' })
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 777n)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 777n)
+    expect(await transfersOf(pending.transaction)).toHaveLength(1)
+  })
+
+  it('records the transaction before sending it, and resume() sends the recorded bytes (the usage they carry) after a crash', async () => {
+    const [, upto] = evmSchemes(world.adapterConfig())
+    const registry = createRegistry([upto!])
+    const payer = await uptoPayer()
+    const requirements = uptoRequirements()
+    const paymentPayload = await officialPayload(payer, requirements)
+    const contextFor = (r: PaymentRequirementsV2) => {
+      const parsed = parsePaymentRequest(body(paymentPayload, r))
+      if (!parsed.ok) throw new Error('bad test request')
+      const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000))
+      if ('rejection' in routed) throw new Error(routed.rejection.message)
+      return routed.context
+    }
+    let recorded: BroadcastRecord | undefined
+    const crash = new Error('process died right after journaling')
+    await expect(upto!.settle(contextFor(used(requirements, '321')), { broadcasting: async (record) => { recorded = record; throw crash } })).rejects.toBe(crash)
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n)
+    const resumed = await upto!.resume(contextFor(used(requirements, '321')), recorded!)
+    expect(resumed).toMatchObject({ success: true, transaction: recorded!.transaction, payer: payer.address })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 321n)
   })
 
   it('the core lets only upto settle requests differ from accepted in amount; every other field still must match', () => {

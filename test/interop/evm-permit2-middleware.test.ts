@@ -280,4 +280,77 @@ describe('official @x402/express + @x402/fetch, upto through Permit2, through ou
     expect(await sentByFacilitator()).toBe(sent)
     expect(await balanceOf(payer.address)).toBe(FUNDS)
   })
+
+  it('a percentage override ("25%") is resolved by the official resource server against the maximum: exactly a quarter moves', async () => {
+    const payer = await permit2Payer()
+    const before = await balanceOf(world.payTo)
+    const response = await payingFetch(payer)(`${shop.url}/generate?used=${encodeURIComponent('25%')}`)
+    expect(response.status).toBe(200)
+    const quarter = MAXIMUM / 4n
+    const settlement = settlementOf(response)
+    expect(settlement).toMatchObject({ success: true, payer: payer.address, amount: quarter.toString() })
+    expect((await transactionOf(settlement.transaction)).transfers.map((t) => t.args.value)).toEqual([quarter])
+    expect(await balanceOf(world.payTo)).toBe(before + quarter)
+    expect(await balanceOf(payer.address)).toBe(FUNDS - quarter)
+  })
+
+  it('a usage above the maximum is refused by our settle unsent (invalid_upto_evm_payload_settlement_exceeds_amount): the client gets 402 and not the content', async () => {
+    const payer = await permit2Payer()
+    const sent = await sentByFacilitator()
+    const response = await payingFetch(payer)(`${shop.url}/generate?used=${MAXIMUM + 1n}`)
+    expect(response.status).toBe(402)
+    expect(await response.json()).toEqual({})
+    expect(settlementOf(response)).toMatchObject({ success: false, errorReason: 'invalid_upto_evm_payload_settlement_exceeds_amount', transaction: '' })
+    expect(await sentByFacilitator()).toBe(sent)
+    expect(await balanceOf(payer.address)).toBe(FUNDS)
+  })
+
+  it('a replayed upto PAYMENT-SIGNATURE after its settlement gets 402 and is not charged again', async () => {
+    const payer = await permit2Payer()
+    const signatures: string[] = []
+    expect((await payingFetch(payer, signatures)(`${shop.url}/generate`)).status).toBe(200)
+    const before = await balanceOf(world.payTo)
+    const sent = await sentByFacilitator()
+    const settledBefore = settled.length
+    const replay = await fetch(`${shop.url}/generate`, { headers: { 'PAYMENT-SIGNATURE': signatures[0]! } })
+    expect(replay.status).toBe(402)
+    // Refused at verify (the Permit2 nonce is spent on chain): the handler never ran, no settle was asked.
+    expect(decodePaymentRequiredHeader(replay.headers.get('PAYMENT-REQUIRED') ?? '')).toMatchObject({ error: 'permit2_nonce_already_used' })
+    expect(verified.at(-1)?.result).toMatchObject({ isValid: false, invalidReason: 'permit2_nonce_already_used', payer: payer.address })
+    expect(settled.length).toBe(settledBefore)
+    expect(await sentByFacilitator()).toBe(sent)
+    expect(await balanceOf(world.payTo)).toBe(before)
+    expect(await balanceOf(payer.address)).toBe(FUNDS - USAGE)
+  })
+
+  it('a replayed upto PAYMENT-SIGNATURE after a zero settlement gets 402 when the route would charge (our settle-once refuses it), and nothing moves', async () => {
+    const payer = await permit2Payer()
+    const signatures: string[] = []
+    expect((await payingFetch(payer, signatures)(`${shop.url}/generate?used=0`)).status).toBe(200)
+    const sent = await sentByFacilitator()
+    const replay = await fetch(`${shop.url}/generate`, { headers: { 'PAYMENT-SIGNATURE': signatures[0]! } })
+    expect(replay.status).toBe(402)
+    // Nothing on chain marks a zero settlement, so verify still finds the permit good (as the official
+    // facilitator would) and the handler runs; our settle remembers the permit and refuses it once more.
+    expect(verified.at(-1)?.result).toMatchObject({ isValid: true, payer: payer.address })
+    expect(settled.at(-1)?.result).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' })
+    expect(settlementOf(replay)).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' })
+    expect(await replay.json()).toEqual({})
+    expect(await sentByFacilitator()).toBe(sent)
+    expect(await balanceOf(payer.address)).toBe(FUNDS)
+  })
+})
+
+describe('replays through the middleware, exact through Permit2', () => {
+  it('a replayed exact Permit2 PAYMENT-SIGNATURE is refused with 402 (permit2_nonce_already_used) after its settlement', async () => {
+    const payer = await permit2Payer()
+    const signatures: string[] = []
+    expect((await payingFetch(payer, signatures)(`${shop.url}/report`)).status).toBe(200)
+    const sent = await sentByFacilitator()
+    const replay = await fetch(`${shop.url}/report`, { headers: { 'PAYMENT-SIGNATURE': signatures[0]! } })
+    expect(replay.status).toBe(402)
+    expect(verified.at(-1)?.result).toMatchObject({ isValid: false, invalidReason: 'permit2_nonce_already_used', payer: payer.address })
+    expect(await sentByFacilitator()).toBe(sent)
+    expect(await balanceOf(payer.address)).toBe(FUNDS - PRICE)
+  })
 })

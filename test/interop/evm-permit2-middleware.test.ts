@@ -107,17 +107,19 @@ async function permit2Payer(options: { approve?: boolean } = {}): Promise<LocalA
 }
 
 /** The official paying fetch of `payer`, with the exact and upto EVM client schemes registered. */
-function payingFetch(payer: LocalAccount, recordTo?: string[]) {
+function payingFetch(payer: LocalAccount, recordTo?: string[], statuses?: number[]) {
   const client = new x402Client()
     .setSpendControls(false)
     .register(NETWORK, new ExactEvmClientScheme(payer))
     .register(NETWORK, new UptoEvmClientScheme(payer))
-  // Records each PAYMENT-SIGNATURE the client sends, to look at what it signed.
+  // Records each PAYMENT-SIGNATURE the client sends (to look at what it signed) and each status it got.
   const recording: typeof fetch = async (input, init) => {
     const request = new Request(input, init)
     const header = request.headers.get('PAYMENT-SIGNATURE')
     if (header && recordTo) recordTo.push(header)
-    return fetch(request)
+    const response = await fetch(request)
+    statuses?.push(response.status)
+    return response
   }
   return wrapFetchWithPayment(recording, client)
 }
@@ -168,7 +170,9 @@ describe('official @x402/express + @x402/fetch, exact through Permit2, through o
     const before = await balanceOf(world.payTo)
     const verifiedBefore = verified.length
 
-    const response = await payingFetch(payer, signatures)(`${shop.url}/report`)
+    const statuses: number[] = []
+    const response = await payingFetch(payer, signatures, statuses)(`${shop.url}/report`)
+    expect(statuses).toEqual([402, 200])
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({ report: 'ready' })
     // The official client signed a Permit2 permit for the exact proxy, not an EIP-3009 authorization.
@@ -229,7 +233,9 @@ describe('official @x402/express + @x402/fetch, upto through Permit2, through ou
     const before = await balanceOf(world.payTo)
     const settledBefore = settled.length
 
-    const response = await payingFetch(payer, signatures)(`${shop.url}/generate`)
+    const statuses: number[] = []
+    const response = await payingFetch(payer, signatures, statuses)(`${shop.url}/generate`)
+    expect(statuses).toEqual([402, 200])
     expect(response.status).toBe(200)
     expect(await response.json()).toEqual({ tokens: Number(USAGE) })
     // What the client signed: the maximum, for the upto proxy, naming our facilitator in the witness.

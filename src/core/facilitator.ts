@@ -2,7 +2,7 @@ import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-erro
 import { REJECTION } from '../errors/reasons.js'
 import type { PaymentRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../schemas/messages.js'
 import { parsePaymentRequest } from '../schemas/parse-request.js'
-import { settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
+import { settledWithoutTransaction, settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
 import { createMemoryStore } from '../stores/memory-store.js'
 import type { Store } from '../stores/store.js'
 import type { PaymentContext, ReadinessCheck, SchemeAdapter } from './adapter.js'
@@ -30,6 +30,11 @@ export interface PaymentOptions {
   onError?: (error: unknown, where: string) => void
   /** Tracks after-hook promises so callers can await them (`drain()`). */
   pending?: Set<Promise<unknown>>
+  /**
+   * The settle store, when verify runs beside settle: an `upto` authorization settled for a usage
+   * of zero left nothing on chain, and only the store knows it is spent.
+   */
+  store?: Store
 }
 
 export interface SettleOptions extends PaymentOptions {
@@ -40,6 +45,8 @@ export interface SettleOptions extends PaymentOptions {
 
 const DEFAULT_VERIFY_MS = 10_000
 const DEFAULT_SETTLE_MS = 60_000
+/** Bound of verify's one store read (upto): a slow store skips the check rather than the answer. */
+const STORE_CHECK_MS = 1_000
 
 /**
  * The payment kinds and signers a registry serves.
@@ -85,6 +92,9 @@ async function verifyUntraced(registry: Registry, body: unknown, options: Paymen
       } else {
         context = routed.context
         result = await runVerify(routed.match.adapter, context, options)
+        if (result.isValid && context.scheme === 'upto' && options.store && (await settledWithoutTransaction(routed.match.adapter, context, options.store, STORE_CHECK_MS))) {
+          result = { ...invalid(REJECTION.duplicateSettlement, 'this authorization was already settled, for a usage of zero: it cannot pay again'), ...(result.payer ? { payer: result.payer } : {}) }
+        }
       }
     }
   } catch (error) {
@@ -247,7 +257,7 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
     registry,
     store,
     supported: async () => supported(registry, config.extensions),
-    verify: (body) => (closed ? shuttingDown() : verify(registry, body, base)),
+    verify: (body) => (closed ? shuttingDown() : verify(registry, body, { ...base, store })),
     settle: (body) => (closed ? shuttingDown() : settle(registry, body, { ...base, store, settlement: config.settlement })),
     async drain() {
       while (pending.size > 0) await Promise.allSettled([...pending])

@@ -10,6 +10,23 @@ import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from './settle-answers.js'
 
+/**
+ * Whether this payment was settled without a transaction (an `upto` usage of zero). Nothing on
+ * chain shows such a settlement, so verify asks the store, or a spent authorization would keep
+ * verifying valid and buy the work again. A store that fails or is slow answers `false`: verify
+ * needs no store to answer, and settle still refuses the repeat from its record.
+ */
+export async function settledWithoutTransaction(adapter: SchemeAdapter, context: PaymentContext, store: Store, boundMs: number): Promise<boolean> {
+  const key = adapter.settlementKey(context)
+  if (key === undefined) return false
+  try {
+    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(`settlement:${adapter.scheme}:${key}`), boundMs, 'reading the settlement record'))
+    return record?.state === 'settled' && record.transaction === '' && record.fingerprint === (await paymentFingerprint(context))
+  } catch {
+    return false
+  }
+}
+
 /** Tuning of at-most-once settlement. */
 export interface SettlementOptions {
   /** How long a settled or failed payment is remembered. @default 7 days */
@@ -215,7 +232,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
           settleFailure(
             context,
             REJECTION.duplicateSettlement,
-            'this payment was already settled by an earlier call; transaction is its settlement',
+            record.transaction === ''
+              ? 'this payment was already settled by an earlier call, for a usage of zero (no transaction)'
+              : 'this payment was already settled by an earlier call; transaction is its settlement',
             record.payer,
             record.transaction,
           ),

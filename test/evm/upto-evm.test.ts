@@ -158,6 +158,8 @@ describe('evmSchemes: upto through Permit2', () => {
     const answer = await facilitator.settle(body(paymentPayload, used(requirements, '0')))
     expect(answer).toEqual({ success: true, transaction: '', network: 'eip155:84532', payer: payer.address, amount: '0' })
     expect(await sentByFacilitator()).toBe(sent)
+    // Nothing on chain shows it, yet the permit is spent: verify says so (from the settle store).
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toMatchObject({ isValid: false, invalidReason: REJECTION.duplicateSettlement, payer: payer.address })
     // Repeated with another amount: the same permit is not charged again.
     const again = await facilitator.settle(body(paymentPayload, used(requirements, '100')))
     expect(again.success).toBe(false)

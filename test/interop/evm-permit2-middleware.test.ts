@@ -329,19 +329,18 @@ describe('official @x402/express + @x402/fetch, upto through Permit2, through ou
     expect(await balanceOf(payer.address)).toBe(FUNDS - USAGE)
   })
 
-  it('a replayed upto PAYMENT-SIGNATURE after a zero settlement gets 402 when the route would charge (our settle-once refuses it), and nothing moves', async () => {
+  it('a replayed upto PAYMENT-SIGNATURE after a zero settlement is refused at verify (402, duplicate_settlement): the route does not run again, nothing moves', async () => {
     const payer = await permit2Payer()
     const signatures: string[] = []
     expect((await payingFetch(payer, signatures)(`${shop.url}/generate?used=0`)).status).toBe(200)
     const sent = await sentByFacilitator()
+    const settledBefore = settled.length
     const replay = await fetch(`${shop.url}/generate`, { headers: { 'PAYMENT-SIGNATURE': signatures[0]! } })
     expect(replay.status).toBe(402)
-    // Nothing on chain marks a zero settlement, so verify still finds the permit good (as the official
-    // facilitator would) and the handler runs; our settle remembers the permit and refuses it once more.
-    expect(verified.at(-1)?.result).toMatchObject({ isValid: true, payer: payer.address })
-    expect(settled.at(-1)?.result).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' })
-    expect(settlementOf(replay)).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' })
-    expect(await replay.json()).toEqual({})
+    // Nothing on chain marks a zero settlement: our verify asks the settle store, which remembers the
+    // permit as spent, so the metered work is not bought again with it (no settle is even asked).
+    expect(verified.at(-1)?.result).toMatchObject({ isValid: false, invalidReason: 'duplicate_settlement', payer: payer.address })
+    expect(settled.length).toBe(settledBefore)
     expect(await sentByFacilitator()).toBe(sent)
     expect(await balanceOf(payer.address)).toBe(FUNDS)
   })

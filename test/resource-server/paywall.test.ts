@@ -87,6 +87,26 @@ describe('withPayment (in-process resource server)', () => {
     expect(adapter.applied.size).toBe(0)
   })
 
+  it('a fixed-price payment charges its price: work reporting another usage is a clear 500 with nothing charged, reporting the price settles', async () => {
+    const { adapter } = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const paid = (nonce: string, usage: bigint) => {
+      const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '10', nonce }, 'eip155:8453')
+      const request = new Request('https://x/w', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(body.paymentPayload) } })
+      return withPayment(request, { facilitator, offers: [offer] }, async (payment) => {
+        expect(payment).toMatchObject({ metered: false, maxAmount: 10n })
+        return { response: new Response('ok'), usage }
+      })
+    }
+    const less = await paid('p6', 4n)
+    expect(less.status).toBe(500)
+    expect(await less.json()).toEqual({ code: 'misconfigured', error: 'the paid work reported a usage of 4 for a fixed-price payment of 10; only upto payments charge their usage' })
+    expect(adapter.applied.size).toBe(0)
+    const price = await paid('p7', 10n)
+    expect(price.status).toBe(200)
+    expect(adapter.applied.size).toBe(1)
+  })
+
   it('decodes headers strictly', () => {
     expect(decodePaymentHeader(new Headers())).toEqual({ ok: false, reason: 'missing_payment' })
     expect(decodePaymentHeader(new Headers({ 'PAYMENT-SIGNATURE': encodeJsonHeader({ x402Version: 2 }) }))).toMatchObject({

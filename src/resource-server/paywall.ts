@@ -127,6 +127,11 @@ export async function withPayment(request: Request, options: PaywallOptions, wor
 
 /** Fills in what the facilitator knows: `extra.facilitatorAddress` (and Permit2 on EVM) of `upto` offers. */
 async function resolveOffers(options: PaywallOptions): Promise<readonly PaymentOffer[]> {
+  for (const offer of options.offers) {
+    if (!/^\d{1,78}$/.test(offer.amount)) {
+      throw new FacilitatorError('misconfigured', `the ${offer.scheme} offer on ${offer.network} has amount ${JSON.stringify(offer.amount)}: write it in the asset's smallest unit, as a decimal integer string`)
+    }
+  }
   const needs = options.offers.filter((offer) => isMeteredOffer(offer) && typeof offer.extra?.facilitatorAddress !== 'string')
   const evm = (offer: PaymentOffer) => offer.network.startsWith('eip155:')
   if (needs.length === 0) return options.offers.map((offer) => (isMeteredOffer(offer) && evm(offer) ? withPermit2(offer) : offer))
@@ -179,7 +184,7 @@ async function servePaid(request: Request, options: PaywallOptions, offers: read
   const metered = isMeteredOffer(offer)
   const maxAmount = BigInt(offer.amount)
   const answer = await work({ x402Version: payload.x402Version, payer, payload, requirements, metered, maxAmount })
-  const response = answer instanceof Response ? answer : answer.response
+  const response = isMeteredResponse(answer) ? answer.response : answer
   if (response.status >= 400) return response
 
   const charge = chargeOf(answer, metered, maxAmount)
@@ -200,7 +205,7 @@ async function servePaid(request: Request, options: PaywallOptions, offers: read
 
 /** The amount to charge for the work's answer, or what the work got wrong. */
 function chargeOf(answer: Response | MeteredResponse, metered: boolean, maxAmount: bigint): bigint | string {
-  if (answer instanceof Response) {
+  if (!isMeteredResponse(answer)) {
     return metered ? 'the paid work answered an upto (metered) payment without a usage: answer { response, usage }' : maxAmount
   }
   const { usage } = answer
@@ -211,6 +216,11 @@ function chargeOf(answer: Response | MeteredResponse, metered: boolean, maxAmoun
   if (usage < 0n) return `the paid work reported a negative usage (${usage})`
   if (usage > maxAmount) return `the paid work reported a usage of ${usage}, above the maximum of ${maxAmount} the payer authorized`
   return usage
+}
+
+// By shape, not `instanceof Response`: a framework may answer with another fetch implementation's Response.
+function isMeteredResponse(answer: Response | MeteredResponse): answer is MeteredResponse {
+  return typeof answer === 'object' && answer !== null && 'response' in answer && 'usage' in answer
 }
 
 /** The offer the client paid for, in the requirements form of its version. */

@@ -107,6 +107,20 @@ describe('withPayment (in-process resource server)', () => {
     expect(adapter.applied.size).toBe(1)
   })
 
+  it('answers a mistyped offer amount or a usage that is not a bigint (plain JavaScript) with a clear 500, never running or charging', async () => {
+    const { adapter } = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const dollars = await withPayment(new Request('https://x/w'), { facilitator, offers: [{ ...offer, amount: '0.01' }] }, async () => new Response('never'))
+    expect(dollars.status).toBe(500)
+    expect(await dollars.json()).toMatchObject({ code: 'misconfigured', error: expect.stringContaining('"0.01"') })
+    const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '10', nonce: 'p8' }, 'eip155:8453')
+    const request = new Request('https://x/w', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(body.paymentPayload) } })
+    const numeric = await withPayment(request, { facilitator, offers: [offer] }, async () => ({ response: new Response('ok'), usage: 10 as unknown as bigint }))
+    expect(numeric.status).toBe(500)
+    expect(await numeric.json()).toMatchObject({ error: 'the paid work reported a usage that is not a bigint (number)' })
+    expect(adapter.applied.size).toBe(0)
+  })
+
   it('decodes headers strictly', () => {
     expect(decodePaymentHeader(new Headers())).toEqual({ ok: false, reason: 'missing_payment' })
     expect(decodePaymentHeader(new Headers({ 'PAYMENT-SIGNATURE': encodeJsonHeader({ x402Version: 2 }) }))).toMatchObject({

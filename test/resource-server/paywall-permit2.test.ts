@@ -8,10 +8,14 @@ import { x402Client, type x402Client as X402Client } from '@x402/core/client'
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { UptoEvmScheme } from '@x402/evm/upto/client'
+import { wrapFetchWithPayment } from '@x402/fetch'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator, createPaywall, settleResponseSchema, withPayment, type MeteredResponse, type PaymentOffer, type Paywall, type VerifiedPayment } from '../../src/index.js'
+import { createNodeListener } from '../../src/http/index.js'
 import { evmSchemes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
 import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
@@ -241,6 +245,24 @@ describe('createPaywall: exact through Permit2 and upto, paid by the official @x
     const tx = await world.node.publicClient.getTransaction({ hash: settlement.transaction as Hex })
     expect(tx.from.toLowerCase()).toBe(second.toLowerCase())
     expect(await balanceOf(payer.address)).toBe(1_000_000n - 77n)
+  })
+
+  it('over real HTTP (node:http), @x402/fetch pays the upto offer and reads the usage back from PAYMENT-RESPONSE', async () => {
+    const payer = await permit2Payer()
+    const server = createServer(createNodeListener((request) => paywall(request, (payment) => work(request, payment))))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = server.address() as AddressInfo
+      const before = await balanceOf(world.payTo)
+      const response = await wrapFetchWithPayment(fetch, uptoClient(payer))(`http://127.0.0.1:${port}/complete?usage=321`)
+      expect(response.status).toBe(200)
+      expect(await response.json()).toEqual({ text: 'done', payer: payer.address })
+      expect(settlementOf(response)).toMatchObject({ success: true, payer: payer.address, amount: '321' })
+      expect(await balanceOf(world.payTo)).toBe(before + 321n)
+    } finally {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
   })
 
   it('an upto offer without facilitatorAddress and a facilitator without supported() is a clear 500, not a stack', async () => {

@@ -1,7 +1,7 @@
 import { differingAcceptedField } from '../core/context.js'
 import type { Facilitator } from '../core/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
-import type { SettleResponse } from '../schemas/messages.js'
+import type { SettleResponse, SupportedResponse } from '../schemas/messages.js'
 import type { PaymentPayload } from '../schemas/payload.js'
 import type { PaymentRequirements, ResourceInfo } from '../schemas/requirements.js'
 import { decodePaymentHeader, encodePaymentResponseHeader } from './payment-headers.js'
@@ -132,28 +132,30 @@ async function resolveOffers(options: PaywallOptions): Promise<readonly PaymentO
       throw new FacilitatorError('misconfigured', `the ${offer.scheme} offer on ${offer.network} has amount ${JSON.stringify(offer.amount)}: write it in the asset's smallest unit, as a decimal integer string`)
     }
   }
-  const needs = options.offers.filter((offer) => isMeteredOffer(offer) && typeof offer.extra?.facilitatorAddress !== 'string')
-  const evm = (offer: PaymentOffer) => offer.network.startsWith('eip155:')
-  if (needs.length === 0) return options.offers.map((offer) => (isMeteredOffer(offer) && evm(offer) ? withPermit2(offer) : offer))
-  const supported = options.facilitator.supported
-  if (!supported) {
-    throw new FacilitatorError('misconfigured', 'an upto offer without extra.facilitatorAddress needs a facilitator with supported() to read it from')
-  }
-  const { kinds } = await supported()
-  return options.offers.map((offer) => {
-    if (!needs.includes(offer)) return isMeteredOffer(offer) && evm(offer) ? withPermit2(offer) : offer
-    const kind = kinds.find((k) => k.x402Version === 2 && k.scheme === offer.scheme && k.network === offer.network)
-    const address = kind?.extra?.facilitatorAddress
-    if (typeof address !== 'string') {
-      throw new FacilitatorError('misconfigured', `the facilitator lists no v2 "${offer.scheme}" kind with extra.facilitatorAddress on ${offer.network} (configure evmSchemes, or set the offer's extra.facilitatorAddress)`)
+  const needsAddress = (offer: PaymentOffer) => isMeteredOffer(offer) && typeof offer.extra?.facilitatorAddress !== 'string'
+  let kinds: SupportedResponse['kinds'] = []
+  if (options.offers.some(needsAddress)) {
+    if (!options.facilitator.supported) {
+      throw new FacilitatorError('misconfigured', 'an upto offer without extra.facilitatorAddress needs a facilitator with supported() to read it from')
     }
-    const filled = { ...offer, extra: { ...offer.extra, facilitatorAddress: address } }
-    return evm(offer) ? withPermit2(filled) : filled
+    kinds = (await options.facilitator.supported()).kinds
+  }
+  return options.offers.map((offer) => {
+    if (!isMeteredOffer(offer)) return offer
+    let extra: Record<string, unknown> = { ...offer.extra }
+    if (needsAddress(offer)) {
+      const kind = kinds.find((k) => k.x402Version === 2 && k.scheme === offer.scheme && k.network === offer.network)
+      const address = kind?.extra?.facilitatorAddress
+      if (typeof address !== 'string') {
+        throw new FacilitatorError('misconfigured', `the facilitator lists no v2 "${offer.scheme}" kind with extra.facilitatorAddress on ${offer.network} (configure evmSchemes, or set the offer's extra.facilitatorAddress)`)
+      }
+      extra = { ...extra, facilitatorAddress: address }
+    }
+    // EVM upto pays only through Permit2; the official resource server writes this too.
+    if (offer.network.startsWith('eip155:')) extra = { ...extra, assetTransferMethod: 'permit2' }
+    return { ...offer, extra }
   })
 }
-
-// EVM upto pays only through Permit2; the official server writes this too.
-const withPermit2 = (offer: PaymentOffer): PaymentOffer => ({ ...offer, extra: { ...offer.extra, assetTransferMethod: 'permit2' } })
 
 async function servePaid(request: Request, options: PaywallOptions, offers: readonly PaymentOffer[], work: PaidWork): Promise<Response> {
   const input: PaymentChallengeInput = {

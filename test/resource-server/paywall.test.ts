@@ -121,6 +121,18 @@ describe('withPayment (in-process resource server)', () => {
     expect(adapter.applied.size).toBe(0)
   })
 
+  it('an upto offer on a facilitator that lists no upto kind is a clear 500 naming the fix, never a 402 the client cannot pay', async () => {
+    const { adapter } = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const upto: PaymentOffer = { ...offer, scheme: 'upto' }
+    const response = await withPayment(new Request('https://x/w'), { facilitator, offers: [upto] }, async () => new Response('never'))
+    expect(response.status).toBe(500)
+    expect(await response.json()).toEqual({
+      code: 'misconfigured',
+      error: 'the facilitator lists no v2 "upto" kind with extra.facilitatorAddress on eip155:8453 (configure evmSchemes, or set the offer\'s extra.facilitatorAddress)',
+    })
+  })
+
   it('decodes headers strictly', () => {
     expect(decodePaymentHeader(new Headers())).toEqual({ ok: false, reason: 'missing_payment' })
     expect(decodePaymentHeader(new Headers({ 'PAYMENT-SIGNATURE': encodeJsonHeader({ x402Version: 2 }) }))).toMatchObject({

@@ -69,7 +69,7 @@ export {
   type PaymentChallengeInput,
   type PaymentOffer,
 } from './resource-server/payment-required.js'
-export { withPayment, type PaywallOptions, type VerifiedPayment } from './resource-server/paywall.js'
+export { createPaywall, withPayment, type MeteredResponse, type PaidWork, type Paywall, type PaywallOptions, type VerifiedPayment } from './resource-server/paywall.js'
 
 // ---- Stores, public statistics and the catalog of paid resources (issue 5) ----
 export type { MemoryStore, MemoryStoreSize } from './stores/memory-store.js'

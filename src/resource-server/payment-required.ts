@@ -7,13 +7,17 @@ export interface PaymentOffer {
   readonly scheme: string
   /** CAIP-2 id; v1 clients are offered the v1 name when the network has one. */
   readonly network: string
-  /** Smallest token unit, decimal string. */
+  /** Smallest token unit, decimal string: the price, or for `upto` the maximum the payer authorizes. */
   readonly amount: string
   readonly asset: string
   readonly payTo: string
   /** @default 60 */
   readonly maxTimeoutSeconds?: number
-  /** Scheme data: EIP-712 `{name, version}` on EVM, `{feePayer}` on Solana. */
+  /**
+   * Scheme data: EIP-712 `{name, version}` on EVM (with `assetTransferMethod: "permit2"` to be paid
+   * through Permit2), `{feePayer}` on Solana. `upto` also carries `facilitatorAddress`, which
+   * `createPaywall` reads from the facilitator when it is left out.
+   */
   readonly extra?: Record<string, unknown>
 }
 
@@ -41,8 +45,14 @@ export function toRequirementsV2(offer: PaymentOffer): PaymentRequirementsV2 {
   }
 }
 
-/** The v1 form of an offer, or `undefined` when its network has no v1 name. */
+/** True for an offer that charges the usage the work reports, up to its `amount` (scheme `upto`). */
+export function isMeteredOffer(offer: PaymentOffer): boolean {
+  return offer.scheme === 'upto'
+}
+
+/** The v1 form of an offer, or `undefined` when its network has no v1 name or it is `upto` (v2 only). */
 export function toRequirementsV1(offer: PaymentOffer, input: PaymentChallengeInput): PaymentRequirementsV1 | undefined {
+  if (isMeteredOffer(offer)) return undefined
   const v1Name = describeNetwork(offer.network)?.v1Name
   if (!v1Name) return undefined
   return {

@@ -87,6 +87,52 @@ describe('withPayment (in-process resource server)', () => {
     expect(adapter.applied.size).toBe(0)
   })
 
+  it('a fixed-price payment charges its price: work reporting another usage is a clear 500 with nothing charged, reporting the price settles', async () => {
+    const { adapter } = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const paid = (nonce: string, usage: bigint) => {
+      const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '10', nonce }, 'eip155:8453')
+      const request = new Request('https://x/w', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(body.paymentPayload) } })
+      return withPayment(request, { facilitator, offers: [offer] }, async (payment) => {
+        expect(payment).toMatchObject({ metered: false, maxAmount: 10n })
+        return { response: new Response('ok'), usage }
+      })
+    }
+    const less = await paid('p6', 4n)
+    expect(less.status).toBe(500)
+    expect(await less.json()).toEqual({ code: 'misconfigured', error: 'the paid work reported a usage of 4 for a fixed-price payment of 10; only upto payments charge their usage' })
+    expect(adapter.applied.size).toBe(0)
+    const price = await paid('p7', 10n)
+    expect(price.status).toBe(200)
+    expect(adapter.applied.size).toBe(1)
+  })
+
+  it('answers a mistyped offer amount or a usage that is not a bigint (plain JavaScript) with a clear 500, never running or charging', async () => {
+    const { adapter } = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const dollars = await withPayment(new Request('https://x/w'), { facilitator, offers: [{ ...offer, amount: '0.01' }] }, async () => new Response('never'))
+    expect(dollars.status).toBe(500)
+    expect(await dollars.json()).toMatchObject({ code: 'misconfigured', error: expect.stringContaining('"0.01"') })
+    const body = ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '10', nonce: 'p8' }, 'eip155:8453')
+    const request = new Request('https://x/w', { headers: { [PAYMENT_HEADERS.v2Payment]: encodeJsonHeader(body.paymentPayload) } })
+    const numeric = await withPayment(request, { facilitator, offers: [offer] }, async () => ({ response: new Response('ok'), usage: 10 as unknown as bigint }))
+    expect(numeric.status).toBe(500)
+    expect(await numeric.json()).toMatchObject({ error: 'the paid work reported a usage that is not a bigint (number)' })
+    expect(adapter.applied.size).toBe(0)
+  })
+
+  it('an upto offer on a facilitator that lists no upto kind is a clear 500 naming the fix, never a 402 the client cannot pay', async () => {
+    const { adapter } = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const upto: PaymentOffer = { ...offer, scheme: 'upto' }
+    const response = await withPayment(new Request('https://x/w'), { facilitator, offers: [upto] }, async () => new Response('never'))
+    expect(response.status).toBe(500)
+    expect(await response.json()).toEqual({
+      code: 'misconfigured',
+      error: 'the facilitator lists no v2 "upto" kind with extra.facilitatorAddress on eip155:8453 (configure evmSchemes, or set the offer\'s extra.facilitatorAddress)',
+    })
+  })
+
   it('decodes headers strictly', () => {
     expect(decodePaymentHeader(new Headers())).toEqual({ ok: false, reason: 'missing_payment' })
     expect(decodePaymentHeader(new Headers({ 'PAYMENT-SIGNATURE': encodeJsonHeader({ x402Version: 2 }) }))).toMatchObject({

@@ -75,6 +75,8 @@ export function createCatalogRecorder(options: CatalogRecorderOptions): Facilita
       const { context, result } = event
       if (!context || event.fault || !result.transaction) return
       if (!result.success && isPendingSettlement(result.errorReason)) return
+      // A repeat answered from another call's record: that call counts it (its hook may run later).
+      if (event.origin === 'recorded') return
       const found = describeResource(context)
       if (!found) return
       if (!(await store.set(onceKey(context.network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) return

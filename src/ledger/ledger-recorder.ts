@@ -63,7 +63,8 @@ export function ledgerEntryOf(event: SettleEvent, recordedAt: number): NewLedger
     payer: result.payer ?? null,
     payTo: context.payTo,
     asset: context.asset,
-    amount: context.amount.toString(),
+    // What was charged: an upto answer says it (a resumed settle may have asked another usage).
+    amount: result.amount !== undefined && /^\d+$/.test(result.amount) ? result.amount : context.amount.toString(),
     transaction: result.transaction || null,
     // Origin and path only: a query string may carry a customer's token.
     resourceUrl: (context.resource?.url && resourceId(context.resource.url)) || null,

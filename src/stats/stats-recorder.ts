@@ -102,12 +102,16 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
       let payer: string | undefined
       if (event.fault) usage[`s|${network}|error`] = 1
       else if (!result.success && isPendingSettlement(result.errorReason)) usage[`s|${network}|pending`] = 1
-      else if (result.transaction && !(await store.set(onceKey(network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) {
+      else if (event.origin === 'recorded') {
+        // Answered from another call's record (a repeat, a racing duplicate): that call counts the
+        // outcome. Its hook may run after this one, so a repeat must not take the payment's count.
+      } else if (result.transaction && !(await store.set(onceKey(network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) {
         // A repeated settle answered from the record: this payment is already counted.
       } else if (result.success) {
         usage[`s|${network}|ok`] = 1
         if (context && ASSET_PATTERN.test(context.asset)) {
-          const { hi, lo } = splitAmount(context.amount)
+          // What was charged: an upto answer says it (a resumed settle may have asked another usage).
+          const { hi, lo } = splitAmount(result.amount !== undefined && /^\d+$/.test(result.amount) ? BigInt(result.amount) : context.amount)
           const base = `vol|${network}|${context.asset}`
           usage[`${base}|hi`] = hi
           usage[`${base}|lo`] = lo

@@ -110,6 +110,23 @@ describe('public statistics', () => {
     for (const secret of [...payers, 'solpayer', 'recipient1111', '0xbbbb', ...[...chain.applied.keys()]]) expect(text).not.toContain(secret.toLowerCase())
   })
 
+  it('counts a settlement once when a racing duplicate\'s after-hook runs before the winner\'s', async () => {
+    const { stats, store } = setup()
+    const { createStatsRecorder } = await import('../../src/stats/stats-recorder.js')
+    const hooks = createStatsRecorder({ store, now: () => Date.UTC(2026, 10, 2, 12, 0, 0) })
+    const context = { network: EVM, asset: USDC_BASE_SEPOLIA, amount: 1_000_000n, timings: {} } as never
+    const transaction = `0x${'ab'.repeat(32)}`
+    const base = { operation: 'settle' as const, request: {} as never, context, durationMs: 5 }
+    // The duplicate answered from the winner's record finishes first; then the winner's own event.
+    await hooks.afterSettle!({ ...base, origin: 'recorded', result: { success: false, errorReason: 'duplicate_settlement', transaction, network: EVM } })
+    await hooks.afterSettle!({ ...base, origin: 'sent', result: { success: true, transaction, network: EVM, payer: '0x1111111111111111111111111111111111111111' } })
+    // And a later repeat, answered from the record again.
+    await hooks.afterSettle!({ ...base, origin: 'recorded', result: { success: false, errorReason: 'duplicate_settlement', transaction, network: EVM } })
+    const body = await stats.read()
+    expect(body.usage.allTime.settlements).toMatchObject({ succeeded: 1, failed: 0 })
+    expect(body.usage.allTime.volume[0]).toMatchObject({ amount: '1', settlements: 1 })
+  })
+
   it('says "no data" rather than 0% when nothing happened', async () => {
     const { stats } = setup()
     const body = publicStatsSchema.parse(await stats.read())

@@ -164,7 +164,12 @@ async function servePaid(request: Request, options: PaywallOptions, offers: read
     ...(options.extensions ? { extensions: options.extensions } : {}),
     ...(options.outputSchema === undefined ? {} : { outputSchema: options.outputSchema }),
   }
-  const challenge = (error?: string): Response => paymentRequiredResponse(error ? { ...input, error } : input)
+  const challenge = (error?: string): Response => {
+    const response = paymentRequiredResponse(error ? { ...input, error } : input)
+    // As the official resource server: a payer who has not approved Permit2 yet gets 412, so its
+    // client can approve (or sign an EIP-2612 permit) and pay again, instead of a plain 402.
+    return error === 'permit2_allowance_required' ? new Response(response.body, { status: 412, headers: response.headers }) : response
+  }
 
   const decoded = decodePaymentHeader(request.headers)
   if (!decoded.ok) return challenge(decoded.reason === 'missing_payment' ? undefined : decoded.message)

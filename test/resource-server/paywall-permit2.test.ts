@@ -151,6 +151,20 @@ describe('createPaywall: exact through Permit2 and upto, paid by the official @x
     expect(await balanceOf(payer.address)).toBe(1_000_000n - 1234n)
   })
 
+  it('a payer who has not approved Permit2 gets 412 (permit2_allowance_required) as from the official server, and the work does not run', async () => {
+    const payer = privateKeyToAccount(generatePrivateKey())
+    await fundPayer(world.node, world.token, payer.address, 1_000_000n)
+    const servedBefore = served.length
+    const sent = await sentByFacilitator()
+    for (const client of [exactPermit2Client(payer), uptoClient(payer)]) {
+      const { paid } = await pay(client, '?usage=10')
+      expect(paid.status).toBe(412)
+      expect(decodePaymentRequiredHeader(paid.headers.get('PAYMENT-REQUIRED') ?? '')).toMatchObject({ error: 'permit2_allowance_required' })
+    }
+    expect(served.length).toBe(servedBefore)
+    expect(await sentByFacilitator()).toBe(sent)
+  })
+
   it('upto: the whole maximum can be charged', async () => {
     const payer = await permit2Payer()
     const { paid } = await pay(uptoClient(payer), '?usage=5000')

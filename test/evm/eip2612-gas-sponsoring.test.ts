@@ -25,6 +25,7 @@ import {
   X402_UPTO_PERMIT2_PROXY,
 } from '../../src/evm/index.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
+import { isRecord } from '../../src/schemas/parse-request.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
@@ -87,7 +88,12 @@ interface PermitInfo {
   [other: string]: unknown
 }
 
-const infoOf = (payload: PaymentPayload): PermitInfo => (payload as { extensions: { eip2612GasSponsoring: { info: PermitInfo } } }).extensions.eip2612GasSponsoring.info
+function infoOf(payload: PaymentPayload): PermitInfo {
+  const extensions = 'extensions' in payload && isRecord(payload.extensions) ? payload.extensions : undefined
+  const info = (extensions?.[EIP2612_GAS_SPONSORING] as { info?: PermitInfo } | undefined)?.info
+  if (!info) throw new Error('the payload carries no eip2612GasSponsoring info')
+  return info
+}
 
 /** An EIP-2612 permit of `fields` over the token's domain, signed by `signer`. */
 async function signPermit(signer: LocalAccount, fields: PermitInfo): Promise<Hex> {

@@ -346,6 +346,14 @@ describe('eip2612GasSponsoring: upto', () => {
       [EIP2612_REJECTION.spenderNotPermit2, withPermit(base, payer, (i) => ({ ...i, spender: X402_UPTO_PERMIT2_PROXY }))],
       [EIP2612_REJECTION.deadlineExpired, withPermit(base, payer, (i) => ({ ...i, deadline: String(now() - 60) }))],
       [EIP2612_REJECTION.invalidFormat, withPermit(base, payer, (i) => ({ ...i, signature: `${i.signature}00` }), true)],
+      // Upto refuses a signed approval transaction as exact does.
+      [
+        PERMIT2_REJECTION.erc20ApprovalNotSupported,
+        Promise.resolve({
+          ...base,
+          extensions: { erc20ApprovalGasSponsoring: { info: { from: payer.address, asset: world.token.address, spender: PERMIT2_ADDRESS, amount: '5000', signedTransaction: '0x02f8', version: '1' } } },
+        } as PaymentPayload),
+      ],
     ]
     const sent = await sentByFacilitator()
     for (const [code, pending] of cases) {

@@ -71,6 +71,8 @@ export function createCatalogRecorder(options: CatalogRecorderOptions): Facilita
   const binding = createPayToBinding(store, options.resources)
 
   return {
+    // The bazaar discovery extension: resources are listed from their payments (GET /discovery/resources).
+    extensions: ['bazaar'],
     async afterSettle(event: SettleEvent) {
       const { context, result } = event
       if (!context || event.fault || !result.transaction) return

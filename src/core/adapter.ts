@@ -103,6 +103,8 @@ export interface SchemeAdapter {
   readonly versions?: readonly (1 | 2)[]
   /** Addresses that sign or pay fees, listed in supported(). */
   signers(): readonly string[]
+  /** Names of the payload extensions this adapter honours (e.g. `eip2612GasSponsoring`), listed in supported(). Optional. */
+  readonly extensions?: readonly string[]
   /** Checks a payment; never throws for a bad payment, only for faults. */
   verify(ctx: PaymentContext): Promise<VerifyResponse>
   /**

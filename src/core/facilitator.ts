@@ -183,7 +183,10 @@ export interface FacilitatorConfig {
   hooks?: readonly FacilitatorHooks[]
   timeouts?: Timeouts
   settlement?: SettlementOptions
-  /** Extension names listed in supported(). @default [] */
+  /**
+   * Extension names listed in supported(), besides those the adapters honour (`eip2612GasSponsoring`
+   * with the EVM adapters) and those the hooks serve (`bazaar` with the catalog's). @default []
+   */
   extensions?: readonly string[]
   /** Receives errors of after-hooks. @default ignore */
   onError?: (error: unknown, where: string) => void
@@ -256,7 +259,7 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
   return {
     registry,
     store,
-    supported: async () => supported(registry, config.extensions),
+    supported: async () => supported(registry, [...(config.extensions ?? []), ...(config.hooks ?? []).flatMap((hook) => hook.extensions ?? [])]),
     verify: (body) => (closed ? shuttingDown() : verify(registry, body, { ...base, store })),
     settle: (body) => (closed ? shuttingDown() : settle(registry, body, { ...base, store, settlement: config.settlement })),
     async drain() {

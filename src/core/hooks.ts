@@ -45,6 +45,8 @@ type MaybePromise<T> = T | Promise<T>
  * never delay or change the answer: their errors go to `onError`.
  */
 export interface FacilitatorHooks {
+  /** Names of the x402 extensions these hooks serve (the catalog: `bazaar`), listed in supported(). Optional. */
+  readonly extensions?: readonly string[]
   beforeVerify?(ctx: PaymentContext): MaybePromise<HookRejection | void>
   afterVerify?(event: VerifyEvent): MaybePromise<void>
   beforeSettle?(ctx: PaymentContext): MaybePromise<HookRejection | void>

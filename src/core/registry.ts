@@ -19,7 +19,7 @@ export interface Registry {
   find(x402Version: number, scheme: string, network: string): RegistryMatch | undefined
   /** True when some adapter serves the scheme at all (to tell `unsupported_scheme` from `invalid_network`). */
   servesScheme(scheme: string): boolean
-  /** The kinds and signers for GET /supported. */
+  /** The kinds, extensions (the adapters' own and `extensions`, once each) and signers for GET /supported. */
   supported(extensions?: readonly string[]): SupportedResponse
 }
 
@@ -77,7 +77,8 @@ export function createRegistry(adapters: readonly SchemeAdapter[]): Registry {
         const list = (signers[`${adapter.family}:*`] ??= [])
         for (const address of adapter.signers()) if (!list.includes(address)) list.push(address)
       }
-      return { kinds: kinds.map((kind) => ({ ...kind })), extensions: [...extensions], signers }
+      const names = [...new Set([...adapters.flatMap((adapter) => adapter.extensions ?? []), ...extensions])]
+      return { kinds: kinds.map((kind) => ({ ...kind })), extensions: names, signers }
     },
   }
 }

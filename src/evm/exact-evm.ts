@@ -16,8 +16,9 @@ import { checkValidityWindow, preparePayment, type PrepareOptions, type Prepared
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
 import { X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
 import { parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto-payment.js'
-import { checkPermit2State, isPermit2Payload, parsePermit2Payload, permit2Window, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
+import { checkPermit2State, isPermit2Payload, parsePermit2Payload, preparedWindow, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { toRpcFault } from './rpc-fault.js'
+import { EIP2612_GAS_SPONSORING } from './eip2612-extension.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
 import { pickSigner, resend, signAndSend } from './send-transaction.js'
 import {
@@ -276,7 +277,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     let verified = verifiedPermits.get(ctx)
     verifiedPermits.delete(ctx)
     if (verified) {
-      const expired = permit2Window(verified.payment.payload, prepareOptions)
+      const expired = preparedWindow(verified.payment, prepareOptions)
       if (expired) return failure(ctx, expired, payer)
     } else {
       const checked = await checkPermit(ctx, runtime, permit)
@@ -321,6 +322,8 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     networks: [...runtimes.values()].map((r) => r.network),
     versions: config.versions ?? [1, 2],
     signers: () => signerAddresses,
+    // Permit2 payments may carry the payer's EIP-2612 permit, run by the proxy's settleWithPermit.
+    extensions: [EIP2612_GAS_SPONSORING],
 
     async readiness(signal): Promise<ReadinessCheck[]> {
       const minBalance = config.minSignerBalance ?? 1_000_000_000_000_000n
@@ -482,7 +485,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     let verified = verifiedUptos.get(ctx)
     verifiedUptos.delete(ctx)
     if (verified) {
-      const expired = permit2Window(verified.payment.payload, prepareOptions)
+      const expired = preparedWindow(verified.payment, prepareOptions)
       if (expired) return failure(ctx, expired, payer)
     } else {
       const checked = await checkUpto(ctx, runtime)
@@ -503,7 +506,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     if (counted) slot.inFlight++
     try {
       // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is sent.
-      const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge) }
+      const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge, verified.payment.permit2612) }
       return await sendProxySettlement(ctx, runtime, slot, call, verified.estimate, journal, { what: 'upto', asRejection: asUptoRejection, payer })
     } finally {
       if (counted) slot.inFlight--
@@ -521,6 +524,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     versions: [2],
     // Readiness and connections belong to the exact adapter (the same networks and signers).
     signers: () => signerAddresses,
+    extensions: [EIP2612_GAS_SPONSORING],
 
     async verify(ctx): Promise<VerifyResponse> {
       spends.delete(ctx)

@@ -1,5 +1,35 @@
 import type { Address } from 'viem'
 
+/** The EIP-2612 permit the proxies' `settleWithPermit` runs (in a try/catch) before the transfer: owner -> Permit2, `value` = `permitted.amount`. */
+const eip2612PermitTuple = {
+  name: 'permit2612',
+  type: 'tuple',
+  components: [
+    { name: 'value', type: 'uint256' },
+    { name: 'deadline', type: 'uint256' },
+    { name: 'r', type: 'bytes32' },
+    { name: 's', type: 'bytes32' },
+    { name: 'v', type: 'uint8' },
+  ],
+} as const
+
+const permitTransferFromTuple = {
+  name: 'permit',
+  type: 'tuple',
+  components: [
+    { name: 'permitted', type: 'tuple', components: [{ name: 'token', type: 'address' }, { name: 'amount', type: 'uint256' }] },
+    { name: 'nonce', type: 'uint256' },
+    { name: 'deadline', type: 'uint256' },
+  ],
+} as const
+
+const exactWitnessTuple = { name: 'witness', type: 'tuple', components: [{ name: 'to', type: 'address' }, { name: 'validAfter', type: 'uint256' }] } as const
+const uptoWitnessTuple = {
+  name: 'witness',
+  type: 'tuple',
+  components: [{ name: 'to', type: 'address' }, { name: 'facilitator', type: 'address' }, { name: 'validAfter', type: 'uint256' }],
+} as const
+
 /** Uniswap's Permit2, the same address on every EVM chain (CREATE2). */
 export const PERMIT2_ADDRESS: Address = '0x000000000022D473030F116dDEE9F6B43aC78BA3'
 /** The x402 exact Permit2 proxy (the `spender` of every exact Permit2 payment), the same on every chain. */
@@ -29,20 +59,14 @@ export const exactPermit2ProxyAbi = [
     type: 'function',
     name: 'settle',
     stateMutability: 'nonpayable',
-    inputs: [
-      {
-        name: 'permit',
-        type: 'tuple',
-        components: [
-          { name: 'permitted', type: 'tuple', components: [{ name: 'token', type: 'address' }, { name: 'amount', type: 'uint256' }] },
-          { name: 'nonce', type: 'uint256' },
-          { name: 'deadline', type: 'uint256' },
-        ],
-      },
-      { name: 'owner', type: 'address' },
-      { name: 'witness', type: 'tuple', components: [{ name: 'to', type: 'address' }, { name: 'validAfter', type: 'uint256' }] },
-      { name: 'signature', type: 'bytes' },
-    ],
+    inputs: [permitTransferFromTuple, { name: 'owner', type: 'address' }, exactWitnessTuple, { name: 'signature', type: 'bytes' }],
+    outputs: [],
+  },
+  {
+    type: 'function',
+    name: 'settleWithPermit',
+    stateMutability: 'nonpayable',
+    inputs: [eip2612PermitTuple, permitTransferFromTuple, { name: 'owner', type: 'address' }, exactWitnessTuple, { name: 'signature', type: 'bytes' }],
     outputs: [],
   },
   { type: 'function', name: 'PERMIT2', stateMutability: 'view', inputs: [], outputs: [{ type: 'address' }] },
@@ -100,27 +124,22 @@ export const uptoPermit2ProxyAbi = [
     type: 'function',
     name: 'settle',
     stateMutability: 'nonpayable',
-    inputs: [
-      {
-        name: 'permit',
-        type: 'tuple',
-        components: [
-          { name: 'permitted', type: 'tuple', components: [{ name: 'token', type: 'address' }, { name: 'amount', type: 'uint256' }] },
-          { name: 'nonce', type: 'uint256' },
-          { name: 'deadline', type: 'uint256' },
-        ],
-      },
-      { name: 'amount', type: 'uint256' },
-      { name: 'owner', type: 'address' },
-      {
-        name: 'witness',
-        type: 'tuple',
-        components: [{ name: 'to', type: 'address' }, { name: 'facilitator', type: 'address' }, { name: 'validAfter', type: 'uint256' }],
-      },
-      { name: 'signature', type: 'bytes' },
-    ],
+    inputs: [permitTransferFromTuple, { name: 'amount', type: 'uint256' }, { name: 'owner', type: 'address' }, uptoWitnessTuple, { name: 'signature', type: 'bytes' }],
     outputs: [],
   },
+  {
+    type: 'function',
+    name: 'settleWithPermit',
+    stateMutability: 'nonpayable',
+    inputs: [eip2612PermitTuple, permitTransferFromTuple, { name: 'amount', type: 'uint256' }, { name: 'owner', type: 'address' }, uptoWitnessTuple, { name: 'signature', type: 'bytes' }],
+    outputs: [],
+  },
+  { type: 'error', name: 'Permit2612AmountMismatch', inputs: [] },
   { type: 'error', name: 'AmountExceedsPermitted', inputs: [] },
   { type: 'error', name: 'UnauthorizedFacilitator', inputs: [] },
+] as const
+
+/** The EIP-2612 `nonces(owner)` of a token (read with a gas-sponsoring permit, to tell why it would not apply). */
+export const eip2612NoncesAbi = [
+  { type: 'function', name: 'nonces', stateMutability: 'view', inputs: [{ type: 'address' }], outputs: [{ type: 'uint256' }] },
 ] as const

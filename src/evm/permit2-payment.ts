@@ -5,8 +5,9 @@ import { formatIssuePath } from '../schemas/parse-request.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
 import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
-import { erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
-import { EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
+import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
+import { eip2612NoncesAbi, erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
+import { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
 import { toRpcFault } from './rpc-fault.js'
 import { estimateSettlementGas, feeFields, nodeRefusal, quantity, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
@@ -86,10 +87,12 @@ export interface PreparedPermit2 {
   readonly digest: Hex
   /** The signature recovers to the payer; otherwise only its wallet's ERC-1271 answer can prove it. */
   readonly recovered: boolean
-  /** Calldata of the proxy `settle` call that settle sends and verify simulates. */
+  /** Calldata of the proxy call (`settle`, or `settleWithPermit` with a permit) that settle sends and verify simulates. */
   readonly settleCalldata: Hex
   /** The proxy called (the spender); the exact proxy when absent. */
   readonly proxy?: Address
+  /** The payer's EIP-2612 permit to Permit2 (`eip2612GasSponsoring`), run by the proxy before the transfer. */
+  readonly permit2612?: Eip2612Permit
 }
 
 export interface Permit2Options {
@@ -101,25 +104,19 @@ const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 /**
  * The offline checks, in the official facilitator's order and with its codes: spender, recipient,
- * deadline, validAfter, amount, token (then the requirements' extensions); the signature is
- * recovered here and, when it does not recover to the payer, left to the wallet's ERC-1271 check.
+ * deadline, validAfter, amount, token, then the gas-sponsoring extension (see gasSponsoringPermit);
+ * the signature is recovered here and, when it does not recover to the payer, left to the
+ * wallet's ERC-1271 check.
  */
 export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: Permit2Payload | Rejection): Promise<PreparedPermit2 | Rejection> {
   if ('reason' in payload) return payload
   if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
     return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
   }
-  const extensions = 'extensions' in ctx.payload ? ctx.payload.extensions : undefined
-  if (extensions && typeof extensions === 'object') {
-    if ('erc20ApprovalGasSponsoring' in extensions) {
-      return { reason: PERMIT2_REJECTION.extensionNotSupported, message: 'erc20ApprovalGasSponsoring is not served: it would have this facilitator pay the gas of a transaction the payer signed; approve Permit2 from the payer\'s account' }
-    }
-    if ('eip2612GasSponsoring' in extensions) {
-      return { reason: PERMIT2_REJECTION.extensionNotSupported, message: 'eip2612GasSponsoring is not served by this facilitator yet; approve Permit2 from the payer\'s account' }
-    }
-  }
   const check = permit2Fields(ctx, payload) ?? permit2Window(payload, options) ?? permit2AmountAndToken(ctx, payload)
   if (check) return check
+  const permit2612 = sponsoringPermitOf(ctx, payload, options)
+  if (permit2612 && 'reason' in permit2612) return permit2612
   const asset: Address = ctx.asset
   const digest = hashTypedData({
     domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
@@ -140,17 +137,43 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
     asset,
     digest,
     recovered: signer !== undefined && same(signer, payload.from),
-    settleCalldata: encodeFunctionData({
-      abi: exactPermit2ProxyAbi,
-      functionName: 'settle',
-      args: [
-        { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline },
-        payload.from,
-        { to: payload.to, validAfter: payload.validAfter },
-        payload.signature,
-      ],
-    }),
+    settleCalldata: exactSettleCalldata(payload, permit2612),
+    ...(permit2612 ? { permit2612 } : {}),
   }
+}
+
+/** The extension's permit for this Permit2 authorization (see gasSponsoringPermit), checked now. */
+export function sponsoringPermitOf(ctx: PaymentContext, payload: Permit2Payload, options: Permit2Options): Eip2612Permit | Rejection | undefined {
+  return gasSponsoringPermit(ctx, {
+    payer: payload.from,
+    asset: ctx.asset,
+    permittedAmount: payload.amount,
+    nowSeconds: options.nowSeconds(),
+    settleMarginSeconds: options.settleMarginSeconds,
+  })
+}
+
+/** The proxy's struct of an EIP-2612 permit. */
+export const permit2612Arg = (permit: Eip2612Permit) => ({ value: permit.value, deadline: permit.deadline, r: permit.r, s: permit.s, v: permit.v })
+
+/** Calldata of the exact proxy's `settle`, or `settleWithPermit` when the payment carries an EIP-2612 permit. */
+export function exactSettleCalldata(payload: Permit2Payload, permit2612?: Eip2612Permit): Hex {
+  const permit = { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline }
+  const witness = { to: payload.to, validAfter: payload.validAfter }
+  return permit2612
+    ? encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, payload.from, witness, payload.signature] })
+    : encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permit, payload.from, witness, payload.signature] })
+}
+
+/** Settle's clock check of a verified payment: the Permit2 window, and the deadline of its EIP-2612 permit. */
+export function preparedWindow(payment: PreparedPermit2, options: Permit2Options): Rejection | undefined {
+  const window = permit2Window(payment.payload, options)
+  if (window || !payment.permit2612) return window
+  const deadline = payment.permit2612.deadline
+  if (deadline < options.nowSeconds() + BigInt(options.settleMarginSeconds)) {
+    return { reason: EIP2612_REJECTION.deadlineExpired, message: `eip2612GasSponsoring.info.deadline ${deadline} has passed or leaves less than ${options.settleMarginSeconds} s to settle` }
+  }
+  return undefined
 }
 
 function permit2Fields(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {
@@ -193,6 +216,11 @@ export function permit2AmountAndToken(ctx: PaymentContext, payload: Permit2Paylo
 /** What the chain said about a prepared Permit2 payment. */
 export interface Permit2Verdict {
   readonly rejection: Rejection | undefined
+  /**
+   * What the proxy can move from the payer: its balance, capped by its allowance to Permit2 as it
+   * will stand when the transfer runs (the permit's value when its nonce is the token's current one,
+   * since EIP-2612 `permit` sets the allowance). Held against payments racing from the same payer.
+   */
   readonly balance: bigint | undefined
   /** The gas `eth_estimateGas` gave for the proxy call, run as the sender. */
   readonly gas: bigint | undefined
@@ -207,7 +235,9 @@ const READS_GAS = 200_000n
  * does not recover to the payer, the wallet's ERC-1271 answer) and, in the same JSON-RPC batch, an
  * `eth_estimateGas` of the exact proxy call settle sends, run as its sender with its fees and capped
  * by `maxSettlementGas` (the estimate is the simulation). Reads come first in the answer: they name
- * why a simulation reverts (the official codes), and a spent nonce gets its own code.
+ * why a simulation reverts (the official codes), and a spent nonce gets its own code. With an
+ * EIP-2612 permit the read also takes the token's `nonces(payer)`, and a low allowance is only a
+ * rejection when the simulation (which runs the permit) fails.
  */
 export async function checkPermit2State(runtime: NetworkRuntime, payment: PreparedPermit2, sender: SettlementSender, maxSettlementGas: bigint): Promise<Permit2Verdict> {
   const { payer, asset, payload } = payment
@@ -218,7 +248,8 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     { target: PERMIT2_ADDRESS, allowFailure: true, callData: encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [payer, payload.nonce >> 8n] }) },
     { target: proxy, allowFailure: true, callData: encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }) },
   ]
-  if (!payment.recovered) calls.push({ target: payer, allowFailure: true, callData: isValidSignatureCalldata(payment.digest, payload.signature) })
+  const walletIndex = payment.recovered ? -1 : calls.push({ target: payer, allowFailure: true, callData: isValidSignatureCalldata(payment.digest, payload.signature) }) - 1
+  const permitNonceIndex = payment.permit2612 ? calls.push({ target: asset, allowFailure: true, callData: encodeFunctionData({ abi: eip2612NoncesAbi, functionName: 'nonces', args: [payer] }) }) - 1 : -1
   // Issued in the same tick: the transport sends both as one JSON-RPC batch.
   const multicall = runtime.client.request({
     method: 'eth_call',
@@ -247,13 +278,19 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const balance = word(0)
   const allowance = word(1)
   const bitmap = word(2)
-  const verdict = (rejection: Rejection | undefined, gas?: bigint): Permit2Verdict => ({ rejection, balance, gas })
+  const { permit2612 } = payment
+  const tokenNonce = permitNonceIndex < 0 ? undefined : word(permitNonceIndex)
+  // EIP-2612 permit sets the allowance: with the token's current nonce it will stand at the permit's value.
+  const permitApplies = permit2612 !== undefined && tokenNonce === permit2612.nonce
+  const spendable = allowance === undefined ? undefined : permitApplies ? permit2612.value : allowance
+  const movable = balance === undefined || spendable === undefined ? balance : balance < spendable ? balance : spendable
+  const verdict = (rejection: Rejection | undefined, gas?: bigint): Permit2Verdict => ({ rejection, balance: movable, gas })
   const outcome = await estimate
   if ('fault' in outcome) throw outcome.fault
   if (balance === undefined || allowance === undefined) {
     return verdict({ reason: PERMIT2_REJECTION.assetNotDeployed, message: `asset ${asset} does not answer balanceOf and allowance (no ERC-20 contract there)` })
   }
-  if (!payment.recovered && !isMagicValue(results[4]!)) {
+  if (walletIndex >= 0 && !isMagicValue(results[walletIndex]!)) {
     return verdict({ reason: PERMIT2_REJECTION.signature, message: 'the signature is not valid for the payer (neither its key nor its ERC-1271 wallet signed this permit)' })
   }
   if (word(3) === undefined) {
@@ -268,8 +305,18 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   if (balance < payload.amount) {
     return verdict({ reason: PERMIT2_REJECTION.insufficientBalance, message: `the payer's balance ${balance} is below ${payload.amount}` })
   }
-  if (allowance < payload.amount) {
-    return verdict({ reason: PERMIT2_REJECTION.allowanceRequired, message: `the payer's allowance to Permit2 (${allowance}) is below ${payload.amount}: the payer must approve Permit2 first` })
+  // With a permit the simulation runs it: a low allowance only matters when the simulation fails.
+  if (allowance < payload.amount && !(permit2612 && !('rejection' in outcome))) {
+    if (!permit2612) {
+      return verdict({ reason: PERMIT2_REJECTION.allowanceRequired, message: `the payer's allowance to Permit2 (${allowance}) is below ${payload.amount}: the payer must approve Permit2 first` })
+    }
+    const why =
+      tokenNonce === undefined
+        ? 'the token does not answer nonces(owner): it has no EIP-2612 permit'
+        : tokenNonce !== permit2612.nonce
+          ? `the permit was signed for token nonce ${permit2612.nonce}, the payer's current nonce is ${tokenNonce} (used or not yet reached)`
+          : 'the token refused the permit (its signature is not the payer\'s for this token\'s domain)'
+    return verdict({ reason: PERMIT2_REJECTION.allowanceRequired, message: `the payer's allowance to Permit2 (${allowance}) is below ${payload.amount} and the eip2612GasSponsoring permit would not raise it: ${why}` })
   }
   if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the Permit2 settlement gas: the node found the fee quote below its base fee; retry')
   if ('rejection' in outcome) {

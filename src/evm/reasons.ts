@@ -80,8 +80,32 @@ export const PERMIT2_REJECTION = {
   allowanceRequired: 'permit2_allowance_required',
   /** A simulation of the proxy call settle sends reverted. */
   simulationFailed: 'permit2_simulation_failed',
-  /** The payload asks for a gas-sponsoring extension this facilitator does not serve. */
-  extensionNotSupported: 'permit2_extension_not_supported',
+  /**
+   * The payload carries a signed `erc20ApprovalGasSponsoring` transaction: it would have this facilitator
+   * broadcast, and pay the gas of, a transaction the payer wrote. Not served (the declaration alone, echoed
+   * from a 402 without a signed transaction, is ignored).
+   */
+  erc20ApprovalNotSupported: 'erc20_approval_gas_sponsoring_not_supported',
+} as const
+
+/**
+ * Rejection codes of the `eip2612GasSponsoring` extension (an EIP-2612 `permit` of the token to
+ * Permit2 that the proxy's `settleWithPermit` runs before the transfer), as the official x402
+ * facilitator names them.
+ */
+export const EIP2612_REJECTION = {
+  /** `extensions.eip2612GasSponsoring.info` is not the signed permit (a field missing or malformed, a signature that is not 65 bytes, a version other than "1"). */
+  invalidFormat: 'invalid_eip2612_extension_format',
+  /** `info.from` is not the payer of the Permit2 authorization. */
+  fromMismatch: 'eip2612_from_mismatch',
+  /** `info.asset` is not the requirements' asset. */
+  assetMismatch: 'eip2612_asset_mismatch',
+  /** `info.spender` is not the canonical Permit2. */
+  spenderNotPermit2: 'eip2612_spender_not_permit2',
+  /** `info.deadline` has passed or leaves less than the settle margin. */
+  deadlineExpired: 'eip2612_deadline_expired',
+  /** `info.amount` is not `permitted.amount` (the proxy would revert `Permit2612AmountMismatch`; the official code of that revert). */
+  amountMismatch: 'permit2_2612_amount_mismatch',
 } as const
 
 /** Rejection codes of the `upto` scheme (through Permit2), as the official x402 facilitator names them. */

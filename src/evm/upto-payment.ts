@@ -4,7 +4,8 @@ import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { PERMIT2_ADDRESS, uptoPermit2ProxyAbi, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
-import { permit2PayloadSchema, permit2Window, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
+import type { Eip2612Permit } from './eip2612-extension.js'
+import { permit2612Arg, permit2PayloadSchema, permit2Window, sponsoringPermitOf, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
 
@@ -59,19 +60,13 @@ export function uptoMaximum(ctx: PaymentContext): bigint {
   return typeof accepted === 'string' && /^\d{1,78}$/.test(accepted) ? BigInt(accepted) : ctx.amount
 }
 
-/** Calldata of the upto proxy's `settle` charging `amount`. */
-export function uptoSettleCalldata(payload: UptoPayload, amount: bigint): Hex {
-  return encodeFunctionData({
-    abi: uptoPermit2ProxyAbi,
-    functionName: 'settle',
-    args: [
-      { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline },
-      amount,
-      payload.from,
-      { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter },
-      payload.signature,
-    ],
-  })
+/** Calldata of the upto proxy's `settle` charging `amount`, or `settleWithPermit` when the payment carries an EIP-2612 permit. */
+export function uptoSettleCalldata(payload: UptoPayload, amount: bigint, permit2612?: Eip2612Permit): Hex {
+  const permit = { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline }
+  const witness = { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter }
+  return permit2612
+    ? encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, amount, payload.from, witness, payload.signature] })
+    : encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permit, amount, payload.from, witness, payload.signature] })
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
@@ -79,17 +74,13 @@ const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 /**
  * The offline checks of an upto payment, in the order of exact through Permit2 (spender = the upto
  * proxy, recipient, clock, permitted amount = the maximum, token), then `witness.facilitator` must be
- * one of this network's signers, then the amount to charge (`ctx.amount`) at most the maximum.
- * The calldata simulates the maximum.
+ * one of this network's signers, then the amount to charge (`ctx.amount`) at most the maximum,
+ * then the gas-sponsoring extension (an EIP-2612 permit of the maximum). The calldata simulates the maximum.
  */
 export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: UptoPayload | Rejection): Promise<(PreparedPermit2 & { readonly payload: UptoPayload }) | Rejection> {
   if ('reason' in payload) return payload
   if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
     return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
-  }
-  const extensions = 'extensions' in ctx.payload ? ctx.payload.extensions : undefined
-  if (extensions && typeof extensions === 'object' && ('erc20ApprovalGasSponsoring' in extensions || 'eip2612GasSponsoring' in extensions)) {
-    return { reason: PERMIT2_REJECTION.extensionNotSupported, message: 'gas-sponsoring extensions are not served for upto; approve Permit2 from the payer\'s account' }
   }
   if (!same(payload.spender, X402_UPTO_PERMIT2_PROXY)) {
     return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 upto Permit2 proxy ${X402_UPTO_PERMIT2_PROXY}` }
@@ -112,6 +103,9 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
   if (ctx.amount > payload.amount) {
     return { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${ctx.amount} exceeds the permitted maximum ${payload.amount}` }
   }
+  // The permit's value must be the maximum (permitted.amount), whatever the usage settled.
+  const permit2612 = sponsoringPermitOf(ctx, payload, options)
+  if (permit2612 && 'reason' in permit2612) return permit2612
   const digest = hashTypedData({
     domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
     types: uptoPermitWitnessTransferFromTypes,
@@ -131,7 +125,8 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
     asset: ctx.asset,
     digest,
     recovered: signer !== undefined && same(signer, payload.from),
-    settleCalldata: uptoSettleCalldata(payload, payload.amount),
+    settleCalldata: uptoSettleCalldata(payload, payload.amount, permit2612),
     proxy: X402_UPTO_PERMIT2_PROXY,
+    ...(permit2612 ? { permit2612 } : {}),
   }
 }

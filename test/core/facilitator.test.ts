@@ -42,6 +42,17 @@ describe('registry', () => {
     })
   })
 
+  it('lists the extensions adapters honour, those hooks serve and configured ones, each once; none when nothing serves one', async () => {
+    const plain = setup({ network: 'eip155:8453' })
+    expect((await createFacilitator({ schemes: [plain] }).supported()).extensions).toEqual([])
+    const honouring: SchemeAdapter = { ...setup({ network: 'eip155:1' }), extensions: ['eip2612GasSponsoring'] }
+    const upto: SchemeAdapter = { ...setup({ network: 'eip155:1' }), scheme: 'upto', extensions: ['eip2612GasSponsoring'] }
+    expect(createRegistry([honouring, upto]).supported().extensions).toEqual(['eip2612GasSponsoring'])
+    const catalogLike = { extensions: ['bazaar'], afterSettle: () => undefined }
+    const facilitator = createFacilitator({ schemes: [honouring, upto], hooks: [catalogLike], extensions: ['bazaar', 'custom'] })
+    expect((await facilitator.supported()).extensions).toEqual(['eip2612GasSponsoring', 'bazaar', 'custom'])
+  })
+
   it('refuses two adapters for the same kind at configuration time', () => {
     expect(() => createRegistry([setup(), setup()])).toThrow(FacilitatorError)
   })

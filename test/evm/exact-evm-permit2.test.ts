@@ -170,13 +170,16 @@ describe('exactEvm: exact through Permit2', () => {
     expect(await facilitator.verify(body(await officialPayload(unapproved, requirements), requirements))).toEqual({ isValid: true, payer: unapproved.address })
   })
 
-  it('refuses the gas-sponsoring extensions with a clear code, and a malformed permit as invalid_payload', async () => {
+  it('refuses a signed erc20ApprovalGasSponsoring transaction with its own code, ignores bare extension declarations, and answers a malformed permit as invalid_payload', async () => {
     const payer = await permit2Payer()
     const requirements = permit2Requirements()
     const base = await officialPayload(payer, requirements)
+    const signedApproval = { erc20ApprovalGasSponsoring: { info: { from: payer.address, asset: world.token.address, spender: PERMIT2_ADDRESS, amount: '1', signedTransaction: '0x02f8', version: '1' } } }
+    const verdict = await facilitator.verify(body({ ...base, extensions: signedApproval }, requirements))
+    expect(verdict).toMatchObject({ isValid: false, invalidReason: 'erc20_approval_gas_sponsoring_not_supported', invalidMessage: expect.stringContaining('erc20ApprovalGasSponsoring') })
+    // What a 402 declares is echoed into every payload by the official client: it asks for nothing.
     for (const extension of ['erc20ApprovalGasSponsoring', 'eip2612GasSponsoring']) {
-      const verdict = await facilitator.verify(body({ ...base, extensions: { [extension]: { info: {} } } }, requirements))
-      expect(verdict).toMatchObject({ isValid: false, invalidReason: 'permit2_extension_not_supported', invalidMessage: expect.stringContaining(extension) })
+      expect(await facilitator.verify(body({ ...base, extensions: { [extension]: { info: { description: 'declared', version: '1' } } } }, requirements))).toEqual({ isValid: true, payer: payer.address })
     }
     const broken = { ...base, payload: { ...(base.payload as object), permit2Authorization: { from: payer.address } } }
     expect(await facilitator.verify(body(broken, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_payload' })

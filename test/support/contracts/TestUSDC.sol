@@ -5,18 +5,23 @@ import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
+import {Nonces} from "@openzeppelin/contracts/utils/Nonces.sol";
 
 /// @notice A test stand-in for USDC (FiatTokenV2_2): 6 decimals, an EIP-712 domain
 /// chosen at deployment (USDC's is "USD Coin" / "2"), EIP-3009 transferWithAuthorization
-/// in the (v,r,s) and the `bytes signature` (ERC-1271 aware) overloads, and USDC's revert strings.
+/// in the (v,r,s) and the `bytes signature` (ERC-1271 aware) overloads, EIP-2612 `permit` over the same
+/// domain (as USDC has it), and USDC's revert strings.
 /// v2.2 checks a (v,r,s) signature as the packed bytes, so smart wallets pass there too;
 /// with `vrsRecoversOnly` it only recovers it, as FiatToken v2.0 and v2.1 did.
 /// Anyone may mint: it only ever runs on a local test chain. Both overloads are virtual for
 /// TestGasBurningToken.
-contract TestUSDC is ERC20, EIP712 {
+contract TestUSDC is ERC20, EIP712, Nonces {
     bytes32 public constant TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
         "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
     );
+
+    bytes32 public constant PERMIT_TYPEHASH =
+        keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
 
     mapping(address => mapping(bytes32 => bool)) private _authorizationStates;
 
@@ -38,6 +43,14 @@ contract TestUSDC is ERC20, EIP712 {
 
     function DOMAIN_SEPARATOR() external view returns (bytes32) {
         return _domainSeparatorV4();
+    }
+
+    /// EIP-2612: sets `owner`'s allowance to `spender` from a signature of the owner (USDC's revert strings).
+    function permit(address owner, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) external {
+        require(deadline >= block.timestamp, "FiatTokenV2: permit is expired");
+        bytes32 digest = _hashTypedDataV4(keccak256(abi.encode(PERMIT_TYPEHASH, owner, spender, value, _useNonce(owner), deadline)));
+        require(SignatureChecker.isValidSignatureNow(owner, digest, abi.encodePacked(r, s, v)), "EIP2612: invalid signature");
+        _approve(owner, spender, value);
     }
 
     function authorizationState(address authorizer, bytes32 nonce) external view returns (bool) {

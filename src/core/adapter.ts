@@ -71,6 +71,12 @@ export interface PayerSpend {
   readonly amount: bigint
   /** The balance the chain reported to the verify of this context. */
   readonly balance: bigint
+  /**
+   * When that balance was read (ms since the epoch), when it is older than this context's verify
+   * (an adapter may reuse a read of the same account from a moment before): settlements that
+   * landed since then count against it. @default the start of this context's verify
+   */
+  readonly since?: number
 }
 
 /** One line of a readiness report. */

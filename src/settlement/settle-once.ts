@@ -309,7 +309,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     const held = spend
     if (!held) return undefined
     const placed = await boundedStoreCall(
-      () => store.placeHold(holdKey(held.account), storeKey, { amount: held.amount.toString(), limit: held.balance.toString(), since: verifiedSince, ttlMs: budgetMs * 2 }),
+      () => store.placeHold(holdKey(held.account), storeKey, { amount: held.amount.toString(), limit: held.balance.toString(), since: Math.min(held.since ?? verifiedSince, verifiedSince), ttlMs: budgetMs * 2 }),
       bound(),
       'holding the payer\'s balance',
     )

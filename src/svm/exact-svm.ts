@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { type Blockhash, isAddress, type TransactionPartialSigner } from '@solana/kit'
 import * as z from 'zod'
 import type { AdapterNetwork, BroadcastRecord, PayerSpend, PaymentContext, ReadinessCheck, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
+import { withDeadline } from '../core/deadline.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
@@ -275,6 +276,15 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   const settling = new WeakSet<PaymentContext>()
   /** What each context's payment spends, from its last verify that answered valid. */
   const spendByContext = new WeakMap<PaymentContext, PayerSpend>()
+  // The balance read under way for each source account, and when its verify began. Settlements
+  // racing from one payer (a burst of an agent's calls) share it instead of each making the node
+  // copy the account out of its simulation: it answers with (or before) the sharer's own
+  // simulation, in the same JSON-RPC batch or an earlier one, and the core counts what landed since
+  // its moment against it (PayerSpend.since), as for a read of its own. Only a read still under way
+  // is shared, so that moment is at most one round trip old. A context verified again (the core's
+  // retry after a refused hold) reads afresh.
+  const balances = new Map<string, { since: number; balance: Promise<bigint | undefined> }>()
+  const reread = new WeakSet<PaymentContext>()
 
   /** The decoding of the payload's base64 transaction, done once per context (`undefined`: not a base64 string). */
   const decodedOf = (ctx: PaymentContext): { transaction: WireTransaction | undefined } | undefined => {
@@ -348,7 +358,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
   }
 
   async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
-    spendByContext.delete(ctx)
+    const startedAt = Date.now()
+    if (spendByContext.delete(ctx)) reread.add(ctx)
     const runtime = runtimeOf(ctx)
     const prepared = await preparedOf(ctx, runtime)
     if (!prepared.ok) return invalid(prepared.reason, prepared.message, prepared.payer)
@@ -357,6 +368,43 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     // Token-2022 mints carry extensions that can short payTo or block the transfer later; spl-token mints have none.
     const readsMint = payment.tokenProgram === TOKEN_2022_PROGRAM_ADDRESS
     const readsEpoch = readsMint && runtime.allowedMintExtensions.has('transferFee')
+    const account = `${ctx.network}:${payment.source}`
+    let shared: { since: number; balance: Promise<bigint | undefined> } | undefined
+    let reading: ((balance: bigint | undefined) => void) | undefined
+    let read: { since: number; balance: Promise<bigint | undefined> } | undefined
+    if (settling.has(ctx)) {
+      shared = reread.has(ctx) ? undefined : balances.get(account)
+      if (!shared) {
+        read = { since: startedAt, balance: new Promise<bigint | undefined>((resolve) => (reading = resolve)) }
+        balances.set(account, read)
+      }
+    }
+    try {
+      return await checkOnChain(ctx, runtime, prepared.signed, { account, startedAt, shared, reading, readsMint, readsEpoch })
+    } finally {
+      // Done: later verifies read for themselves. A read that failed (or threw) leaves its sharers to read afresh.
+      if (read && balances.get(account) === read) balances.delete(account)
+      reading?.(undefined)
+    }
+  }
+
+  /** Verify's one round trip (see verify), and what the payment spends from the source's balance. */
+  async function checkOnChain(
+    ctx: PaymentContext,
+    runtime: NetworkRuntime,
+    signed: SignedPayment,
+    read: {
+      account: string
+      startedAt: number
+      shared: { since: number; balance: Promise<bigint | undefined> } | undefined
+      reading: ((balance: bigint | undefined) => void) | undefined
+      readsMint: boolean
+      readsEpoch: boolean
+    },
+  ): Promise<VerifyResponse> {
+    const { payment, signature } = signed
+    const payer = payment.payer
+    const { account, shared, readsMint, readsEpoch } = read
 
     // One round trip: the replay check, the simulation and (Token-2022) the mint travel in one batch. A simulation
     // that passes proves the accounts (mint, funded source, destination of the mint); a failing one reads them below.
@@ -372,13 +420,13 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         // the balance spent from (spendOf, for the core's holds). A plain /verify holds nothing: it does
         // not make the node copy the account out.
         params: [
-          prepared.signed.payerSignedWire,
+          signed.payerSignedWire,
           {
             encoding: 'base64',
             sigVerify: false,
             replaceRecentBlockhash: false,
             commitment: 'confirmed',
-            ...(settling.has(ctx) ? { accounts: { encoding: 'base64', addresses: [payment.source] } } : {}),
+            ...(read.reading ? { accounts: { encoding: 'base64', addresses: [payment.source] } } : {}),
           },
         ],
       },
@@ -415,9 +463,22 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // Name the account at fault when one is; the chain's error text otherwise.
       return (await accountProblem(ctx, runtime, payment)) ?? invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer)
     }
+    if (shared) {
+      // Bounded by this call's own budget: the read shared is another call's.
+      const balance = await withDeadline(shared.balance, ctx.signal)
+      // The read shared failed: this payment reads its own (one more simulation, only then).
+      if (balance === undefined) {
+        reread.add(ctx)
+        return verify(ctx)
+      }
+      spendByContext.set(ctx, { account, amount: payment.amount, balance, since: shared.since })
+      return { isValid: true, payer }
+    }
     const balanceAfter = sourceBalanceOf(simulation.data.value.accounts, payment)
     if (balanceAfter !== undefined) {
-      spendByContext.set(ctx, { account: `${ctx.network}:${payment.source}`, amount: payment.amount, balance: balanceAfter + payment.amount })
+      const balance = balanceAfter + payment.amount
+      spendByContext.set(ctx, { account, amount: payment.amount, balance, since: read.startedAt })
+      read.reading?.(balance)
     }
     return { isValid: true, payer }
   }

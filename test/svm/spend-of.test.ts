@@ -47,7 +47,7 @@ describe('spendOf', () => {
     expect(await adapter.verify(ctx)).toEqual({ isValid: true, payer: spl.payer.address })
     expect(chain.stats.requests).toBe(1)
     expect(chain.stats.calls).toEqual({ getSignatureStatuses: 1, simulateTransaction: 1 })
-    expect(adapter.spendOf?.(ctx)).toEqual({ account: `${SOLANA_DEVNET}:${spl.payerAta}`, amount: 1_234n, balance })
+    expect(adapter.spendOf?.(ctx)).toEqual({ account: `${SOLANA_DEVNET}:${spl.payerAta}`, amount: 1_234n, balance, since: expect.any(Number) })
   })
 
   test('a plain /verify (no settle reserved) does not ask the node for the source account, and holds nothing', async () => {
@@ -78,6 +78,57 @@ describe('spendOf', () => {
     const ctx = contextOf(adapter, await scenarioPaymentBody(chain.url, spl, 5n))
     await adapter.verify(ctx)
     expect(adapter.spendOf?.(ctx)?.balance).toBe(tokenBalance(chain.svm, spl.payerAta))
+  })
+
+  test('settles racing from one source share one balance read (and its moment); a context verified again reads afresh', async () => {
+    const sent: { method: string; params: unknown }[] = []
+    const adapter = adapterFor(spl, {
+      rpc: (network) => {
+        const inner = createHttpRpcTransport({ urls: network.urls })
+        return { request: (calls, signal) => (sent.push(...calls), inner.request(calls, signal)) }
+      },
+    })
+    const asksAccounts = () => sent.filter((call) => call.method === 'simulateTransaction' && 'accounts' in (call.params as [string, Record<string, unknown>])[1]).length
+    const contexts = await Promise.all([1n, 2n, 3n, 4n].map(async (amount) => contextOf(adapter, await scenarioPaymentBody(chain.url, spl, amount))))
+    const balance = tokenBalance(chain.svm, spl.payerAta)
+    const verdicts = await Promise.all(contexts.map((ctx) => adapter.verify(ctx)))
+    expect(verdicts.every((v) => v.isValid)).toBe(true)
+    expect(sent.filter((call) => call.method === 'simulateTransaction')).toHaveLength(4)
+    expect(asksAccounts()).toBe(1)
+    const spends = contexts.map((ctx) => adapter.spendOf?.(ctx))
+    expect(spends.map((spend) => spend?.amount)).toEqual([1n, 2n, 3n, 4n])
+    expect(new Set(spends.map((spend) => spend?.balance))).toEqual(new Set([balance]))
+    // The moment of the shared read: what lands after it counts against it (core holds).
+    expect(new Set(spends.map((spend) => spend?.since)).size).toBe(1)
+    // Verified again (the core's retry after a refused hold): a read of its own.
+    await adapter.verify(contexts[3]!)
+    expect(asksAccounts()).toBe(2)
+    expect(adapter.spendOf?.(contexts[3]!)?.since).toBeGreaterThanOrEqual(spends[0]!.since!)
+  })
+
+  test('a shared read whose own payment fails leaves its sharers to read for themselves', async () => {
+    const sent: { method: string; params: unknown }[] = []
+    let firstSent!: () => void
+    const simulating = new Promise<void>((resolve) => (firstSent = resolve))
+    const adapter = adapterFor(spl, {
+      rpc: (network) => {
+        const inner = createHttpRpcTransport({ urls: network.urls })
+        return { request: (calls, signal) => (sent.push(...calls), firstSent(), inner.request(calls, signal)) }
+      },
+    })
+    const failing = contextOf(adapter, await scenarioPaymentBody(chain.url, spl, 10n ** 12n))
+    const fine = contextOf(adapter, await scenarioPaymentBody(chain.url, spl, 9n))
+    // The failing payment's verify reads the balance; the other one, started once that read is out, shares it.
+    const bad = adapter.verify(failing)
+    await simulating
+    const good = await adapter.verify(fine)
+    expect((await bad).isValid).toBe(false)
+    expect(good).toEqual({ isValid: true, payer: spl.payer.address })
+    const withAccounts = sent.filter((call) => call.method === 'simulateTransaction' && 'accounts' in (call.params as [string, Record<string, unknown>])[1])
+    // The failing read; the sharer's simulation without accounts; then its own read once the shared one gave nothing.
+    expect(sent.filter((call) => call.method === 'simulateTransaction')).toHaveLength(3)
+    expect(withAccounts).toHaveLength(2)
+    expect(adapter.spendOf?.(fine)).toMatchObject({ amount: 9n, balance: tokenBalance(chain.svm, spl.payerAta) })
   })
 
   test('unknown after a verify that answered invalid, or when the node leaves the simulated accounts out', async () => {
@@ -111,7 +162,7 @@ describe('spendOf', () => {
     body.paymentPayload.accepted.amount = '9000'
     const ctx = contextOf(adapter, body)
     expect(await adapter.verify(ctx)).toEqual({ isValid: true, payer: s.payer.address })
-    expect(adapter.spendOf?.(ctx)).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 10_000n, balance: s.balance })
+    expect(adapter.spendOf?.(ctx)).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 10_000n, balance: s.balance, since: expect.any(Number) })
   })
 })
 

@@ -210,11 +210,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     )
     if (verdict.rejection) return verdict.rejection
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
-    return {
-      payment,
-      estimate: verdict.gas === undefined ? undefined : { gas: verdict.gas, from: slot.signer.address },
-      spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n },
-    }
+    return { payment, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
   }
 
   /** Counts a settlement on `slot` for `ctx` until released (idempotent). */
@@ -233,32 +229,22 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   }
 
   /**
-   * Sends a proxy's `settle` call (Permit2 exact or upto) from `slot`: priced by verify's estimate
-   * when it was made from this signer (else estimated now, capped by `maxSettlementGas`), run as
-   * `eth_call` exactly as it will be sent, then signed, sent and awaited.
+   * Sends a proxy's `settle` call (Permit2 exact or upto) from `slot` with `maxSettlementGas` as its
+   * gas limit (the limit verify simulated it with; unused gas is not paid for), run as `eth_call`
+   * exactly as it will be sent (this signer, these fees, that limit), then signed, sent and awaited.
    */
   async function sendProxySettlement(
     ctx: PaymentContext,
     runtime: NetworkRuntime,
     slot: SignerSlot,
     call: { to: Address; data: Hex },
-    verifiedEstimate: { gas: bigint; from: Address } | undefined,
     journal: Parameters<SchemeAdapter['settle']>[1],
-    kind: { what: string; asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
+    kind: { asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
   ): Promise<SettleResponse> {
     const { payer } = kind
     const from = slot.signer.address
     const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
-    let estimated = verifiedEstimate?.from === from ? verifiedEstimate.gas : undefined
-    if (estimated === undefined) {
-      const outcome = await estimateSettlementGas(runtime, { from, fees }, call, maxSettlementGas)
-      if ('fault' in outcome) throw leftOutIfUnfunded(runtime, slot, outcome.fault)
-      if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', `estimating the ${kind.what} settlement gas: the node found the fee quote below its base fee; retry`)
-      if ('rejection' in outcome) return failure(ctx, kind.asRejection(outcome.rejection), payer)
-      estimated = outcome.gas
-    }
-    const headroom = withHeadroom(estimated)
-    const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
+    const gas = maxSettlementGas
     const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
       Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
     )
@@ -270,7 +256,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     return answer(ctx, sent.hash, outcome, payer)
   }
 
-  /** Settles a Permit2 payment: the proxy's `settle`, priced by verify's estimate (or a new one), simulated exactly as sent. */
+  /** Settles a Permit2 payment: the proxy's `settle`, simulated exactly as sent. */
   async function settlePermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload | Rejection, journal: Parameters<SchemeAdapter['settle']>[1]): Promise<SettleResponse> {
     const payer = 'reason' in permit ? undefined : permit.from
     let verified = verifiedPermits.get(ctx)
@@ -289,7 +275,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     if (!reservedSlot) slot.inFlight++
     try {
       const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }
-      return await sendProxySettlement(ctx, runtime, slot, call, verified.estimate, journal, { what: 'Permit2', asRejection: asPermitRejection, payer })
+      return await sendProxySettlement(ctx, runtime, slot, call, journal, { asRejection: asPermitRejection, payer })
     } finally {
       if (!reservedSlot) slot.inFlight--
     }
@@ -470,7 +456,6 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     return {
       payment,
-      estimate: verdict.gas === undefined ? undefined : { gas: verdict.gas, from: slot.signer.address },
       // Held: what this request charges (a verify's is the maximum, a settle's the usage).
       spend: { account, amount: ctx.amount, balance: verdict.balance ?? 0n },
     }
@@ -504,7 +489,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     try {
       // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is sent.
       const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge) }
-      return await sendProxySettlement(ctx, runtime, slot, call, verified.estimate, journal, { what: 'upto', asRejection: asUptoRejection, payer })
+      return await sendProxySettlement(ctx, runtime, slot, call, journal, { asRejection: asUptoRejection, payer })
     } finally {
       if (counted) slot.inFlight--
     }
@@ -640,7 +625,6 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
 /** What a valid verify of a Permit2 payment leaves for the settle of the same context. */
 interface VerifiedPermit2 {
   readonly payment: PreparedPermit2
-  readonly estimate: { readonly gas: bigint; readonly from: Address } | undefined
   readonly spend: PayerSpend
 }
 

@@ -9,7 +9,7 @@ import { erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, permitW
 import { EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
 import { toRpcFault } from './rpc-fault.js'
-import { estimateSettlementGas, feeFields, nodeRefusal, quantity, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
+import { feeFields, nodeRefusal, quantity, simulateAtLimit, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
@@ -194,8 +194,8 @@ export function permit2AmountAndToken(ctx: PaymentContext, payload: Permit2Paylo
 export interface Permit2Verdict {
   readonly rejection: Rejection | undefined
   readonly balance: bigint | undefined
-  /** The gas `eth_estimateGas` gave for the proxy call, run as the sender. */
-  readonly gas: bigint | undefined
+  /** The gas limit the proxy call succeeded with, run as the sender with its fees (`maxSettlementGas`): settle sends it with that limit. */
+  readonly limit: bigint | undefined
 }
 
 // Gas for Multicall3 and its reads (a wallet's ERC-1271 check may take more: it fails alone).
@@ -205,9 +205,11 @@ const READS_GAS = 200_000n
  * The chain state of a Permit2 payment in one HTTP round trip: a Multicall3 `eth_call` (the token's
  * balance and allowance to Permit2, Permit2's nonce bit, the proxy's code, and, for a signature that
  * does not recover to the payer, the wallet's ERC-1271 answer) and, in the same JSON-RPC batch, an
- * `eth_estimateGas` of the exact proxy call settle sends, run as its sender with its fees and capped
- * by `maxSettlementGas` (the estimate is the simulation). Reads come first in the answer: they name
- * why a simulation reverts (the official codes), and a spent nonce gets its own code.
+ * `eth_call` of the exact proxy call settle sends, run as its sender with its fees and with
+ * `maxSettlementGas` as its gas limit, the limit settle sends it with (not an `eth_estimateGas`:
+ * on anvil an estimate costs the node ten times a call, and the proxy call's price is bounded by the
+ * same cap either way). Reads come first in the answer: they name why a simulation reverts (the
+ * official codes), and a spent nonce gets its own code.
  */
 export async function checkPermit2State(runtime: NetworkRuntime, payment: PreparedPermit2, sender: SettlementSender, maxSettlementGas: bigint): Promise<Permit2Verdict> {
   const { payer, asset, payload } = payment
@@ -224,12 +226,12 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     method: 'eth_call',
     params: [{ from: sender.from, to: runtime.multicall3, data: aggregate3Calldata(calls), gas: quantity(READS_GAS), ...feeFields(sender.fees) }, 'latest'],
   })
-  const estimate = estimateSettlementGas(runtime, sender, { to: proxy, data: payment.settleCalldata }, maxSettlementGas)
+  const simulation = simulateAtLimit(runtime, sender, { to: proxy, data: payment.settleCalldata }, maxSettlementGas)
   let raw: Hex
   try {
     raw = await multicall
   } catch (error) {
-    await estimate
+    await simulation
     if (nodeRefusal(error) === 'unfunded') throw unfundedSigner(runtime, sender.from, error)
     throw toRpcFault(error, 'reading the Permit2 payment state')
   }
@@ -247,8 +249,8 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const balance = word(0)
   const allowance = word(1)
   const bitmap = word(2)
-  const verdict = (rejection: Rejection | undefined, gas?: bigint): Permit2Verdict => ({ rejection, balance, gas })
-  const outcome = await estimate
+  const verdict = (rejection: Rejection | undefined, limit?: bigint): Permit2Verdict => ({ rejection, balance, limit })
+  const outcome = await simulation
   if ('fault' in outcome) throw outcome.fault
   if (balance === undefined || allowance === undefined) {
     return verdict({ reason: PERMIT2_REJECTION.assetNotDeployed, message: `asset ${asset} does not answer balanceOf and allowance (no ERC-20 contract there)` })
@@ -271,12 +273,12 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   if (allowance < payload.amount) {
     return verdict({ reason: PERMIT2_REJECTION.allowanceRequired, message: `the payer's allowance to Permit2 (${allowance}) is below ${payload.amount}: the payer must approve Permit2 first` })
   }
-  if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the Permit2 settlement gas: the node found the fee quote below its base fee; retry')
+  if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'simulating the Permit2 settlement: the node found the fee quote below its base fee; retry')
   if ('rejection' in outcome) {
     const { rejection } = outcome
     return verdict(rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection)
   }
-  return verdict(undefined, outcome.gas)
+  return verdict(undefined, outcome.limit)
 }
 
 function isMagicValue(result: Aggregate3Result): boolean {

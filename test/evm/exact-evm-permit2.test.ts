@@ -18,6 +18,7 @@ import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
@@ -182,22 +183,60 @@ describe('exactEvm: exact through Permit2', () => {
     expect(await facilitator.verify(body(broken, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_payload' })
   })
 
-  it('verifies a valid Permit2 payment in one HTTP round trip to the node (one JSON-RPC batch)', async () => {
-    let rpcRequests = 0
-    const counted = createFacilitator({
-      schemes: [exactEvm(world.adapterConfig({ transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }), feeCacheMs: 600_000 }))],
-    })
-    const requirements = permit2Requirements()
-    // The first verify of an adapter reads its fee quote; the next ones use it.
-    await counted.verify(body(await officialPayload(await permit2Payer(), requirements), requirements))
+  it('verifies a valid Permit2 payment in one HTTP round trip to the node: the reads and the proxy call run as sent, no estimate', async () => {
+    const proxy = await startFaultProxy(world.node.rpcUrl)
+    try {
+      const counted = createFacilitator({
+        schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url], assets: [world.knownAsset] }], feeCacheMs: 600_000 }))],
+      })
+      const requirements = permit2Requirements()
+      // The first verify of an adapter reads its fee quote; the next ones use it.
+      await counted.verify(body(await officialPayload(await permit2Payer(), requirements), requirements))
+      const payer = await permit2Payer()
+      const paymentPayload = await officialPayload(payer, requirements)
+      const before = proxy.calls.length
+      const started = performance.now()
+      expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+      const elapsed = performance.now() - started
+      const requests = proxy.calls.slice(before)
+      expect(requests).toHaveLength(1)
+      // One batch: the Multicall3 reads and the proxy's settle from the signer, with maxSettlementGas as its limit and the fees it will carry.
+      expect(requests[0]!.map((call) => call.method)).toEqual(['eth_call', 'eth_call'])
+      const proxyCall = requests[0]!.map((call) => (call.params as [{ to: string; gas: string; from: string; maxFeePerGas?: string }])[0]).find((tx) => tx.to.toLowerCase() === X402_EXACT_PERMIT2_PROXY.toLowerCase())
+      expect(proxyCall).toMatchObject({ gas: '0x493e0', maxFeePerGas: expect.stringMatching(/^0x[0-9a-f]+$/) })
+      expect(world.signers.map((s) => s.address.toLowerCase())).toContain(proxyCall!.from.toLowerCase())
+      console.info(`[measure] valid Permit2 verify: 1 HTTP request (2 eth_call batched), ${elapsed.toFixed(1)} ms`)
+      // Settle sends it with that limit (unused gas is not paid for: the receipt's gasUsed is far below it).
+      const settled = await counted.settle(body(paymentPayload, requirements))
+      expect(settled).toMatchObject({ success: true })
+      const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
+      const receipt = await world.node.publicClient.getTransactionReceipt({ hash: settled.transaction as Hex })
+      expect(tx.gas).toBe(300_000n)
+      expect(receipt.gasUsed).toBeLessThan(200_000n)
+      await counted.close()
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it('refuses a Permit2 payment whose proxy call needs more gas than maxSettlementGas (invalid_exact_evm_settlement_gas_too_high), and sends nothing', async () => {
+    // The proxy settle costs about 100k gas here: a cap of 60k is too little for it.
+    const capped = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ maxSettlementGas: 60_000n }))] })
     const payer = await permit2Payer()
+    const requirements = permit2Requirements()
     const paymentPayload = await officialPayload(payer, requirements)
-    rpcRequests = 0
-    const started = performance.now()
-    expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
-    const elapsed = performance.now() - started
-    expect(rpcRequests).toBe(1)
-    console.info(`[measure] valid Permit2 verify: ${rpcRequests} HTTP request (eth_call + eth_estimateGas batched), ${elapsed.toFixed(1)} ms`)
+    const nonces = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))
+    expect(await capped.verify(body(paymentPayload, requirements))).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_settlement_gas_too_high',
+      invalidMessage: expect.stringContaining('60000'),
+      payer: payer.address,
+    })
+    expect(await capped.settle(body(paymentPayload, requirements))).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_settlement_gas_too_high', transaction: '' })
+    expect(await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))).toEqual(nonces)
+    // The same payment passes with the default cap.
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    await capped.close()
   })
 
   it('answers permit2_nonce_already_used for a permit whose nonce the payer invalidated on Permit2', async () => {

@@ -210,7 +210,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     )
     if (verdict.rejection) return verdict.rejection
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
-    return { payment, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
+    return { payment, simulated: { from: slot.signer.address, fees, data: payment.settleCalldata }, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
   }
 
   /** Counts a settlement on `slot` for `ctx` until released (idempotent). */
@@ -230,14 +230,17 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
 
   /**
    * Sends a proxy's `settle` call (Permit2 exact or upto) from `slot` with `maxSettlementGas` as its
-   * gas limit (the limit verify simulated it with; unused gas is not paid for), run as `eth_call`
-   * exactly as it will be sent (this signer, these fees, that limit), then signed, sent and awaited.
+   * gas limit (the limit verify simulated it with; unused gas is not paid for), then awaits it. The
+   * transaction runs as `eth_call` exactly as it will be sent (this signer, these fees, that limit)
+   * first, unless the verify the core ran just before this settle ran that very call (same signer,
+   * fees and calldata): only the chain may have moved since, as for an EIP-3009 payment.
    */
   async function sendProxySettlement(
     ctx: PaymentContext,
     runtime: NetworkRuntime,
     slot: SignerSlot,
     call: { to: Address; data: Hex },
+    verified: VerifiedSimulation,
     journal: Parameters<SchemeAdapter['settle']>[1],
     kind: { asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
   ): Promise<SettleResponse> {
@@ -245,12 +248,16 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const from = slot.signer.address
     const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
     const gas = maxSettlementGas
-    const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
-      Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
-    )
-    if (simulated.rejection) return failure(ctx, kind.asRejection(simulated.rejection), payer)
+    let sendFees = fees
+    if (!(verified.from === from && verified.data === call.data && sameFees(verified.fees, fees))) {
+      const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
+        Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
+      )
+      if (simulated.rejection) return failure(ctx, kind.asRejection(simulated.rejection), payer)
+      sendFees = simulated.fees
+    }
     const sentAt = performance.now()
-    const sent = await signAndSend(runtime, slot, { ...call, gas, fees: simulated.fees }, ctx.signal, (record) => journal.broadcasting(record))
+    const sent = await signAndSend(runtime, slot, { ...call, gas, fees: sendFees }, ctx.signal, (record) => journal.broadcasting(record))
     const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
     if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
     return answer(ctx, sent.hash, outcome, payer)
@@ -275,7 +282,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     if (!reservedSlot) slot.inFlight++
     try {
       const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }
-      return await sendProxySettlement(ctx, runtime, slot, call, journal, { asRejection: asPermitRejection, payer })
+      return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asPermitRejection, payer })
     } finally {
       if (!reservedSlot) slot.inFlight--
     }
@@ -456,6 +463,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     return {
       payment,
+      simulated: { from: slot.signer.address, fees, data: payment.settleCalldata },
       // Held: what this request charges (a verify's is the maximum, a settle's the usage).
       spend: { account, amount: ctx.amount, balance: verdict.balance ?? 0n },
     }
@@ -489,7 +497,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     try {
       // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is sent.
       const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge) }
-      return await sendProxySettlement(ctx, runtime, slot, call, journal, { asRejection: asUptoRejection, payer })
+      return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asUptoRejection, payer })
     } finally {
       if (counted) slot.inFlight--
     }
@@ -625,7 +633,20 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
 /** What a valid verify of a Permit2 payment leaves for the settle of the same context. */
 interface VerifiedPermit2 {
   readonly payment: PreparedPermit2
+  /** The proxy call verify ran as `eth_call` at `maxSettlementGas`: its sender, fees and calldata. */
+  readonly simulated: VerifiedSimulation
   readonly spend: PayerSpend
+}
+
+interface VerifiedSimulation {
+  readonly from: Address
+  readonly fees: FeeQuote
+  readonly data: Hex
+}
+
+function sameFees(a: FeeQuote, b: FeeQuote): boolean {
+  if ('gasPrice' in a || 'gasPrice' in b) return 'gasPrice' in a && 'gasPrice' in b && a.gasPrice === b.gasPrice
+  return a.maxFeePerGas === b.maxFeePerGas && a.maxPriorityFeePerGas === b.maxPriorityFeePerGas
 }
 
 /** A failed simulation of an upto settlement carries the upto code. */

@@ -133,7 +133,7 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
       witness: { to: payload.to, validAfter: payload.validAfter },
     },
   })
-  const signer = payload.signature.length === 132 ? await recoverAuthorizationSigner(digest, payload.signature) : undefined
+  const signer = await recoverPermit2Signer(digest, payload.signature)
   return {
     payload,
     payer: payload.from,
@@ -151,6 +151,23 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
       ],
     }),
   }
+}
+
+const S_MASK = (1n << 255n) - 1n
+
+/**
+ * The key that signed a Permit2 digest, as Permit2's SignatureVerification reads a signature for an
+ * account without code: 65 bytes (r, s, v), or 64 bytes in the compact form of EIP-2098 (r, vs, the
+ * parity in the top bit of s); `undefined` for any other length (left to the wallet's ERC-1271 check).
+ * The signature settle sends is the payer's own bytes, which Permit2 takes in either form.
+ */
+export async function recoverPermit2Signer(digest: Hex, signature: Hex): Promise<Address | undefined> {
+  if (signature.length === 132) return recoverAuthorizationSigner(digest, signature)
+  if (signature.length !== 130) return undefined
+  const vs = BigInt(`0x${signature.slice(66, 130)}`)
+  const s = (vs & S_MASK).toString(16).padStart(64, '0')
+  const v = vs >> 255n === 0n ? '1b' : '1c'
+  return recoverAuthorizationSigner(digest, `0x${signature.slice(2, 66)}${s}${v}`)
 }
 
 function permit2Fields(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {

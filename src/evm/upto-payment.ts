@@ -4,9 +4,8 @@ import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { PERMIT2_ADDRESS, uptoPermit2ProxyAbi, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
-import { permit2PayloadSchema, permit2Window, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
+import { permit2PayloadSchema, permit2Window, recoverPermit2Signer, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
-import { recoverAuthorizationSigner } from './recover-signer.js'
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
 
@@ -124,7 +123,7 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
       witness: { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter },
     },
   })
-  const signer = payload.signature.length === 132 ? await recoverAuthorizationSigner(digest, payload.signature) : undefined
+  const signer = await recoverPermit2Signer(digest, payload.signature)
   return {
     payload,
     payer: payload.from,

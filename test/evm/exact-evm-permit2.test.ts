@@ -5,7 +5,7 @@
  */
 import { x402Client } from '@x402/core/client'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { encodeFunctionData, http, parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { encodeFunctionData, parseEventLogs, parseSignature, serializeCompactSignature, signatureToCompactSignature, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator, REJECTION, type BroadcastRecord } from '../../src/index.js'
@@ -158,6 +158,28 @@ describe('exactEvm: exact through Permit2', () => {
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n)
   })
 
+  it('accepts a 64-byte compact (EIP-2098) signature of a plain account, as Permit2 does: verified offline, settled with those bytes', async () => {
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const official = await officialPayload(payer, requirements)
+    const compact = (signature: Hex) => serializeCompactSignature(signatureToCompactSignature(parseSignature(signature)))
+    const signature = compact((official.payload as { signature: Hex }).signature)
+    expect(signature).toHaveLength(2 + 128)
+    const paymentPayload = { ...official, payload: { ...(official.payload as object), signature } } as PaymentPayload
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toMatchObject({ success: true, payer: payer.address })
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    expect(tx.input.toLowerCase()).toContain(signature.slice(2).toLowerCase())
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 1000n)
+    // A compact signature of another key is no proof: refused, nothing sent.
+    const stranger = privateKeyToAccount(generatePrivateKey())
+    const forged = await hostile(payer, requirements, (f) => f, stranger)
+    const forgedCompact = { ...forged, payload: { ...(forged.payload as object), signature: compact((forged.payload as { signature: Hex }).signature) } } as PaymentPayload
+    expect(await facilitator.verify(body(forgedCompact, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_permit2_signature' })
+  })
+
   it('answers permit2_allowance_required for a payer without allowance, permit2_insufficient_balance for one without funds', async () => {
     const requirements = permit2Requirements()
     const unapproved = await permit2Payer({ approve: 0n })
@@ -206,9 +228,14 @@ describe('exactEvm: exact through Permit2', () => {
       expect(proxyCall).toMatchObject({ gas: '0x493e0', maxFeePerGas: expect.stringMatching(/^0x[0-9a-f]+$/) })
       expect(world.signers.map((s) => s.address.toLowerCase())).toContain(proxyCall!.from.toLowerCase())
       console.info(`[measure] valid Permit2 verify: 1 HTTP request (2 eth_call batched), ${elapsed.toFixed(1)} ms`)
-      // Settle sends it with that limit (unused gas is not paid for: the receipt's gasUsed is far below it).
+      // Settle sends it with that limit (unused gas is not paid for: the receipt's gasUsed is far below it). The core's
+      // verify right before it ran this very call (signer, fees, calldata, limit): it is not simulated a second time.
+      const mark = proxy.calls.length
       const settled = await counted.settle(body(paymentPayload, requirements))
       expect(settled).toMatchObject({ success: true })
+      const settleMethods = proxy.calls.slice(mark).flat().map((call) => call.method)
+      expect(settleMethods.filter((method) => method === 'eth_call')).toHaveLength(2)
+      expect(settleMethods).toContain('eth_sendRawTransaction')
       const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
       const receipt = await world.node.publicClient.getTransactionReceipt({ hash: settled.transaction as Hex })
       expect(tx.gas).toBe(300_000n)

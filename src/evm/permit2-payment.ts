@@ -3,6 +3,7 @@ import { encodeFunctionData, hashTypedData, isAddress, type Address, type Hex } 
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
+import { unwrapErc6492 } from './prepare-payment.js'
 import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
@@ -90,11 +91,33 @@ export interface PreparedPermit2 {
   readonly settleCalldata: Hex
   /** The proxy called (the spender); the exact proxy when absent. */
   readonly proxy?: Address
+  /**
+   * The signature came in an ERC-6492 envelope (unwrapped in `payload.signature`, which Permit2
+   * receives): the payer is a smart wallet a factory deploys, and the chain check refuses it while
+   * the wallet has no code (see checkPermit2State).
+   */
+  readonly deployment?: { readonly factory: Address; readonly data: Hex }
 }
 
 export interface Permit2Options {
   readonly settleMarginSeconds: number
   readonly nowSeconds: () => bigint
+  /** Lower-cased allowed ERC-6492 factories (the EIP-3009 path's allow-list). */
+  readonly erc6492Factories: ReadonlySet<string>
+}
+
+/**
+ * The signature Permit2 receives: an ERC-6492 envelope unwrapped (its factory on the allow-list, as
+ * for EIP-3009 payments; Permit2 itself knows no envelope and would hand the wallet the whole
+ * bytes), any other signature as it came.
+ */
+export function permit2SignatureOf(signature: Hex, options: Permit2Options): { signature: Hex; deployment?: { factory: Address; data: Hex } } | Rejection {
+  const wrapped = unwrapErc6492(signature)
+  if (!wrapped) return { signature }
+  if (!options.erc6492Factories.has(wrapped.factory.toLowerCase())) {
+    return { reason: EVM_REJECTION.factoryNotAllowed, message: `ERC-6492 factory ${wrapped.factory} is not allowed` }
+  }
+  return { signature: wrapped.signature, deployment: { factory: wrapped.factory, data: wrapped.data } }
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
@@ -120,34 +143,40 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
   }
   const check = permit2Fields(ctx, payload) ?? permit2Window(payload, options) ?? permit2AmountAndToken(ctx, payload)
   if (check) return check
+  const unwrapped = permit2SignatureOf(payload.signature, options)
+  if ('reason' in unwrapped) return unwrapped
+  const { deployment } = unwrapped
+  const signed: Permit2Payload = deployment ? { ...payload, signature: unwrapped.signature } : payload
   const asset: Address = ctx.asset
   const digest = hashTypedData({
     domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
     types: permitWitnessTransferFromTypes,
     primaryType: 'PermitWitnessTransferFrom',
     message: {
-      permitted: { token: payload.token, amount: payload.amount },
-      spender: payload.spender,
-      nonce: payload.nonce,
-      deadline: payload.deadline,
-      witness: { to: payload.to, validAfter: payload.validAfter },
+      permitted: { token: signed.token, amount: signed.amount },
+      spender: signed.spender,
+      nonce: signed.nonce,
+      deadline: signed.deadline,
+      witness: { to: signed.to, validAfter: signed.validAfter },
     },
   })
-  const signer = await recoverPermit2Signer(digest, payload.signature)
+  // A wallet's signature (an ERC-6492 envelope's inner one) is proven by the wallet alone.
+  const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
   return {
-    payload,
-    payer: payload.from,
+    payload: signed,
+    payer: signed.from,
     asset,
     digest,
-    recovered: signer !== undefined && same(signer, payload.from),
+    recovered: signer !== undefined && same(signer, signed.from),
+    ...(deployment ? { deployment } : {}),
     settleCalldata: encodeFunctionData({
       abi: exactPermit2ProxyAbi,
       functionName: 'settle',
       args: [
-        { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline },
-        payload.from,
-        { to: payload.to, validAfter: payload.validAfter },
-        payload.signature,
+        { permitted: { token: signed.token, amount: signed.amount }, nonce: signed.nonce, deadline: signed.deadline },
+        signed.from,
+        { to: signed.to, validAfter: signed.validAfter },
+        signed.signature,
       ],
     }),
   }
@@ -244,11 +273,19 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     params: [{ from: sender.from, to: runtime.multicall3, data: aggregate3Calldata(calls), gas: quantity(READS_GAS), ...feeFields(sender.fees) }, 'latest'],
   })
   const simulation = simulateAtLimit(runtime, sender, { to: proxy, data: payment.settleCalldata }, maxSettlementGas)
+  // An ERC-6492 signature: whether the wallet has code, read from the node in the same batch.
+  const codeRead = payment.deployment
+    ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).then(
+        (code) => ({ code }),
+        (error: unknown) => ({ fault: toRpcFault(error, 'reading the payer wallet') }),
+      )
+    : undefined
   let raw: Hex
   try {
     raw = await multicall
   } catch (error) {
     await simulation
+    await codeRead
     if (nodeRefusal(error) === 'unfunded') throw unfundedSigner(runtime, sender.from, error)
     throw toRpcFault(error, 'reading the Permit2 payment state')
   }
@@ -269,8 +306,17 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const verdict = (rejection: Rejection | undefined, limit?: bigint): Permit2Verdict => ({ rejection, balance, limit })
   const outcome = await simulation
   if ('fault' in outcome) throw outcome.fault
+  const wallet = await codeRead
+  if (wallet && 'fault' in wallet) throw wallet.fault
   if (balance === undefined || allowance === undefined) {
     return verdict({ reason: PERMIT2_REJECTION.assetNotDeployed, message: `asset ${asset} does not answer balanceOf and allowance (no ERC-20 contract there)` })
+  }
+  if (wallet && (wallet.code === undefined || wallet.code === '0x')) {
+    // Unlike an EIP-3009 payment, deploying it would not help: approve (to Permit2) must come from the wallet itself.
+    return verdict({
+      reason: EVM_REJECTION.undeployedWallet,
+      message: `the payer's smart wallet ${payer} is not deployed (an ERC-6492 signature): a wallet without code cannot have approved Permit2, so this Permit2 payment could not settle; deploy the wallet and approve Permit2 from it first`,
+    })
   }
   if (!payment.recovered && !isMagicValue(results[4]!)) {
     return verdict({ reason: PERMIT2_REJECTION.signature, message: 'the signature is not valid for the payer (neither its key nor its ERC-1271 wallet signed this permit)' })

@@ -4,7 +4,7 @@ import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { PERMIT2_ADDRESS, uptoPermit2ProxyAbi, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
-import { permit2PayloadSchema, permit2Window, recoverPermit2Signer, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
+import { permit2PayloadSchema, permit2SignatureOf, permit2Window, recoverPermit2Signer, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
@@ -111,26 +111,31 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
   if (ctx.amount > payload.amount) {
     return { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${ctx.amount} exceeds the permitted maximum ${payload.amount}` }
   }
+  const unwrapped = permit2SignatureOf(payload.signature, options)
+  if ('reason' in unwrapped) return unwrapped
+  const { deployment } = unwrapped
+  const signed: UptoPayload = deployment ? { ...payload, signature: unwrapped.signature } : payload
   const digest = hashTypedData({
     domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
     types: uptoPermitWitnessTransferFromTypes,
     primaryType: 'PermitWitnessTransferFrom',
     message: {
-      permitted: { token: payload.token, amount: payload.amount },
-      spender: payload.spender,
-      nonce: payload.nonce,
-      deadline: payload.deadline,
-      witness: { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter },
+      permitted: { token: signed.token, amount: signed.amount },
+      spender: signed.spender,
+      nonce: signed.nonce,
+      deadline: signed.deadline,
+      witness: { to: signed.to, facilitator: signed.facilitator, validAfter: signed.validAfter },
     },
   })
-  const signer = await recoverPermit2Signer(digest, payload.signature)
+  const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
   return {
-    payload,
-    payer: payload.from,
+    payload: signed,
+    payer: signed.from,
     asset: ctx.asset,
     digest,
-    recovered: signer !== undefined && same(signer, payload.from),
-    settleCalldata: uptoSettleCalldata(payload, payload.amount),
+    recovered: signer !== undefined && same(signer, signed.from),
+    ...(deployment ? { deployment } : {}),
+    settleCalldata: uptoSettleCalldata(signed, signed.amount),
     proxy: X402_UPTO_PERMIT2_PROXY,
   }
 }

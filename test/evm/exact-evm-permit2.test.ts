@@ -5,7 +5,7 @@
  */
 import { x402Client } from '@x402/core/client'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { encodeFunctionData, parseEventLogs, parseSignature, serializeCompactSignature, signatureToCompactSignature, type Hex, type LocalAccount } from 'viem'
+import { encodeFunctionData, parseEventLogs, parseSignature, serializeCompactSignature, serializeErc6492Signature, signatureToCompactSignature, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator, REJECTION, type BroadcastRecord } from '../../src/index.js'
@@ -74,6 +74,35 @@ async function hostile(payer: LocalAccount, requirements: PaymentRequirementsV2,
 }
 
 const now = () => Math.floor(Date.now() / 1000)
+
+/**
+ * A Permit2 payment of a counterfactual wallet (the fixture's factory; its owner signs), the signature
+ * in an ERC-6492 envelope naming `factory`. With `deploy`, the wallet is deployed through the factory
+ * first and approves Permit2 (sent as the wallet by anvil's impersonation: the test wallet has no
+ * execute function); it holds 1,000,000 of the token either way.
+ */
+async function counterfactualPermit2Payment(options: { factory?: Hex; deploy?: boolean } = {}) {
+  const owner = privateKeyToAccount(generatePrivateKey())
+  const salt = generatePrivateKey()
+  const wallet = await world.factory.walletAddress(owner.address, salt)
+  const deployCalldata = world.factory.deployCalldata(owner.address, salt)
+  await fundPayer(world.node, world.token, wallet, 1_000_000n)
+  if (options.deploy) {
+    const hash = await world.node.walletClient().sendTransaction({ account: world.node.accounts[0]!, chain: world.node.chain, to: world.factory.address, data: deployCalldata })
+    await world.node.publicClient.waitForTransactionReceipt({ hash })
+    await world.node.testClient.setBalance({ address: wallet, value: 10n ** 18n })
+    await world.node.testClient.impersonateAccount({ address: wallet })
+    const approve = encodeFunctionData({ abi: world.token.abi, functionName: 'approve', args: [PERMIT2_ADDRESS, 2n ** 256n - 1n] })
+    const approved = await world.node.walletClient().sendTransaction({ account: wallet, chain: world.node.chain, to: world.token.address, data: approve })
+    await world.node.publicClient.waitForTransactionReceipt({ hash: approved })
+    await world.node.testClient.stopImpersonatingAccount({ address: wallet })
+  }
+  const requirements = permit2Requirements()
+  const official = await officialPayload({ ...owner, address: wallet }, requirements)
+  const inner = (official.payload as { signature: Hex }).signature
+  const signature = serializeErc6492Signature({ address: options.factory ?? world.factory.address, data: deployCalldata, signature: inner })
+  return { wallet, inner, requirements, paymentPayload: { ...official, payload: { ...(official.payload as object), signature } } as PaymentPayload }
+}
 
 /** The context the core would hand the adapter, to drive settle/resume directly. */
 function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) {
@@ -178,6 +207,34 @@ describe('exactEvm: exact through Permit2', () => {
     const forged = await hostile(payer, requirements, (f) => f, stranger)
     const forgedCompact = { ...forged, payload: { ...(forged.payload as object), signature: compact((forged.payload as { signature: Hex }).signature) } } as PaymentPayload
     expect(await facilitator.verify(body(forgedCompact, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_permit2_signature' })
+  })
+
+  it('ERC-6492: a counterfactual wallet is refused clearly (it cannot have approved Permit2), a factory outside the allow-list as for EIP-3009; nothing sent', async () => {
+    const { wallet, paymentPayload, requirements } = await counterfactualPermit2Payment()
+    const nonces = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_payload_undeployed_smart_wallet',
+      invalidMessage: expect.stringContaining('cannot have approved Permit2'),
+      payer: wallet,
+    })
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_payload_undeployed_smart_wallet', transaction: '' })
+    const elsewhere = await counterfactualPermit2Payment({ factory: world.payTo })
+    expect(await facilitator.verify(body(elsewhere.paymentPayload, elsewhere.requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_exact_evm_payload_eip6492_factory_not_allowed' })
+    expect(await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))).toEqual(nonces)
+    expect(await world.node.publicClient.getCode({ address: wallet })).toBeUndefined()
+  })
+
+  it('ERC-6492 of a wallet deployed already: unwrapped, proven by the wallet (ERC-1271), settled with the inner signature', async () => {
+    const { wallet, inner, paymentPayload, requirements } = await counterfactualPermit2Payment({ deploy: true })
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toMatchObject({ success: true, payer: wallet })
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    // Permit2 got the owner's signature, which the wallet's isValidSignature checks, not the envelope.
+    expect(tx.input.toLowerCase()).toContain(inner.slice(2).toLowerCase())
+    expect(tx.input.toLowerCase()).not.toContain('6492649264926492649264926492649264926492649264926492649264926492')
+    expect(await tokenBalance(world.node, world.token, wallet)).toBe(1_000_000n - 1000n)
   })
 
   it('answers permit2_allowance_required for a payer without allowance, permit2_insufficient_balance for one without funds', async () => {

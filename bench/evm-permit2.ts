@@ -18,7 +18,8 @@ import { createWalletClient, encodeFunctionData, http, publicActions, type Hex, 
 import { mnemonicToAccount } from 'viem/accounts'
 import { createNonceManager, jsonRpc } from 'viem/nonce'
 import { createFacilitator } from '../src/index.js'
-import { evmSchemes, exactPermit2ProxyAbi, privateKeySigner, uptoPermit2ProxyAbi, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../src/evm/index.js'
+import { eip3009Abi, evmSchemes, exactPermit2ProxyAbi, MULTICALL3_ADDRESS, multicall3Abi, PERMIT2_ADDRESS, privateKeySigner, uptoPermit2ProxyAbi, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../src/evm/index.js'
+import { erc20AllowanceAbi, permit2NonceBitmapAbi } from '../src/evm/permit2-abi.js'
 import type { PaymentPayload } from '../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
@@ -236,7 +237,7 @@ async function benchScheme(scheme: Scheme): Promise<Row[]> {
 
   // --- settle: 100 distinct payments of one payer per side, each burst on a fresh chain; and the chain alone ---
   progress(`${section}: settle ${c.settle} payments each at concurrency ${c.settleConcurrency}, ${c.settleRounds} rounds, each on a fresh anvil`)
-  const bursts = { ours: [] as { perSecond: number; errors: number; cpuMs: number; chainCpuMs: number }[], theirs: [] as { perSecond: number; errors: number; cpuMs: number; chainCpuMs: number }[], floor: [] as number[] }
+  const bursts = { ours: [] as { perSecond: number; errors: number; cpuMs: number; chainCpuMs: number }[], theirs: [] as { perSecond: number; errors: number; cpuMs: number; chainCpuMs: number }[], floor: [] as number[], floorChecked: [] as number[] }
   const burst = async (who: 'ours' | 'theirs') => {
     const fresh = await startPermit2World(2)
     const sides = sidesOf(fresh, fresh.fixture.signers[0]!, fresh.fixture.signers[1]!)
@@ -265,15 +266,15 @@ async function benchScheme(scheme: Scheme): Promise<Row[]> {
       await fresh.stop()
     }
   }
-  const floor = async () => {
+  const floor = async (withChecks: boolean) => {
     const fresh = await startPermit2World(1)
     try {
-      bursts.floor.push(await chainFloor(fresh, scheme, c.settle))
+      bursts[withChecks ? 'floorChecked' : 'floor'].push(await chainFloor(fresh, scheme, c.settle, withChecks))
     } finally {
       await fresh.stop()
     }
   }
-  const steps = [() => burst('ours'), () => burst('theirs'), floor]
+  const steps = [() => burst('ours'), () => burst('theirs'), () => floor(false), () => floor(true)]
   for (let round = 0; round < c.settleRounds; round++) {
     progress(`${section}: settle round ${round + 1}/${c.settleRounds}`)
     for (let i = 0; i < steps.length; i++) await steps[(round + i) % steps.length]!()
@@ -289,6 +290,8 @@ async function benchScheme(scheme: Scheme): Promise<Row[]> {
       `median of ${c.settleRounds} bursts each, each on a fresh chain; ours ${spread(bursts.ours.map((b) => b.perSecond))}, theirs ${spread(bursts.theirs.map((b) => b.perSecond))}${scheme === 'upto' ? '; each settle charges the whole maximum' : ''}${failures}`),
     row(section + ' settle', 'chain floor: the same proxy calls pre-signed, one key in nonce order, receipts', 'tx/s', 'higher', ourRate, median(bursts.floor),
       `theirs = anvil alone (ours / chain), ${spread(bursts.floor)}`),
+    row(section + ' settle', 'chain floor with the checks: our verify\'s eth_calls in one batch, then as above', 'tx/s', 'higher', ourRate, median(bursts.floorChecked),
+      `theirs = anvil alone: the chain's whole share of our settle (ours / chain), ${spread(bursts.floorChecked)}`),
     row(section + ' settle', 'facilitator CPU per settle (burst)', 'ms', 'lower', mean(bursts.ours.map((b) => b.cpuMs)), mean(bursts.theirs.map((b) => b.cpuMs)), 'the bench process (every thread)'),
     row(section + ' settle', 'chain CPU per settle (burst)', 'ms', 'lower', mean(bursts.ours.map((b) => b.chainCpuMs)), mean(bursts.theirs.map((b) => b.chainCpuMs)), 'the anvil process, from /proc (10 ms ticks)'),
   )
@@ -321,9 +324,11 @@ async function jitWarmUp(scheme: Scheme): Promise<void> {
 /**
  * The chain alone: `count` proxy `settle` calls of official payloads, pre-signed by one key and sent
  * one after another in nonce order through a lean HTTP client, every missing receipt asked in one
- * batch every 2 ms. Transactions a second.
+ * batch every 2 ms. Transactions a second. `withChecks` first asks the chain, in one batch, what
+ * our verify asks it for each payment (the Multicall3 reads and the proxy call as `eth_call` from
+ * the key at 300,000 gas): the chain's whole share of a settle, with no facilitator's CPU.
  */
-async function chainFloor(world: World, scheme: Scheme, count: number): Promise<number> {
+async function chainFloor(world: World, scheme: Scheme, count: number, withChecks = false): Promise<number> {
   const { fixture } = world
   const key = fixture.signers[0]!
   const requirements = world.requirements(scheme, key.address)
@@ -333,6 +338,7 @@ async function chainFloor(world: World, scheme: Scheme, count: number): Promise<
   const nonce = await client.getTransactionCount({ address: key.address, blockTag: 'pending' })
   const block = await client.getBlock()
   const maxFeePerGas = (block.baseFeePerGas ?? 1_000_000_000n) * 2n + 1_000_000n
+  const checks: { jsonrpc: string; id: number; method: string; params: unknown[] }[] = []
   const raws = await Promise.all(
     payments.map((payment, i) => {
       const { signature, permit2Authorization: a } = payment.payload as {
@@ -349,6 +355,21 @@ async function chainFloor(world: World, scheme: Scheme, count: number): Promise<
               args: [permit, permit.permitted.amount, a.from, { to: a.witness.to, facilitator: a.witness.facilitator!, validAfter: BigInt(a.witness.validAfter) }, signature],
             })
       const to = scheme === 'exact' ? X402_EXACT_PERMIT2_PROXY : X402_UPTO_PERMIT2_PROXY
+      const reads = encodeFunctionData({
+        abi: multicall3Abi,
+        functionName: 'aggregate3',
+        args: [[
+          { target: a.permitted.token, allowFailure: true, callData: encodeFunctionData({ abi: eip3009Abi, functionName: 'balanceOf', args: [a.from] }) },
+          { target: a.permitted.token, allowFailure: true, callData: encodeFunctionData({ abi: erc20AllowanceAbi, functionName: 'allowance', args: [a.from, PERMIT2_ADDRESS] }) },
+          { target: PERMIT2_ADDRESS, allowFailure: true, callData: encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [a.from, BigInt(a.nonce) >> 8n] }) },
+          { target: to, allowFailure: true, callData: encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }) },
+        ]],
+      })
+      const fees = { maxFeePerGas: `0x${maxFeePerGas.toString(16)}`, maxPriorityFeePerGas: '0xf4240' }
+      checks.push(
+        { jsonrpc: '2.0', id: checks.length, method: 'eth_call', params: [{ from: key.address, to: MULTICALL3_ADDRESS, data: reads, gas: '0x30d40', ...fees }, 'latest'] },
+        { jsonrpc: '2.0', id: checks.length + 1, method: 'eth_call', params: [{ from: key.address, to, data, gas: '0x493e0', ...fees }, 'latest'] },
+      )
       return key.signTransaction({ chainId: fixture.node.chainId, type: 'eip1559', to, data, gas: 200_000n, nonce: nonce + i, maxFeePerGas, maxPriorityFeePerGas: 1_000_000n })
     }),
   )
@@ -374,7 +395,9 @@ async function chainFloor(world: World, scheme: Scheme, count: number): Promise<
   await mineClock(fixture)
   const started = performance.now()
   const mined = receipts()
+  let checkAnswers: { result?: Hex; error?: { message: string } }[] = []
   try {
+    if (withChecks) checkAnswers = (await post(checks)) as typeof checkAnswers
     for (const raw of raws) {
       const answer = (await post({ jsonrpc: '2.0', id: 0, method: 'eth_sendRawTransaction', params: [raw] })) as { result?: Hex; error?: { message: string } }
       check(answer.result !== undefined, `a pre-signed Permit2 settlement is accepted (${answer.error?.message ?? ''})`)
@@ -384,5 +407,11 @@ async function chainFloor(world: World, scheme: Scheme, count: number): Promise<
     sending = false
   }
   await mined
-  return (count * 1000) / (performance.now() - started)
+  const rate = (count * 1000) / (performance.now() - started)
+  if (withChecks) {
+    // Read after the clock stopped: every check answered, the simulated proxy calls included.
+    check(checkAnswers.length === checks.length, 'every check of the chain floor answered')
+    for (const answer of checkAnswers) check(answer.result !== undefined, `a check of the Permit2 chain floor failed (${answer.error?.message ?? ''})`)
+  }
+  return rate
 }

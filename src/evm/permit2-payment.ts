@@ -240,8 +240,6 @@ export function permit2AmountAndToken(ctx: PaymentContext, payload: Permit2Paylo
 export interface Permit2Verdict {
   readonly rejection: Rejection | undefined
   readonly balance: bigint | undefined
-  /** The gas limit the proxy call succeeded with, run as the sender with its fees (`maxSettlementGas`): settle sends it with that limit. */
-  readonly limit: bigint | undefined
 }
 
 // Gas for Multicall3 and its reads (a wallet's ERC-1271 check may take more: it fails alone).
@@ -303,7 +301,7 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const balance = word(0)
   const allowance = word(1)
   const bitmap = word(2)
-  const verdict = (rejection: Rejection | undefined, limit?: bigint): Permit2Verdict => ({ rejection, balance, limit })
+  const verdict = (rejection: Rejection | undefined): Permit2Verdict => ({ rejection, balance })
   const outcome = await simulation
   if ('fault' in outcome) throw outcome.fault
   const wallet = await codeRead
@@ -341,7 +339,8 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     const { rejection } = outcome
     return verdict(rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection)
   }
-  return verdict(undefined, outcome.limit)
+  // The proxy call ran at maxSettlementGas, the limit settle sends it with.
+  return verdict(undefined)
 }
 
 function isMagicValue(result: Aggregate3Result): boolean {

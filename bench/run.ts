@@ -6,12 +6,14 @@
  *
  *   npm run bench              # every section (bench/results/latest.json)
  *   npm run bench -- evm http  # some sections (bench/results/latest-evm-http.json)
+ *   npm run bench -- permit2   # EVM through Permit2: exact and upto (bench/results/latest-permit2.json)
  */
 import { cpus } from 'node:os'
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { benchColdStart, COLD_START_COUNTS } from './cold-start.js'
 import { benchEvm, EVM_COUNTS } from './evm.js'
+import { benchEvmPermit2, PERMIT2_COUNTS } from './evm-permit2.js'
 import { benchHttp, HTTP_COUNTS } from './http.js'
 import { formatTable, progress, type Row } from './measure.js'
 import { benchStats, STATS_COUNTS } from './stats.js'
@@ -21,6 +23,7 @@ import { cryptoBackends } from '../src/evm/crypto-backends.js'
 
 const SECTIONS = {
   evm: { run: benchEvm, counts: EVM_COUNTS },
+  permit2: { run: benchEvmPermit2, counts: PERMIT2_COUNTS },
   svm: { run: benchSvm, counts: SVM_COUNTS },
   http: { run: benchHttp, counts: HTTP_COUNTS },
   stats: { run: benchStats, counts: STATS_COUNTS },

@@ -211,11 +211,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     )
     if (verdict.rejection) return verdict.rejection
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
-    return {
-      payment,
-      estimate: verdict.gas === undefined ? undefined : { gas: verdict.gas, from: slot.signer.address },
-      spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n },
-    }
+    return { payment, simulated: { from: slot.signer.address, fees, data: payment.settleCalldata }, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
   }
 
   /** Counts a settlement on `slot` for `ctx` until released (idempotent). */
@@ -234,44 +230,41 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   }
 
   /**
-   * Sends a proxy's `settle` call (Permit2 exact or upto) from `slot`: priced by verify's estimate
-   * when it was made from this signer (else estimated now, capped by `maxSettlementGas`), run as
-   * `eth_call` exactly as it will be sent, then signed, sent and awaited.
+   * Sends a proxy's `settle` call (Permit2 exact or upto) from `slot` with `maxSettlementGas` as its
+   * gas limit (the limit verify simulated it with; unused gas is not paid for), then awaits it. The
+   * transaction runs as `eth_call` exactly as it will be sent (this signer, these fees, that limit)
+   * first, unless the verify the core ran just before this settle ran that very call (same signer,
+   * fees and calldata): only the chain may have moved since, as for an EIP-3009 payment.
    */
   async function sendProxySettlement(
     ctx: PaymentContext,
     runtime: NetworkRuntime,
     slot: SignerSlot,
     call: { to: Address; data: Hex },
-    verifiedEstimate: { gas: bigint; from: Address } | undefined,
+    verified: VerifiedSimulation,
     journal: Parameters<SchemeAdapter['settle']>[1],
-    kind: { what: string; asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
+    kind: { asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
   ): Promise<SettleResponse> {
     const { payer } = kind
     const from = slot.signer.address
     const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
-    let estimated = verifiedEstimate?.from === from ? verifiedEstimate.gas : undefined
-    if (estimated === undefined) {
-      const outcome = await estimateSettlementGas(runtime, { from, fees }, call, maxSettlementGas)
-      if ('fault' in outcome) throw leftOutIfUnfunded(runtime, slot, outcome.fault)
-      if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', `estimating the ${kind.what} settlement gas: the node found the fee quote below its base fee; retry`)
-      if ('rejection' in outcome) return failure(ctx, kind.asRejection(outcome.rejection), payer)
-      estimated = outcome.gas
+    const gas = maxSettlementGas
+    let sendFees = fees
+    if (!(verified.from === from && verified.data === call.data && sameFees(verified.fees, fees))) {
+      const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
+        Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
+      )
+      if (simulated.rejection) return failure(ctx, kind.asRejection(simulated.rejection), payer)
+      sendFees = simulated.fees
     }
-    const headroom = withHeadroom(estimated)
-    const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
-    const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
-      Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
-    )
-    if (simulated.rejection) return failure(ctx, kind.asRejection(simulated.rejection), payer)
     const sentAt = performance.now()
-    const sent = await signAndSend(runtime, slot, { ...call, gas, fees: simulated.fees }, ctx.signal, (record) => journal.broadcasting(record))
+    const sent = await signAndSend(runtime, slot, { ...call, gas, fees: sendFees }, ctx.signal, (record) => journal.broadcasting(record))
     const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
     if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
     return answer(ctx, sent.hash, outcome, payer)
   }
 
-  /** Settles a Permit2 payment: the proxy's `settle`, priced by verify's estimate (or a new one), simulated exactly as sent. */
+  /** Settles a Permit2 payment: the proxy's `settle`, simulated exactly as sent. */
   async function settlePermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload | Rejection, journal: Parameters<SchemeAdapter['settle']>[1]): Promise<SettleResponse> {
     const payer = 'reason' in permit ? undefined : permit.from
     let verified = verifiedPermits.get(ctx)
@@ -290,7 +283,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     if (!reservedSlot) slot.inFlight++
     try {
       const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }
-      return await sendProxySettlement(ctx, runtime, slot, call, verified.estimate, journal, { what: 'Permit2', asRejection: asPermitRejection, payer })
+      return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asPermitRejection, payer })
     } finally {
       if (!reservedSlot) slot.inFlight--
     }
@@ -473,7 +466,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     return {
       payment,
-      estimate: verdict.gas === undefined ? undefined : { gas: verdict.gas, from: slot.signer.address },
+      simulated: { from: slot.signer.address, fees, data: payment.settleCalldata },
       // Held: what this request charges (a verify's is the maximum, a settle's the usage).
       spend: { account, amount: ctx.amount, balance: verdict.balance ?? 0n },
     }
@@ -507,7 +500,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     try {
       // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is sent.
       const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge, verified.payment.permit2612) }
-      return await sendProxySettlement(ctx, runtime, slot, call, verified.estimate, journal, { what: 'upto', asRejection: asUptoRejection, payer })
+      return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asUptoRejection, payer })
     } finally {
       if (counted) slot.inFlight--
     }
@@ -644,8 +637,20 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
 /** What a valid verify of a Permit2 payment leaves for the settle of the same context. */
 interface VerifiedPermit2 {
   readonly payment: PreparedPermit2
-  readonly estimate: { readonly gas: bigint; readonly from: Address } | undefined
+  /** The proxy call verify ran as `eth_call` at `maxSettlementGas`: its sender, fees and calldata. */
+  readonly simulated: VerifiedSimulation
   readonly spend: PayerSpend
+}
+
+interface VerifiedSimulation {
+  readonly from: Address
+  readonly fees: FeeQuote
+  readonly data: Hex
+}
+
+function sameFees(a: FeeQuote, b: FeeQuote): boolean {
+  if ('gasPrice' in a || 'gasPrice' in b) return 'gasPrice' in a && 'gasPrice' in b && a.gasPrice === b.gasPrice
+  return a.maxFeePerGas === b.maxFeePerGas && a.maxPriorityFeePerGas === b.maxPriorityFeePerGas
 }
 
 /** A failed simulation of an upto settlement carries the upto code. */

@@ -3,6 +3,7 @@ import { encodeFunctionData, hashTypedData, isAddress, type Address, type Hex } 
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
+import { unwrapErc6492 } from './prepare-payment.js'
 import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
@@ -10,7 +11,7 @@ import { eip2612NoncesAbi, erc20AllowanceAbi, exactPermit2ProxyAbi, permit2Nonce
 import { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
 import { toRpcFault } from './rpc-fault.js'
-import { estimateSettlementGas, feeFields, nodeRefusal, quantity, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
+import { feeFields, nodeRefusal, quantity, simulateAtLimit, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
@@ -93,11 +94,33 @@ export interface PreparedPermit2 {
   readonly proxy?: Address
   /** The payer's EIP-2612 permit to Permit2 (`eip2612GasSponsoring`), run by the proxy before the transfer. */
   readonly permit2612?: Eip2612Permit
+  /**
+   * The signature came in an ERC-6492 envelope (unwrapped in `payload.signature`, which Permit2
+   * receives): the payer is a smart wallet a factory deploys, and the chain check refuses it while
+   * the wallet has no code (see checkPermit2State).
+   */
+  readonly deployment?: { readonly factory: Address; readonly data: Hex }
 }
 
 export interface Permit2Options {
   readonly settleMarginSeconds: number
   readonly nowSeconds: () => bigint
+  /** Lower-cased allowed ERC-6492 factories (the EIP-3009 path's allow-list). */
+  readonly erc6492Factories: ReadonlySet<string>
+}
+
+/**
+ * The signature Permit2 receives: an ERC-6492 envelope unwrapped (its factory on the allow-list, as
+ * for EIP-3009 payments; Permit2 itself knows no envelope and would hand the wallet the whole
+ * bytes), any other signature as it came.
+ */
+export function permit2SignatureOf(signature: Hex, options: Permit2Options): { signature: Hex; deployment?: { factory: Address; data: Hex } } | Rejection {
+  const wrapped = unwrapErc6492(signature)
+  if (!wrapped) return { signature }
+  if (!options.erc6492Factories.has(wrapped.factory.toLowerCase())) {
+    return { reason: EVM_REJECTION.factoryNotAllowed, message: `ERC-6492 factory ${wrapped.factory} is not allowed` }
+  }
+  return { signature: wrapped.signature, deployment: { factory: wrapped.factory, data: wrapped.data } }
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
@@ -117,27 +140,33 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
   if (check) return check
   const permit2612 = sponsoringPermitOf(ctx, payload, options)
   if (permit2612 && 'reason' in permit2612) return permit2612
+  const unwrapped = permit2SignatureOf(payload.signature, options)
+  if ('reason' in unwrapped) return unwrapped
+  const { deployment } = unwrapped
+  const signed: Permit2Payload = deployment ? { ...payload, signature: unwrapped.signature } : payload
   const asset: Address = ctx.asset
   const digest = hashTypedData({
     domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
     types: permitWitnessTransferFromTypes,
     primaryType: 'PermitWitnessTransferFrom',
     message: {
-      permitted: { token: payload.token, amount: payload.amount },
-      spender: payload.spender,
-      nonce: payload.nonce,
-      deadline: payload.deadline,
-      witness: { to: payload.to, validAfter: payload.validAfter },
+      permitted: { token: signed.token, amount: signed.amount },
+      spender: signed.spender,
+      nonce: signed.nonce,
+      deadline: signed.deadline,
+      witness: { to: signed.to, validAfter: signed.validAfter },
     },
   })
-  const signer = payload.signature.length === 132 ? await recoverAuthorizationSigner(digest, payload.signature) : undefined
+  // A wallet's signature (an ERC-6492 envelope's inner one) is proven by the wallet alone.
+  const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
   return {
-    payload,
-    payer: payload.from,
+    payload: signed,
+    payer: signed.from,
     asset,
     digest,
-    recovered: signer !== undefined && same(signer, payload.from),
-    settleCalldata: exactSettleCalldata(payload, permit2612),
+    recovered: signer !== undefined && same(signer, signed.from),
+    ...(deployment ? { deployment } : {}),
+    settleCalldata: exactSettleCalldata(signed, permit2612),
     ...(permit2612 ? { permit2612 } : {}),
   }
 }
@@ -174,6 +203,23 @@ export function preparedWindow(payment: PreparedPermit2, options: Permit2Options
     return { reason: EIP2612_REJECTION.deadlineExpired, message: `eip2612GasSponsoring.info.deadline ${deadline} has passed or leaves less than ${options.settleMarginSeconds} s to settle` }
   }
   return undefined
+}
+
+const S_MASK = (1n << 255n) - 1n
+
+/**
+ * The key that signed a Permit2 digest, as Permit2's SignatureVerification reads a signature for an
+ * account without code: 65 bytes (r, s, v), or 64 bytes in the compact form of EIP-2098 (r, vs, the
+ * parity in the top bit of s); `undefined` for any other length (left to the wallet's ERC-1271 check).
+ * The signature settle sends is the payer's own bytes, which Permit2 takes in either form.
+ */
+export async function recoverPermit2Signer(digest: Hex, signature: Hex): Promise<Address | undefined> {
+  if (signature.length === 132) return recoverAuthorizationSigner(digest, signature)
+  if (signature.length !== 130) return undefined
+  const vs = BigInt(`0x${signature.slice(66, 130)}`)
+  const s = (vs & S_MASK).toString(16).padStart(64, '0')
+  const v = vs >> 255n === 0n ? '1b' : '1c'
+  return recoverAuthorizationSigner(digest, `0x${signature.slice(2, 66)}${s}${v}`)
 }
 
 function permit2Fields(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {
@@ -222,8 +268,6 @@ export interface Permit2Verdict {
    * since EIP-2612 `permit` sets the allowance). Held against payments racing from the same payer.
    */
   readonly balance: bigint | undefined
-  /** The gas `eth_estimateGas` gave for the proxy call, run as the sender. */
-  readonly gas: bigint | undefined
 }
 
 // Gas for Multicall3 and its reads (a wallet's ERC-1271 check may take more: it fails alone).
@@ -233,11 +277,14 @@ const READS_GAS = 200_000n
  * The chain state of a Permit2 payment in one HTTP round trip: a Multicall3 `eth_call` (the token's
  * balance and allowance to Permit2, Permit2's nonce bit, the proxy's code, and, for a signature that
  * does not recover to the payer, the wallet's ERC-1271 answer) and, in the same JSON-RPC batch, an
- * `eth_estimateGas` of the exact proxy call settle sends, run as its sender with its fees and capped
- * by `maxSettlementGas` (the estimate is the simulation). Reads come first in the answer: they name
- * why a simulation reverts (the official codes), and a spent nonce gets its own code. With an
- * EIP-2612 permit the read also takes the token's `nonces(payer)`, and a low allowance is only a
- * rejection when the simulation (which runs the permit) fails.
+ * `eth_call` of the exact proxy call settle sends (`settleWithPermit` with an EIP-2612 permit), run
+ * as its sender with its fees and with `maxSettlementGas` as its gas limit, the limit settle sends
+ * it with (not an `eth_estimateGas`: on anvil an estimate costs the node ten times a call, and the
+ * proxy call's price is bounded by the same cap either way). For an ERC-6492 signature the wallet's
+ * code is read in the same batch. Reads come first in the answer: they name why a simulation
+ * reverts (the official codes), and a spent nonce gets its own code. With an EIP-2612 permit the
+ * read also takes the token's `nonces(payer)`, and a low allowance is only a rejection when the
+ * simulation (which runs the permit) fails.
  */
 export async function checkPermit2State(runtime: NetworkRuntime, payment: PreparedPermit2, sender: SettlementSender, maxSettlementGas: bigint): Promise<Permit2Verdict> {
   const { payer, asset, payload } = payment
@@ -255,12 +302,20 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     method: 'eth_call',
     params: [{ from: sender.from, to: runtime.multicall3, data: aggregate3Calldata(calls), gas: quantity(READS_GAS), ...feeFields(sender.fees) }, 'latest'],
   })
-  const estimate = estimateSettlementGas(runtime, sender, { to: proxy, data: payment.settleCalldata }, maxSettlementGas)
+  const simulation = simulateAtLimit(runtime, sender, { to: proxy, data: payment.settleCalldata }, maxSettlementGas)
+  // An ERC-6492 signature: whether the wallet has code, read from the node in the same batch.
+  const codeRead = payment.deployment
+    ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).then(
+        (code) => ({ code }),
+        (error: unknown) => ({ fault: toRpcFault(error, 'reading the payer wallet') }),
+      )
+    : undefined
   let raw: Hex
   try {
     raw = await multicall
   } catch (error) {
-    await estimate
+    await simulation
+    await codeRead
     if (nodeRefusal(error) === 'unfunded') throw unfundedSigner(runtime, sender.from, error)
     throw toRpcFault(error, 'reading the Permit2 payment state')
   }
@@ -284,11 +339,20 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const permitApplies = permit2612 !== undefined && tokenNonce === permit2612.nonce
   const spendable = allowance === undefined ? undefined : permitApplies ? permit2612.value : allowance
   const movable = balance === undefined || spendable === undefined ? balance : balance < spendable ? balance : spendable
-  const verdict = (rejection: Rejection | undefined, gas?: bigint): Permit2Verdict => ({ rejection, balance: movable, gas })
-  const outcome = await estimate
+  const verdict = (rejection: Rejection | undefined): Permit2Verdict => ({ rejection, balance: movable })
+  const outcome = await simulation
   if ('fault' in outcome) throw outcome.fault
+  const wallet = await codeRead
+  if (wallet && 'fault' in wallet) throw wallet.fault
   if (balance === undefined || allowance === undefined) {
     return verdict({ reason: PERMIT2_REJECTION.assetNotDeployed, message: `asset ${asset} does not answer balanceOf and allowance (no ERC-20 contract there)` })
+  }
+  if (wallet && (wallet.code === undefined || wallet.code === '0x')) {
+    // Unlike an EIP-3009 payment, deploying it would not help: approve (to Permit2) must come from the wallet itself.
+    return verdict({
+      reason: EVM_REJECTION.undeployedWallet,
+      message: `the payer's smart wallet ${payer} is not deployed (an ERC-6492 signature): a wallet without code cannot have approved Permit2, so this Permit2 payment could not settle; deploy the wallet and approve Permit2 from it first`,
+    })
   }
   if (walletIndex >= 0 && !isMagicValue(results[walletIndex]!)) {
     return verdict({ reason: PERMIT2_REJECTION.signature, message: 'the signature is not valid for the payer (neither its key nor its ERC-1271 wallet signed this permit)' })
@@ -318,12 +382,13 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
           : 'the token refused the permit (its signature is not the payer\'s for this token\'s domain)'
     return verdict({ reason: PERMIT2_REJECTION.allowanceRequired, message: `the payer's allowance to Permit2 (${allowance}) is below ${payload.amount} and the eip2612GasSponsoring permit would not raise it: ${why}` })
   }
-  if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'estimating the Permit2 settlement gas: the node found the fee quote below its base fee; retry')
+  if ('staleFees' in outcome) throw new FacilitatorError('rpc_error', 'simulating the Permit2 settlement: the node found the fee quote below its base fee; retry')
   if ('rejection' in outcome) {
     const { rejection } = outcome
     return verdict(rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection)
   }
-  return verdict(undefined, outcome.gas)
+  // The proxy call ran at maxSettlementGas, the limit settle sends it with.
+  return verdict(undefined)
 }
 
 function isMagicValue(result: Aggregate3Result): boolean {

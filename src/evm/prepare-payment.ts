@@ -166,7 +166,8 @@ function isPlainSignature(signature: Hex): boolean {
   return v === 0 || v === 1 || v === 27 || v === 28
 }
 
-function unwrapErc6492(signature: Hex): { factory: Address; data: Hex; signature: Hex } | undefined {
+/** An ERC-6492 envelope's factory, factory calldata and inner signature; `undefined` for any other signature. */
+export function unwrapErc6492(signature: Hex): { factory: Address; data: Hex; signature: Hex } | undefined {
   try {
     const parsed = parseErc6492Signature(signature)
     if (parsed.address === undefined || parsed.data === undefined) return undefined

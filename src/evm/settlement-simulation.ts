@@ -122,6 +122,48 @@ export async function estimateSettlementGas(
   }
 }
 
+/** A simulation's outcome at a given limit: it ran, a rejection of the payment, the fee quote to renew, or a fault of ours. */
+export type LimitSimulation = { readonly limit: bigint } | { readonly rejection: Rejection } | { readonly staleFees: true } | { readonly fault: FacilitatorError }
+
+/**
+ * `eth_call` of the exact call the facilitator will send, as the sender with its fees and with
+ * `limit` as its gas: when it succeeds, the transaction sent with that limit runs as simulated (the
+ * limit is what it may use, not what it costs: unused gas is not paid for). One call where
+ * `eth_estimateGas` runs the call a dozen times in its search (a node's CPU, 10x the time on anvil).
+ * Never rejects: a call that fails is estimated (that path only), and named
+ * `invalid_exact_evm_settlement_gas_too_high` when it needs more than `limit`, `simulationFailed`
+ * when it reverts; a sender without gas money or an unreachable node is a fault. Sends its request
+ * at once, so that it joins the JSON-RPC batch of the calls made beside it.
+ */
+export async function simulateAtLimit(
+  runtime: NetworkRuntime,
+  sender: SettlementSender,
+  call: { to: Address; data: Hex },
+  limit: bigint,
+  what = 'settling this payment',
+): Promise<LimitSimulation> {
+  try {
+    await runtime.client.request({ method: 'eth_call', params: [{ from: sender.from, to: call.to, data: call.data, gas: quantity(limit), ...feeFields(sender.fees) }, 'latest'] })
+    return { limit }
+  } catch (error) {
+    switch (nodeRefusal(error)) {
+      case 'unfunded':
+        return { fault: unfundedSigner(runtime, sender.from, error) }
+      case 'fee_too_low':
+        return { staleFees: true }
+      case 'failed': {
+        const failed = simulationFailed(`a simulation of the settlement with ${limit} gas and its fees reverted${revertReasonOf(error)}`)
+        // Too little gas and a revert look alike from outside (an inner call that runs out makes its caller
+        // revert): only on this failing path, an estimate tells a price above the limit from a payment that reverts.
+        const estimated = await estimateSettlementGas(runtime, sender, call, limit, what)
+        return 'gas' in estimated ? { rejection: failed } : estimated
+      }
+      default:
+        return { fault: toRpcFault(error, 'simulating the settlement transaction') }
+    }
+  }
+}
+
 /**
  * The two estimates that price an undeployed ERC-6492 wallet's payment, sent at once (one batch):
  * its transfer cannot be estimated before the wallet exists, but the deployment followed by the

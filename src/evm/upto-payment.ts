@@ -5,9 +5,18 @@ import { formatIssuePath } from '../schemas/parse-request.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { PERMIT2_ADDRESS, uptoPermit2ProxyAbi, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
 import type { Eip2612Permit } from './eip2612-extension.js'
-import { permit2612Arg, permit2PayloadSchema, permit2Window, sponsoringPermitOf, type Permit2Options, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
+import {
+  permit2612Arg,
+  permit2PayloadSchema,
+  permit2SignatureOf,
+  permit2Window,
+  recoverPermit2Signer,
+  sponsoringPermitOf,
+  type Permit2Options,
+  type Permit2Payload,
+  type PreparedPermit2,
+} from './permit2-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
-import { recoverAuthorizationSigner } from './recover-signer.js'
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
 
@@ -106,26 +115,31 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
   // The permit's value must be the maximum (permitted.amount), whatever the usage settled.
   const permit2612 = sponsoringPermitOf(ctx, payload, options)
   if (permit2612 && 'reason' in permit2612) return permit2612
+  const unwrapped = permit2SignatureOf(payload.signature, options)
+  if ('reason' in unwrapped) return unwrapped
+  const { deployment } = unwrapped
+  const signed: UptoPayload = deployment ? { ...payload, signature: unwrapped.signature } : payload
   const digest = hashTypedData({
     domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
     types: uptoPermitWitnessTransferFromTypes,
     primaryType: 'PermitWitnessTransferFrom',
     message: {
-      permitted: { token: payload.token, amount: payload.amount },
-      spender: payload.spender,
-      nonce: payload.nonce,
-      deadline: payload.deadline,
-      witness: { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter },
+      permitted: { token: signed.token, amount: signed.amount },
+      spender: signed.spender,
+      nonce: signed.nonce,
+      deadline: signed.deadline,
+      witness: { to: signed.to, facilitator: signed.facilitator, validAfter: signed.validAfter },
     },
   })
-  const signer = payload.signature.length === 132 ? await recoverAuthorizationSigner(digest, payload.signature) : undefined
+  const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
   return {
-    payload,
-    payer: payload.from,
+    payload: signed,
+    payer: signed.from,
     asset: ctx.asset,
     digest,
-    recovered: signer !== undefined && same(signer, payload.from),
-    settleCalldata: uptoSettleCalldata(payload, payload.amount, permit2612),
+    recovered: signer !== undefined && same(signer, signed.from),
+    ...(deployment ? { deployment } : {}),
+    settleCalldata: uptoSettleCalldata(signed, signed.amount, permit2612),
     proxy: X402_UPTO_PERMIT2_PROXY,
     ...(permit2612 ? { permit2612 } : {}),
   }

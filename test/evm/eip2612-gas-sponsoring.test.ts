@@ -8,7 +8,7 @@
 import { x402Client } from '@x402/core/client'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { UptoEvmScheme } from '@x402/evm/upto/client'
-import { decodeFunctionData, getAddress, http, parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { decodeFunctionData, getAddress, parseEventLogs, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createCatalog, createFacilitator, createMemoryStore, REJECTION } from '../../src/index.js'
@@ -29,6 +29,7 @@ import { isRecord } from '../../src/schemas/parse-request.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
@@ -277,22 +278,45 @@ describe('eip2612GasSponsoring: exact through Permit2', () => {
     expect(await facilitator.verify(body(echoed, requirements))).toEqual({ isValid: true, payer: payer.address })
   })
 
-  it('verifies a payment with a permit in one HTTP round trip to the node (reads and the simulation of settleWithPermit, batched)', async () => {
-    let rpcRequests = 0
-    const counted = createFacilitator({
-      schemes: evmSchemes(world.adapterConfig({ transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }), feeCacheMs: 600_000 })),
-    })
-    const requirements = exactRequirements()
-    // The first verify of an adapter reads its fee quote; the next ones use it.
-    await counted.verify(body(await officialPayload(await payerWith(), requirements), requirements))
-    const payer = await payerWith()
-    const paymentPayload = await officialPayload(payer, requirements)
-    rpcRequests = 0
-    const started = performance.now()
-    expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
-    const elapsed = performance.now() - started
-    expect(rpcRequests).toBe(1)
-    console.info(`[measure] valid Permit2 verify with an EIP-2612 permit: ${rpcRequests} HTTP request, ${elapsed.toFixed(1)} ms`)
+  it('verifies a payment with a permit in one HTTP round trip to the node (reads and the eth_call of settleWithPermit at maxSettlementGas, batched); settle sends that very call without simulating it again', async () => {
+    const proxy = await startFaultProxy(world.node.rpcUrl)
+    try {
+      const counted = createFacilitator({
+        schemes: evmSchemes(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url], assets: [world.knownAsset] }], maxSettlementGas: MAX_SETTLEMENT_GAS, feeCacheMs: 600_000 })),
+      })
+      const requirements = exactRequirements()
+      // The first verify of an adapter reads its fee quote; the next ones use it.
+      await counted.verify(body(await officialPayload(await payerWith(), requirements), requirements))
+      const payer = await payerWith()
+      const paymentPayload = await officialPayload(payer, requirements)
+      const before = proxy.calls.length
+      const started = performance.now()
+      expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+      const elapsed = performance.now() - started
+      const requests = proxy.calls.slice(before)
+      expect(requests).toHaveLength(1)
+      // One batch: the Multicall3 reads (with the token's nonces) and the proxy's settleWithPermit at the cap, no estimate.
+      expect(requests[0]!.map((call) => call.method)).toEqual(['eth_call', 'eth_call'])
+      const simulated = requests[0]!.map((call) => (call.params as [{ to: string; gas: string; data: Hex }])[0]).find((tx) => tx.to.toLowerCase() === X402_EXACT_PERMIT2_PROXY.toLowerCase())
+      expect(simulated?.gas).toBe(`0x${MAX_SETTLEMENT_GAS.toString(16)}`)
+      expect(decodeFunctionData({ abi: exactPermit2ProxyAbi, data: simulated!.data }).functionName).toBe('settleWithPermit')
+      console.info(`[measure] valid Permit2 verify with an EIP-2612 permit: 1 HTTP request (2 eth_call batched), ${elapsed.toFixed(1)} ms`)
+      // Settle sends exactly the call verify ran, with that limit, and does not simulate it again.
+      const mark = proxy.calls.length
+      const settled = await counted.settle(body(paymentPayload, requirements))
+      expect(settled).toMatchObject({ success: true, payer: payer.address })
+      const settleMethods = proxy.calls.slice(mark).flat().map((call) => call.method)
+      expect(settleMethods.filter((method) => method === 'eth_call')).toHaveLength(2)
+      expect(settleMethods).not.toContain('eth_estimateGas')
+      const tx = await landed(settled.transaction, exactPermit2ProxyAbi)
+      expect(tx.call.functionName).toBe('settleWithPermit')
+      expect(tx.gas).toBe(MAX_SETTLEMENT_GAS)
+      const sent = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
+      expect(sent.input.toLowerCase()).toBe(simulated!.data.toLowerCase())
+      await counted.close()
+    } finally {
+      await proxy.close()
+    }
   })
 
   it('two payments racing on one permit nonce: one lands, the other is refused unsent (the hold counts the allowance the permit grants)', async () => {

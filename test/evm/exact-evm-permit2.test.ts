@@ -5,7 +5,7 @@
  */
 import { x402Client } from '@x402/core/client'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { encodeFunctionData, http, parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { encodeFunctionData, parseEventLogs, parseSignature, serializeCompactSignature, serializeErc6492Signature, signatureToCompactSignature, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator, REJECTION, type BroadcastRecord } from '../../src/index.js'
@@ -18,6 +18,7 @@ import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
@@ -73,6 +74,35 @@ async function hostile(payer: LocalAccount, requirements: PaymentRequirementsV2,
 }
 
 const now = () => Math.floor(Date.now() / 1000)
+
+/**
+ * A Permit2 payment of a counterfactual wallet (the fixture's factory; its owner signs), the signature
+ * in an ERC-6492 envelope naming `factory`. With `deploy`, the wallet is deployed through the factory
+ * first and approves Permit2 (sent as the wallet by anvil's impersonation: the test wallet has no
+ * execute function); it holds 1,000,000 of the token either way.
+ */
+async function counterfactualPermit2Payment(options: { factory?: Hex; deploy?: boolean } = {}) {
+  const owner = privateKeyToAccount(generatePrivateKey())
+  const salt = generatePrivateKey()
+  const wallet = await world.factory.walletAddress(owner.address, salt)
+  const deployCalldata = world.factory.deployCalldata(owner.address, salt)
+  await fundPayer(world.node, world.token, wallet, 1_000_000n)
+  if (options.deploy) {
+    const hash = await world.node.walletClient().sendTransaction({ account: world.node.accounts[0]!, chain: world.node.chain, to: world.factory.address, data: deployCalldata })
+    await world.node.publicClient.waitForTransactionReceipt({ hash })
+    await world.node.testClient.setBalance({ address: wallet, value: 10n ** 18n })
+    await world.node.testClient.impersonateAccount({ address: wallet })
+    const approve = encodeFunctionData({ abi: world.token.abi, functionName: 'approve', args: [PERMIT2_ADDRESS, 2n ** 256n - 1n] })
+    const approved = await world.node.walletClient().sendTransaction({ account: wallet, chain: world.node.chain, to: world.token.address, data: approve })
+    await world.node.publicClient.waitForTransactionReceipt({ hash: approved })
+    await world.node.testClient.stopImpersonatingAccount({ address: wallet })
+  }
+  const requirements = permit2Requirements()
+  const official = await officialPayload({ ...owner, address: wallet }, requirements)
+  const inner = (official.payload as { signature: Hex }).signature
+  const signature = serializeErc6492Signature({ address: options.factory ?? world.factory.address, data: deployCalldata, signature: inner })
+  return { wallet, inner, requirements, paymentPayload: { ...official, payload: { ...(official.payload as object), signature } } as PaymentPayload }
+}
 
 /** The context the core would hand the adapter, to drive settle/resume directly. */
 function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) {
@@ -157,6 +187,56 @@ describe('exactEvm: exact through Permit2', () => {
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n)
   })
 
+  it('accepts a 64-byte compact (EIP-2098) signature of a plain account, as Permit2 does: verified offline, settled with those bytes', async () => {
+    const payer = await permit2Payer()
+    const requirements = permit2Requirements()
+    const official = await officialPayload(payer, requirements)
+    const compact = (signature: Hex) => serializeCompactSignature(signatureToCompactSignature(parseSignature(signature)))
+    const signature = compact((official.payload as { signature: Hex }).signature)
+    expect(signature).toHaveLength(2 + 128)
+    const paymentPayload = { ...official, payload: { ...(official.payload as object), signature } } as PaymentPayload
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toMatchObject({ success: true, payer: payer.address })
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    expect(tx.input.toLowerCase()).toContain(signature.slice(2).toLowerCase())
+    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 1000n)
+    // A compact signature of another key is no proof: refused, nothing sent.
+    const stranger = privateKeyToAccount(generatePrivateKey())
+    const forged = await hostile(payer, requirements, (f) => f, stranger)
+    const forgedCompact = { ...forged, payload: { ...(forged.payload as object), signature: compact((forged.payload as { signature: Hex }).signature) } } as PaymentPayload
+    expect(await facilitator.verify(body(forgedCompact, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_permit2_signature' })
+  })
+
+  it('ERC-6492: a counterfactual wallet is refused clearly (it cannot have approved Permit2), a factory outside the allow-list as for EIP-3009; nothing sent', async () => {
+    const { wallet, paymentPayload, requirements } = await counterfactualPermit2Payment()
+    const nonces = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_payload_undeployed_smart_wallet',
+      invalidMessage: expect.stringContaining('cannot have approved Permit2'),
+      payer: wallet,
+    })
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_payload_undeployed_smart_wallet', transaction: '' })
+    const elsewhere = await counterfactualPermit2Payment({ factory: world.payTo })
+    expect(await facilitator.verify(body(elsewhere.paymentPayload, elsewhere.requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_exact_evm_payload_eip6492_factory_not_allowed' })
+    expect(await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))).toEqual(nonces)
+    expect(await world.node.publicClient.getCode({ address: wallet })).toBeUndefined()
+  })
+
+  it('ERC-6492 of a wallet deployed already: unwrapped, proven by the wallet (ERC-1271), settled with the inner signature', async () => {
+    const { wallet, inner, paymentPayload, requirements } = await counterfactualPermit2Payment({ deploy: true })
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: wallet })
+    const answer = await facilitator.settle(body(paymentPayload, requirements))
+    expect(answer).toMatchObject({ success: true, payer: wallet })
+    const tx = await world.node.publicClient.getTransaction({ hash: answer.transaction as Hex })
+    // Permit2 got the owner's signature, which the wallet's isValidSignature checks, not the envelope.
+    expect(tx.input.toLowerCase()).toContain(inner.slice(2).toLowerCase())
+    expect(tx.input.toLowerCase()).not.toContain('6492649264926492649264926492649264926492649264926492649264926492')
+    expect(await tokenBalance(world.node, world.token, wallet)).toBe(1_000_000n - 1000n)
+  })
+
   it('answers permit2_allowance_required for a payer without allowance, permit2_insufficient_balance for one without funds', async () => {
     const requirements = permit2Requirements()
     const unapproved = await permit2Payer({ approve: 0n })
@@ -185,22 +265,65 @@ describe('exactEvm: exact through Permit2', () => {
     expect(await facilitator.verify(body(broken, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_payload' })
   })
 
-  it('verifies a valid Permit2 payment in one HTTP round trip to the node (one JSON-RPC batch)', async () => {
-    let rpcRequests = 0
-    const counted = createFacilitator({
-      schemes: [exactEvm(world.adapterConfig({ transport: (url) => http(url, { batch: true, retryCount: 0, onFetchRequest: () => void rpcRequests++ }), feeCacheMs: 600_000 }))],
-    })
-    const requirements = permit2Requirements()
-    // The first verify of an adapter reads its fee quote; the next ones use it.
-    await counted.verify(body(await officialPayload(await permit2Payer(), requirements), requirements))
+  it('verifies a valid Permit2 payment in one HTTP round trip to the node: the reads and the proxy call run as sent, no estimate', async () => {
+    const proxy = await startFaultProxy(world.node.rpcUrl)
+    try {
+      const counted = createFacilitator({
+        schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url], assets: [world.knownAsset] }], feeCacheMs: 600_000 }))],
+      })
+      const requirements = permit2Requirements()
+      // The first verify of an adapter reads its fee quote; the next ones use it.
+      await counted.verify(body(await officialPayload(await permit2Payer(), requirements), requirements))
+      const payer = await permit2Payer()
+      const paymentPayload = await officialPayload(payer, requirements)
+      const before = proxy.calls.length
+      const started = performance.now()
+      expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+      const elapsed = performance.now() - started
+      const requests = proxy.calls.slice(before)
+      expect(requests).toHaveLength(1)
+      // One batch: the Multicall3 reads and the proxy's settle from the signer, with maxSettlementGas as its limit and the fees it will carry.
+      expect(requests[0]!.map((call) => call.method)).toEqual(['eth_call', 'eth_call'])
+      const proxyCall = requests[0]!.map((call) => (call.params as [{ to: string; gas: string; from: string; maxFeePerGas?: string }])[0]).find((tx) => tx.to.toLowerCase() === X402_EXACT_PERMIT2_PROXY.toLowerCase())
+      expect(proxyCall).toMatchObject({ gas: '0x493e0', maxFeePerGas: expect.stringMatching(/^0x[0-9a-f]+$/) })
+      expect(world.signers.map((s) => s.address.toLowerCase())).toContain(proxyCall!.from.toLowerCase())
+      console.info(`[measure] valid Permit2 verify: 1 HTTP request (2 eth_call batched), ${elapsed.toFixed(1)} ms`)
+      // Settle sends it with that limit (unused gas is not paid for: the receipt's gasUsed is far below it). The core's
+      // verify right before it ran this very call (signer, fees, calldata, limit): it is not simulated a second time.
+      const mark = proxy.calls.length
+      const settled = await counted.settle(body(paymentPayload, requirements))
+      expect(settled).toMatchObject({ success: true })
+      const settleMethods = proxy.calls.slice(mark).flat().map((call) => call.method)
+      expect(settleMethods.filter((method) => method === 'eth_call')).toHaveLength(2)
+      expect(settleMethods).toContain('eth_sendRawTransaction')
+      const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
+      const receipt = await world.node.publicClient.getTransactionReceipt({ hash: settled.transaction as Hex })
+      expect(tx.gas).toBe(300_000n)
+      expect(receipt.gasUsed).toBeLessThan(200_000n)
+      await counted.close()
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it('refuses a Permit2 payment whose proxy call needs more gas than maxSettlementGas (invalid_exact_evm_settlement_gas_too_high), and sends nothing', async () => {
+    // The proxy settle costs about 100k gas here: a cap of 60k is too little for it.
+    const capped = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ maxSettlementGas: 60_000n }))] })
     const payer = await permit2Payer()
+    const requirements = permit2Requirements()
     const paymentPayload = await officialPayload(payer, requirements)
-    rpcRequests = 0
-    const started = performance.now()
-    expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
-    const elapsed = performance.now() - started
-    expect(rpcRequests).toBe(1)
-    console.info(`[measure] valid Permit2 verify: ${rpcRequests} HTTP request (eth_call + eth_estimateGas batched), ${elapsed.toFixed(1)} ms`)
+    const nonces = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))
+    expect(await capped.verify(body(paymentPayload, requirements))).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_settlement_gas_too_high',
+      invalidMessage: expect.stringContaining('60000'),
+      payer: payer.address,
+    })
+    expect(await capped.settle(body(paymentPayload, requirements))).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_settlement_gas_too_high', transaction: '' })
+    expect(await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))).toEqual(nonces)
+    // The same payment passes with the default cap.
+    expect(await facilitator.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
+    await capped.close()
   })
 
   it('answers permit2_nonce_already_used for a permit whose nonce the payer invalidated on Permit2', async () => {

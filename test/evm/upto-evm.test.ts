@@ -5,7 +5,7 @@
  */
 import { x402Client } from '@x402/core/client'
 import { UptoEvmScheme } from '@x402/evm/upto/client'
-import { parseEventLogs, type Hex, type LocalAccount } from 'viem'
+import { parseEventLogs, serializeErc6492Signature, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator, REJECTION } from '../../src/index.js'
@@ -56,7 +56,7 @@ async function officialPayload(payer: LocalAccount, requirements: PaymentRequire
 }
 
 /** A payload signed here to the spec's typed data (witness: to, facilitator, validAfter). */
-async function ownPayload(payer: LocalAccount, requirements: PaymentRequirementsV2, change: { facilitator?: Hex; spender?: Hex; amount?: bigint } = {}): Promise<PaymentPayload> {
+async function ownPayload(payer: Pick<LocalAccount, 'address' | 'signTypedData'>, requirements: PaymentRequirementsV2, change: { facilitator?: Hex; spender?: Hex; amount?: bigint } = {}): Promise<PaymentPayload> {
   const now = BigInt(Math.floor(Date.now() / 1000))
   const fields = {
     from: payer.address,
@@ -190,6 +190,29 @@ describe('evmSchemes: upto through Permit2', () => {
     expect(await facilitator.verify(body(exactSpender, requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_permit2_spender' })
     const smaller = await ownPayload(payer, requirements, { amount: 4000n })
     expect(await facilitator.verify(body(smaller, requirements))).toMatchObject({ isValid: false, invalidReason: 'permit2_amount_mismatch' })
+    expect(await sentByFacilitator()).toBe(sent)
+  })
+
+  it('ERC-6492: an undeployed wallet\'s upto payment is refused clearly (it cannot have approved Permit2), a factory outside the allow-list as for EIP-3009; unsent', async () => {
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const salt = generatePrivateKey()
+    const wallet = await world.factory.walletAddress(owner.address, salt)
+    await fundPayer(world.node, world.token, wallet, 1_000_000n)
+    const requirements = uptoRequirements()
+    const signed = await ownPayload({ ...owner, address: wallet }, requirements)
+    const wrapped = (factory: Hex) => ({
+      ...signed,
+      payload: { ...(signed.payload as object), signature: serializeErc6492Signature({ address: factory, data: world.factory.deployCalldata(owner.address, salt), signature: (signed.payload as { signature: Hex }).signature }) },
+    }) as PaymentPayload
+    const sent = await sentByFacilitator()
+    expect(await facilitator.verify(body(wrapped(world.factory.address), requirements))).toMatchObject({
+      isValid: false,
+      invalidReason: 'invalid_exact_evm_payload_undeployed_smart_wallet',
+      invalidMessage: expect.stringContaining('cannot have approved Permit2'),
+      payer: wallet,
+    })
+    expect(await facilitator.settle(body(wrapped(world.factory.address), used(requirements, '10')))).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_payload_undeployed_smart_wallet', amount: '0' })
+    expect(await facilitator.verify(body(wrapped(world.payTo), requirements))).toMatchObject({ isValid: false, invalidReason: 'invalid_exact_evm_payload_eip6492_factory_not_allowed' })
     expect(await sentByFacilitator()).toBe(sent)
   })
 

@@ -139,7 +139,10 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
     digest,
     recovered: signer !== undefined && same(signer, signed.from),
     ...(deployment ? { deployment } : {}),
-    settleCalldata: uptoSettleCalldata(signed, signed.amount, permit2612),
+    // The call settle sends: a settle request's amount is the usage (a verify's, the maximum), so the
+    // settle's own verify simulates exactly what is sent. A zero usage sends nothing: the maximum is
+    // simulated then, as for a verify.
+    settleCalldata: uptoSettleCalldata(signed, ctx.amount > 0n ? ctx.amount : signed.amount, permit2612),
     proxy: X402_UPTO_PERMIT2_PROXY,
     ...(permit2612 ? { permit2612 } : {}),
   }

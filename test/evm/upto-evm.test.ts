@@ -18,6 +18,7 @@ import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
@@ -282,6 +283,32 @@ describe('evmSchemes: upto through Permit2', () => {
     const resumed = await upto!.resume(contextFor(used(requirements, '321')), recorded!)
     expect(resumed).toMatchObject({ success: true, transaction: recorded!.transaction, payer: payer.address })
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 321n)
+  })
+
+  it('a settle of a usage below the maximum simulates the call it sends (the usage) once, in its verify, and sends it as simulated', async () => {
+    const proxy = await startFaultProxy(world.node.rpcUrl)
+    try {
+      const counted = createFacilitator({ schemes: evmSchemes(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url], assets: [world.knownAsset] }], feeCacheMs: 600_000 })) })
+      const requirements = uptoRequirements()
+      // The first call of an adapter reads its fee quote; the next ones use it.
+      await counted.verify(body(await officialPayload(await uptoPayer(), requirements), requirements))
+      const payer = await uptoPayer()
+      const paymentPayload = await officialPayload(payer, requirements)
+      const mark = proxy.calls.length
+      const settled = await counted.settle(body(paymentPayload, used(requirements, '2500')))
+      expect(settled).toMatchObject({ success: true, amount: '2500' })
+      const calls = proxy.calls.slice(mark).flat()
+      const proxyCalls = calls.filter((call) => call.method === 'eth_call').map((call) => (call.params as [{ to: string; data: string }])[0]).filter((tx) => tx.to.toLowerCase() === X402_UPTO_PERMIT2_PROXY.toLowerCase())
+      // One simulation of the proxy call, with the usage in it, and the same bytes on chain.
+      expect(proxyCalls).toHaveLength(1)
+      const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
+      expect(tx.input).toBe(proxyCalls[0]!.data)
+      expect(calls.map((call) => call.method)).not.toContain('eth_estimateGas')
+      expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 2500n)
+      await counted.close()
+    } finally {
+      await proxy.close()
+    }
   })
 
   it('the core lets only upto settle requests differ from accepted in amount; every other field still must match', () => {

@@ -211,7 +211,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     )
     if (verdict.rejection) return verdict.rejection
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
-    return { payment, simulated: { from: slot.signer.address, fees, data: payment.settleCalldata }, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
+    return { payment, simulated: { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() }, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
   }
 
   /** Counts a settlement on `slot` for `ctx` until released (idempotent). */
@@ -250,7 +250,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
     const gas = maxSettlementGas
     let sendFees = fees
-    if (!(verified.from === from && verified.data === call.data && sameFees(verified.fees, fees))) {
+    if (!(verified.from === from && verified.data === call.data && sameFees(verified.fees, fees) && Date.now() - verified.at <= SIMULATION_REUSE_MS)) {
       const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
         Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
       )
@@ -466,7 +466,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     return {
       payment,
-      simulated: { from: slot.signer.address, fees, data: payment.settleCalldata },
+      simulated: { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() },
       // Held: what this request charges (a verify's is the maximum, a settle's the usage).
       spend: { account, amount: ctx.amount, balance: verdict.balance ?? 0n },
     }
@@ -646,7 +646,15 @@ interface VerifiedSimulation {
   readonly from: Address
   readonly fees: FeeQuote
   readonly data: Hex
+  /** When the simulation's answer was read (ms since the epoch): an older one is run again before sending. */
+  readonly at: number
 }
+
+/**
+ * How old verify's simulation may be for settle to send without running it again: the core's verify
+ * right before a settle is milliseconds old; one from a call that waited on another's claim is not.
+ */
+const SIMULATION_REUSE_MS = 2_000
 
 function sameFees(a: FeeQuote, b: FeeQuote): boolean {
   if ('gasPrice' in a || 'gasPrice' in b) return 'gasPrice' in a && 'gasPrice' in b && a.gasPrice === b.gasPrice

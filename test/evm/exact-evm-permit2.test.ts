@@ -306,6 +306,26 @@ describe('exactEvm: exact through Permit2', () => {
     }
   })
 
+  it('a settle long after its verify runs the proxy call again before sending (verify\'s simulation is reused for 2 s only)', async () => {
+    const proxy = await startFaultProxy(world.node.rpcUrl)
+    try {
+      const adapter = exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url], assets: [world.knownAsset] }], feeCacheMs: 600_000 }))
+      const requirements = permit2Requirements()
+      const payer = await permit2Payer()
+      const ctx = contextOf(adapter, await officialPayload(payer, requirements), requirements)
+      expect(await adapter.verify(ctx)).toMatchObject({ isValid: true })
+      await new Promise((resolve) => setTimeout(resolve, 2_100))
+      const mark = proxy.calls.length
+      const settled = await adapter.settle(ctx, { broadcasting: async () => undefined })
+      expect(settled).toMatchObject({ success: true })
+      const proxyCalls = proxy.calls.slice(mark).flat().filter((call) => call.method === 'eth_call' && (call.params as [{ to: string }])[0].to.toLowerCase() === X402_EXACT_PERMIT2_PROXY.toLowerCase())
+      expect(proxyCalls).toHaveLength(1)
+      await adapter.close?.()
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('refuses a Permit2 payment whose proxy call needs more gas than maxSettlementGas (invalid_exact_evm_settlement_gas_too_high), and sends nothing', async () => {
     // The proxy settle costs about 100k gas here: a cap of 60k is too little for it.
     const capped = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ maxSettlementGas: 60_000n }))] })

@@ -161,6 +161,10 @@ describe('evmSchemes: upto through Permit2', () => {
     expect(await sentByFacilitator()).toBe(sent)
     // Nothing on chain shows it, yet the permit is spent: verify says so (from the settle store).
     expect(await facilitator.verify(body(paymentPayload, requirements))).toMatchObject({ isValid: false, invalidReason: REJECTION.duplicateSettlement, payer: payer.address })
+    // Re-encoded (keys added that the parser ignores): the same authorization, still spent.
+    const inner = paymentPayload.payload as { permit2Authorization: Record<string, unknown> }
+    const reencoded = { ...paymentPayload, payload: { ...inner, junk: 1, permit2Authorization: { ...inner.permit2Authorization, extra: 'x' } } } as PaymentPayload
+    expect(await facilitator.verify(body(reencoded, requirements))).toMatchObject({ isValid: false, invalidReason: REJECTION.duplicateSettlement })
     // Repeated with another amount: the same permit is not charged again.
     const again = await facilitator.settle(body(paymentPayload, used(requirements, '100')))
     expect(again.success).toBe(false)

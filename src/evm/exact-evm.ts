@@ -16,7 +16,7 @@ import { checkValidityWindow, preparePayment, type PrepareOptions, type Prepared
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
 import { X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
 import { parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto-payment.js'
-import { checkPermit2State, isPermit2Payload, parsePermit2Payload, preparedWindow, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
+import { checkPermit2State, exactSettleCalldata, isPermit2Payload, parsePermit2Payload, preparedWindow, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { toRpcFault } from './rpc-fault.js'
 import { EIP2612_GAS_SPONSORING } from './eip2612-extension.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
@@ -211,7 +211,10 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     )
     if (verdict.rejection) return verdict.rejection
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
-    return { payment, simulated: { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() }, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
+    const simulated = { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() }
+    // Sent without the permit when the allowance covers the payment: settle simulates that call first (other calldata).
+    const sent = verdict.permitUnneeded ? { ...payment, permit2612: undefined, settleCalldata: exactSettleCalldata(payment.payload) } : payment
+    return { payment: sent, simulated, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
   }
 
   /** Counts a settlement on `slot` for `ctx` until released (idempotent). */
@@ -464,8 +467,10 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     )
     if (verdict.rejection) return asUptoRejection(verdict.rejection)
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
+    // Sent without the permit when the allowance covers the maximum (see Permit2Verdict.permitUnneeded).
+    const sent = verdict.permitUnneeded ? { ...payment, permit2612: undefined } : payment
     return {
-      payment,
+      payment: sent,
       simulated: { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() },
       // Held: what this request charges (a verify's is the maximum, a settle's the usage).
       spend: { account, amount: ctx.amount, balance: verdict.balance ?? 0n },

@@ -268,6 +268,13 @@ export interface Permit2Verdict {
    * since EIP-2612 `permit` sets the allowance). Held against payments racing from the same payer.
    */
   readonly balance: bigint | undefined
+  /**
+   * The payment carries an EIP-2612 permit but the payer's allowance to Permit2 already covers it:
+   * settle must then call plain `settle`. `settleWithPermit` would set the allowance down to the
+   * permit's value, and another payment of this payer verified against the larger allowance would
+   * revert at the facilitator's cost.
+   */
+  readonly permitUnneeded?: boolean
 }
 
 // Gas for Multicall3 and its reads (a wallet's ERC-1271 check may take more: it fails alone).
@@ -336,10 +343,12 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const { permit2612 } = payment
   const tokenNonce = permitNonceIndex < 0 ? undefined : word(permitNonceIndex)
   // EIP-2612 permit sets the allowance: with the token's current nonce it will stand at the permit's value.
-  const permitApplies = permit2612 !== undefined && tokenNonce === permit2612.nonce
+  // An allowance that covers the payment makes the permit unneeded: settle skips it (see permitUnneeded).
+  const permitUnneeded = permit2612 !== undefined && allowance !== undefined && allowance >= payload.amount
+  const permitApplies = permit2612 !== undefined && !permitUnneeded && tokenNonce === permit2612.nonce
   const spendable = allowance === undefined ? undefined : permitApplies ? permit2612.value : allowance
   const movable = balance === undefined || spendable === undefined ? balance : balance < spendable ? balance : spendable
-  const verdict = (rejection: Rejection | undefined): Permit2Verdict => ({ rejection, balance: movable })
+  const verdict = (rejection: Rejection | undefined): Permit2Verdict => ({ rejection, balance: movable, ...(permitUnneeded ? { permitUnneeded } : {}) })
   const outcome = await simulation
   if ('fault' in outcome) throw outcome.fault
   const wallet = await codeRead

@@ -191,7 +191,7 @@ describe('eip2612GasSponsoring: exact through Permit2', () => {
     expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 1000n)
   })
 
-  it('a payer whose allowance is enough: no permit from the official client (the declaration alone is ignored), and a stale permit still settles', async () => {
+  it('a payer whose allowance is enough: no permit from the official client (the declaration alone is ignored), and a permit it sends anyway is not run', async () => {
     const payer = await payerWith({ approve: 2n ** 256n - 1n })
     const requirements = exactRequirements()
     const plain = await officialPayload(payer, requirements)
@@ -204,21 +204,44 @@ describe('eip2612GasSponsoring: exact through Permit2', () => {
     expect(plainTx.call.functionName).toBe('settle')
     console.info(`[measure] exact settle without a permit: gas used ${plainTx.gasUsed}, limit sent ${plainTx.gas}`)
 
-    // A permit whose token nonce is not the payer's: the proxy's try/catch lets the transfer use the allowance.
+    // A permit the allowance makes unneeded, stale (nonce 7) or current (nonce 0): settle sends plain `settle`, so the
+    // permit never sets the allowance down to its value under another payment verified against the larger one.
+    for (const nonce of ['7', '0']) {
+      const base = await officialPayload(payer, requirements)
+      const signed = await withPermit(
+        { ...base, extensions: { [EIP2612_GAS_SPONSORING]: { info: { from: payer.address, asset: world.token.address, spender: PERMIT2_ADDRESS, amount: '1000', nonce, deadline: String(now() + 300), signature: '0x', version: '1' } } } } as PaymentPayload,
+        payer,
+        (info) => info,
+      )
+      expect(await facilitator.verify(body(signed, requirements))).toEqual({ isValid: true, payer: payer.address })
+      const allowanceBefore = await allowance(payer.address)
+      const settled = await facilitator.settle(body(signed, requirements))
+      expect(settled).toMatchObject({ success: true })
+      const tx = await landed(settled.transaction, exactPermit2ProxyAbi)
+      expect(tx.call.functionName).toBe('settle')
+      expect(tx.transfers).toHaveLength(1)
+      expect(await allowance(payer.address)).toBeGreaterThanOrEqual(allowanceBefore - 1000n)
+    }
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 3000n)
+    // The permit was never run: the token nonce is untouched.
+    expect(await tokenNonce(payer.address)).toBe(0n)
+  })
+
+  it('a permit the allowance makes unneeded cannot lower the allowance under a payment racing it: both land', async () => {
+    const payer = await payerWith({ approve: 100_000n })
+    const requirements = exactRequirements()
+    const plain = await officialPayload(payer, requirements)
     const base = await officialPayload(payer, requirements)
-    const signed = await withPermit(
-      { ...base, extensions: { [EIP2612_GAS_SPONSORING]: { info: { from: payer.address, asset: world.token.address, spender: PERMIT2_ADDRESS, amount: '1000', nonce: '7', deadline: String(now() + 300), signature: '0x', version: '1' } } } } as PaymentPayload,
+    // A permit of exactly the amount with the current token nonce: run, it would set the allowance to 1000, then 0.
+    const withSmallPermit = await withPermit(
+      { ...base, extensions: { [EIP2612_GAS_SPONSORING]: { info: { from: payer.address, asset: world.token.address, spender: PERMIT2_ADDRESS, amount: '1000', nonce: '0', deadline: String(now() + 300), signature: '0x', version: '1' } } } } as PaymentPayload,
       payer,
       (info) => info,
     )
-    expect(await facilitator.verify(body(signed, requirements))).toEqual({ isValid: true, payer: payer.address })
-    const second = await facilitator.settle(body(signed, requirements))
-    expect(second).toMatchObject({ success: true })
-    const tx = await landed(second.transaction, exactPermit2ProxyAbi)
-    expect(tx.call.functionName).toBe('settleWithPermit')
-    expect(tx.transfers).toHaveLength(1)
+    const answers = await Promise.all([facilitator.settle(body(withSmallPermit, requirements)), facilitator.settle(body(plain, requirements))])
+    expect(answers.map((a) => a.success)).toEqual([true, true])
+    expect(await allowance(payer.address)).toBe(100_000n - 2000n)
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 2000n)
-    expect(await tokenNonce(payer.address)).toBe(0n)
   })
 
   it('refuses each hostile permit with its own code before anything is sent', async () => {

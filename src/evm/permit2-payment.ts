@@ -1,5 +1,5 @@
 import * as z from 'zod'
-import { encodeFunctionData, hashTypedData, isAddress, type Address, type Hex } from 'viem'
+import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
@@ -7,9 +7,10 @@ import { unwrapErc6492 } from './prepare-payment.js'
 import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
-import { eip2612NoncesAbi, erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
+import { eip2612NoncesAbi, erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
 import { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
+import { hashPermit2Witness } from './permit2-typed-data.js'
 import { toRpcFault } from './rpc-fault.js'
 import { feeFields, nodeRefusal, quantity, simulateAtLimit, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
@@ -145,18 +146,7 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
   const { deployment } = unwrapped
   const signed: Permit2Payload = deployment ? { ...payload, signature: unwrapped.signature } : payload
   const asset: Address = ctx.asset
-  const digest = hashTypedData({
-    domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: permitWitnessTransferFromTypes,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: {
-      permitted: { token: signed.token, amount: signed.amount },
-      spender: signed.spender,
-      nonce: signed.nonce,
-      deadline: signed.deadline,
-      witness: { to: signed.to, validAfter: signed.validAfter },
-    },
-  })
+  const digest = hashPermit2Witness(runtime.chainId, signed)
   // A wallet's signature (an ERC-6492 envelope's inner one) is proven by the wallet alone.
   const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
   return {

@@ -1,10 +1,11 @@
 import * as z from 'zod'
-import { encodeFunctionData, hashTypedData, isAddress, type Address, type Hex } from 'viem'
+import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import type { NetworkRuntime } from './network-runtime.js'
-import { PERMIT2_ADDRESS, uptoPermit2ProxyAbi, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
+import { uptoPermit2ProxyAbi, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
 import type { Eip2612Permit } from './eip2612-extension.js'
+import { hashUptoWitness } from './permit2-typed-data.js'
 import {
   permit2612Arg,
   permit2PayloadSchema,
@@ -119,18 +120,7 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
   if ('reason' in unwrapped) return unwrapped
   const { deployment } = unwrapped
   const signed: UptoPayload = deployment ? { ...payload, signature: unwrapped.signature } : payload
-  const digest = hashTypedData({
-    domain: { name: 'Permit2', chainId: runtime.chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: uptoPermitWitnessTransferFromTypes,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: {
-      permitted: { token: signed.token, amount: signed.amount },
-      spender: signed.spender,
-      nonce: signed.nonce,
-      deadline: signed.deadline,
-      witness: { to: signed.to, facilitator: signed.facilitator, validAfter: signed.validAfter },
-    },
-  })
+  const digest = hashUptoWitness(runtime.chainId, signed)
   const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
   return {
     payload: signed,

@@ -33,19 +33,3 @@ time('exact viem hashTypedData', (m) => hashTypedData(permit2TypedData(1, m)))
 time('exact hashPermit2Witness', (m) => hashPermit2Witness(1, m))
 time('upto viem hashTypedData', (m) => hashTypedData(uptoTypedData(1, m)))
 time('upto hashUptoWitness', (m) => hashUptoWitness(1, m))
-
-// The proxies' settle calldata (and a verify's four reads): viem's encodeFunctionData against calldata.ts.
-const { encodeFunctionData } = await import('viem')
-const { exactSettleCalldata, uptoSettleCalldata, allowanceCalldata, nonceBitmapCalldata, permit2GetterCalldata } = await import('../src/evm/calldata.js')
-const { exactPermit2ProxyAbi, uptoPermit2ProxyAbi, erc20AllowanceAbi, permit2NonceBitmapAbi } = await import('../src/evm/permit2-abi.js')
-const signature = bytesToHex(randomBytes(65))
-const calls = messages.map((m) => ({ ...m, from: address(), signature }))
-const permitArg = (m: UptoWitnessMessage) => ({ permitted: { token: m.token, amount: m.amount }, nonce: m.nonce, deadline: m.deadline })
-let k = 0
-const call = () => calls[k++ & 255]!
-time('exact settle viem', () => { const p = call(); return encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permitArg(p), p.from, { to: p.to, validAfter: p.validAfter }, p.signature] }) })
-time('exact settle calldata.ts', () => exactSettleCalldata(call()))
-time('upto settle viem', () => { const p = call(); return encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permitArg(p), p.amount, p.from, { to: p.to, facilitator: p.facilitator, validAfter: p.validAfter }, p.signature] }) })
-time('upto settle calldata.ts', () => { const p = call(); return uptoSettleCalldata(p, p.amount) })
-time('3 verify reads viem', () => { const p = call(); return [encodeFunctionData({ abi: erc20AllowanceAbi, functionName: 'allowance', args: [p.from, p.spender] }), encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [p.from, p.nonce >> 8n] }), encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' })] })
-time('3 verify reads calldata.ts', () => { const p = call(); return [allowanceCalldata(p.from, p.spender), nonceBitmapCalldata(p.from, p.nonce >> 8n), permit2GetterCalldata()] })

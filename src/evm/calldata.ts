@@ -1,8 +1,6 @@
 import type { Address, Hex } from 'viem'
 import { isHexAddress } from './authorization.js'
 import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js'
-import type { Eip2612Permit } from './eip2612-extension.js'
-import type { Permit2WitnessMessage, UptoWitnessMessage } from './permit2-typed-data.js'
 
 /**
  * The calldata a verify and a settle send, and the one answer they read, written word by word.
@@ -23,22 +21,6 @@ const SELECTOR = {
   /** aggregate3((address,bool,bytes)[]) */
   aggregate3: '82ad56cb',
   isValidSignature: '1626ba7e',
-  /** allowance(address,address) */
-  allowance: 'dd62ed3e',
-  /** nonceBitmap(address,uint256) (Permit2) */
-  nonceBitmap: '4fe02b44',
-  /** PERMIT2() (the x402 proxies) */
-  permit2: '6afdd850',
-  /** nonces(address) (EIP-2612) */
-  nonces: '7ecebe00',
-  /** settle(((address,uint256),uint256,uint256),address,(address,uint256),bytes): the exact proxy */
-  exactSettle: '13cd3b53',
-  /** settleWithPermit((uint256,uint256,bytes32,bytes32,uint8),((address,uint256),uint256,uint256),address,(address,uint256),bytes) */
-  exactSettleWithPermit: 'fa340378',
-  /** settle(((address,uint256),uint256,uint256),uint256,address,(address,address,uint256),bytes): the upto proxy */
-  uptoSettle: 'ff11e7b4',
-  /** settleWithPermit((uint256,uint256,bytes32,bytes32,uint8),((address,uint256),uint256,uint256),uint256,address,(address,address,uint256),bytes) */
-  uptoSettleWithPermit: '016c1748',
 } as const
 
 const ZEROS = '0'.repeat(64)
@@ -162,62 +144,4 @@ function bytesTail(value: Hex): string {
   const body = value.slice(2).toLowerCase()
   const padding = (64 - (body.length % 64)) % 64
   return `${uintWord(BigInt(body.length / 2))}${body}${ZEROS.slice(0, padding)}`
-}
-
-/*
- * The Permit2 proxies' calls and the reads of a Permit2 verify. Every tuple of these signatures is
- * static, so a call is its head words inline, then the offset and tail of the one `bytes` (the signature).
- * Measured (scripts/bench-permit2-digest.ts, median of 5 runs of 20,000, a shared 2-core machine):
- * viem's encodeFunctionData 8.0 µs for the exact proxy's settle, 9.6 µs for upto's, 4.8 µs for a
- * verify's three fixed reads; these 1.9, 2.5 and 0.8 µs. A small share (about 10 µs of a verify's
- * 0.6-0.8 ms; the digest, 150 µs, was the bottleneck): kept for the same shape as the EIP-3009
- * calls above, with test/evm/permit2-calldata.test.ts holding them to viem byte for byte.
- */
-
-/** A Permit2 authorization and its signature, as the proxies take them. */
-export interface Permit2Call extends Permit2WitnessMessage {
-  readonly from: Address
-  readonly signature: Hex
-}
-
-export function allowanceCalldata(owner: Address, spender: Address): Hex {
-  return `0x${SELECTOR.allowance}${addressWord(owner)}${addressWord(spender)}`
-}
-
-export function nonceBitmapCalldata(owner: Address, wordPosition: bigint): Hex {
-  return `0x${SELECTOR.nonceBitmap}${addressWord(owner)}${uintWord(wordPosition)}`
-}
-
-export function permit2GetterCalldata(): Hex {
-  return `0x${SELECTOR.permit2}`
-}
-
-export function noncesCalldata(owner: Address): Hex {
-  return `0x${SELECTOR.nonces}${addressWord(owner)}`
-}
-
-/** The exact proxy's `settle(permit, owner, witness, signature)`, or `settleWithPermit(permit2612, …)` with a permit. */
-export function exactSettleCalldata(p: Permit2Call, permit2612?: Eip2612Permit): Hex {
-  const permit = permitWords(p)
-  const witness = `${addressWord(p.to)}${uintWord(p.validAfter)}`
-  if (!permit2612) return `0x${SELECTOR.exactSettle}${permit}${addressWord(p.from)}${witness}${uintWord(8n * 32n)}${bytesTail(p.signature)}`
-  return `0x${SELECTOR.exactSettleWithPermit}${permit2612Words(permit2612)}${permit}${addressWord(p.from)}${witness}${uintWord(13n * 32n)}${bytesTail(p.signature)}`
-}
-
-/** The upto proxy's `settle(permit, amount, owner, witness, signature)`, or `settleWithPermit(permit2612, …)` with a permit. */
-export function uptoSettleCalldata(p: Permit2Call & Pick<UptoWitnessMessage, 'facilitator'>, amount: bigint, permit2612?: Eip2612Permit): Hex {
-  const body = `${permitWords(p)}${uintWord(amount)}${addressWord(p.from)}${addressWord(p.to)}${addressWord(p.facilitator)}${uintWord(p.validAfter)}`
-  if (!permit2612) return `0x${SELECTOR.uptoSettle}${body}${uintWord(10n * 32n)}${bytesTail(p.signature)}`
-  return `0x${SELECTOR.uptoSettleWithPermit}${permit2612Words(permit2612)}${body}${uintWord(15n * 32n)}${bytesTail(p.signature)}`
-}
-
-/** `((token, amount), nonce, deadline)` */
-function permitWords(p: Permit2WitnessMessage): string {
-  return `${addressWord(p.token)}${uintWord(p.amount)}${uintWord(p.nonce)}${uintWord(p.deadline)}`
-}
-
-/** `(value, deadline, r, s, v)` */
-function permit2612Words(permit: Eip2612Permit): string {
-  if (!Number.isInteger(permit.v) || permit.v < 0 || permit.v > 255) throw new RangeError(`v ${permit.v} is not a uint8`)
-  return `${uintWord(permit.value)}${uintWord(permit.deadline)}${bytes32Word(permit.r)}${bytes32Word(permit.s)}${uintWord(BigInt(permit.v))}`
 }

@@ -1,25 +1,13 @@
 import * as z from 'zod'
-import { isAddress, type Address, type Hex } from 'viem'
+import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { ERC1271_MAGIC_VALUE } from './abi.js'
 import { unwrapErc6492 } from './prepare-payment.js'
-import {
-  aggregate3Calldata,
-  allowanceCalldata,
-  balanceOfCalldata,
-  decodeAggregate3Result,
-  exactSettleCalldata,
-  isValidSignatureCalldata,
-  nonceBitmapCalldata,
-  noncesCalldata,
-  permit2GetterCalldata,
-  type Aggregate3Call,
-  type Aggregate3Result,
-} from './calldata.js'
+import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
-import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
+import { eip2612NoncesAbi, erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
 import { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
 import { hashPermit2Witness } from './permit2-typed-data.js'
@@ -184,8 +172,17 @@ export function sponsoringPermitOf(ctx: PaymentContext, payload: Permit2Payload,
   })
 }
 
-/** Calldata of the exact proxy's `settle`, or `settleWithPermit` when the payment carries an EIP-2612 permit (see calldata.ts). */
-export { exactSettleCalldata }
+/** The proxy's struct of an EIP-2612 permit. */
+export const permit2612Arg = (permit: Eip2612Permit) => ({ value: permit.value, deadline: permit.deadline, r: permit.r, s: permit.s, v: permit.v })
+
+/** Calldata of the exact proxy's `settle`, or `settleWithPermit` when the payment carries an EIP-2612 permit. */
+export function exactSettleCalldata(payload: Permit2Payload, permit2612?: Eip2612Permit): Hex {
+  const permit = { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline }
+  const witness = { to: payload.to, validAfter: payload.validAfter }
+  return permit2612
+    ? encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, payload.from, witness, payload.signature] })
+    : encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permit, payload.from, witness, payload.signature] })
+}
 
 /** Settle's clock check of a verified payment: the Permit2 window, and the deadline of its EIP-2612 permit. */
 export function preparedWindow(payment: PreparedPermit2, options: Permit2Options): Rejection | undefined {
@@ -291,12 +288,12 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const proxy = payment.proxy ?? X402_EXACT_PERMIT2_PROXY
   const calls: Aggregate3Call[] = [
     { target: asset, allowFailure: true, callData: balanceOfCalldata(payer) },
-    { target: asset, allowFailure: true, callData: allowanceCalldata(payer, PERMIT2_ADDRESS) },
-    { target: PERMIT2_ADDRESS, allowFailure: true, callData: nonceBitmapCalldata(payer, payload.nonce >> 8n) },
-    { target: proxy, allowFailure: true, callData: permit2GetterCalldata() },
+    { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: erc20AllowanceAbi, functionName: 'allowance', args: [payer, PERMIT2_ADDRESS] }) },
+    { target: PERMIT2_ADDRESS, allowFailure: true, callData: encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [payer, payload.nonce >> 8n] }) },
+    { target: proxy, allowFailure: true, callData: encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }) },
   ]
   const walletIndex = payment.recovered ? -1 : calls.push({ target: payer, allowFailure: true, callData: isValidSignatureCalldata(payment.digest, payload.signature) }) - 1
-  const permitNonceIndex = payment.permit2612 ? calls.push({ target: asset, allowFailure: true, callData: noncesCalldata(payer) }) - 1 : -1
+  const permitNonceIndex = payment.permit2612 ? calls.push({ target: asset, allowFailure: true, callData: encodeFunctionData({ abi: eip2612NoncesAbi, functionName: 'nonces', args: [payer] }) }) - 1 : -1
   // Issued in the same tick: the transport sends both as one JSON-RPC batch.
   const multicall = runtime.client.request({
     method: 'eth_call',

@@ -1,12 +1,13 @@
 import * as z from 'zod'
-import { isAddress, type Address, type Hex } from 'viem'
+import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import type { NetworkRuntime } from './network-runtime.js'
-import { X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
-import { uptoSettleCalldata } from './calldata.js'
+import { uptoPermit2ProxyAbi, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
+import type { Eip2612Permit } from './eip2612-extension.js'
 import { hashUptoWitness } from './permit2-typed-data.js'
 import {
+  permit2612Arg,
   permit2PayloadSchema,
   permit2SignatureOf,
   permit2Window,
@@ -69,8 +70,14 @@ export function uptoMaximum(ctx: PaymentContext): bigint {
   return typeof accepted === 'string' && /^\d{1,78}$/.test(accepted) ? BigInt(accepted) : ctx.amount
 }
 
-/** Calldata of the upto proxy's `settle` charging `amount`, or `settleWithPermit` when the payment carries an EIP-2612 permit (see calldata.ts). */
-export { uptoSettleCalldata }
+/** Calldata of the upto proxy's `settle` charging `amount`, or `settleWithPermit` when the payment carries an EIP-2612 permit. */
+export function uptoSettleCalldata(payload: UptoPayload, amount: bigint, permit2612?: Eip2612Permit): Hex {
+  const permit = { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline }
+  const witness = { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter }
+  return permit2612
+    ? encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, amount, payload.from, witness, payload.signature] })
+    : encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permit, amount, payload.from, witness, payload.signature] })
+}
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 

@@ -7,9 +7,10 @@ import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js
 /** 20 bytes as 0x-prefixed hex, in any casing (no checksum). */
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
-const address = z.string().regex(HEX_ADDRESS, 'must be a 20-byte hex address')
+/** A 20-byte hex address, any casing (the checksum is checked where the address is used). */
+export const address = z.string().regex(HEX_ADDRESS, 'must be a 20-byte hex address')
 // Clients send these as decimal strings; a JSON number is accepted when it is a safe integer.
-const uint256 = z
+export const uint256 = z
   .union([z.string().regex(/^\d{1,78}$/, 'must be a decimal integer string'), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)])
   .transform((value) => BigInt(value))
   .refine((value) => value <= UINT256_MAX, 'does not fit in uint256')

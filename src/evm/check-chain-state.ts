@@ -298,7 +298,7 @@ function readsVerdict(payment: PreparedPayment, balance: Aggregate3Result, used:
 }
 
 /** An ERC-1271 answer counts only when the call succeeded and returned the magic value. */
-function isMagicValue(result: { success: boolean; returnData: Hex }): boolean {
+export function isMagicValue(result: { success: boolean; returnData: Hex }): boolean {
   return result.success && result.returnData.length >= 66 && result.returnData.slice(0, 10).toLowerCase() === ERC1271_MAGIC_VALUE
 }
 

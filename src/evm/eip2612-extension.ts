@@ -3,6 +3,7 @@ import { isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { PERMIT2_ADDRESS } from './permit2-abi.js'
+import { sameAddress } from './prepare-payment.js'
 import { EIP2612_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 
 /** The payload extension carrying an EIP-2612 `permit` of the token to Permit2 (the facilitator pays its gas in the settlement). */
@@ -51,8 +52,6 @@ export interface PermitTarget {
   readonly settleMarginSeconds: number
 }
 
-const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
-
 /**
  * The gas-sponsoring extensions of a Permit2 payment: `undefined` when the payload carries no signed
  * request (none at all, or only the server's declaration echoed from the 402, which the official
@@ -90,13 +89,13 @@ function checkPermit(info: Record<string, unknown>, target: PermitTarget): Eip26
     return { reason: EIP2612_REJECTION.invalidFormat, message: `paymentPayload.extensions.${EIP2612_GAS_SPONSORING}.info.${field}: ${issue?.message ?? 'is invalid'}` }
   }
   const permit = parsed.data
-  if (!same(permit.from, target.payer)) {
+  if (!sameAddress(permit.from, target.payer)) {
     return { reason: EIP2612_REJECTION.fromMismatch, message: `${EIP2612_GAS_SPONSORING}.info.from ${permit.from} is not the payer ${target.payer}` }
   }
-  if (!same(permit.asset, target.asset)) {
+  if (!sameAddress(permit.asset, target.asset)) {
     return { reason: EIP2612_REJECTION.assetMismatch, message: `${EIP2612_GAS_SPONSORING}.info.asset ${permit.asset} differs from paymentRequirements.asset` }
   }
-  if (!same(permit.spender, PERMIT2_ADDRESS)) {
+  if (!sameAddress(permit.spender, PERMIT2_ADDRESS)) {
     return { reason: EIP2612_REJECTION.spenderNotPermit2, message: `${EIP2612_GAS_SPONSORING}.info.spender must be Permit2 ${PERMIT2_ADDRESS}` }
   }
   if (permit.deadline < target.nowSeconds + BigInt(target.settleMarginSeconds)) {

@@ -12,7 +12,7 @@ import { checkChainState, type ChainCheckOptions } from './check-chain-state.js'
 import { loadKeccak } from './keccak.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
 import { createNetworkRuntime, type FeeQuote, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
-import { checkValidityWindow, preparePayment, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
+import { checkValidityWindow, preparePayment, sameAddress, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
 import { X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
 import { parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto-payment.js'
@@ -454,7 +454,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   const verifiedUptos = new WeakMap<PaymentContext, VerifiedPermit2>()
   /** The slot of the signer an upto payload names (undefined when none of ours). */
   const uptoSlot = (runtime: NetworkRuntime, payload: UptoPayload | Rejection): SignerSlot | undefined =>
-    'reason' in payload ? undefined : runtime.signers.find((slot) => slot.signer.address.toLowerCase() === payload.facilitator.toLowerCase())
+    'reason' in payload ? undefined : runtime.signers.find((slot) => sameAddress(slot.signer.address, payload.facilitator))
 
   async function checkUpto(ctx: PaymentContext, runtime: NetworkRuntime): Promise<VerifiedPermit2 | Rejection> {
     const payment = await prepareUpto(ctx, runtime, prepareOptions, uptoOf(ctx))

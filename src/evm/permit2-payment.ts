@@ -2,8 +2,9 @@ import * as z from 'zod'
 import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
-import { ERC1271_MAGIC_VALUE } from './abi.js'
-import { unwrapErc6492 } from './prepare-payment.js'
+import { address, uint256 } from './authorization.js'
+import { isMagicValue } from './check-chain-state.js'
+import { sameAddress, unwrapErc6492 } from './prepare-payment.js'
 import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
@@ -15,11 +16,6 @@ import { toRpcFault } from './rpc-fault.js'
 import { feeFields, nodeRefusal, quantity, simulateAtLimit, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 
-const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
-const uint256 = z
-  .union([z.string().regex(/^\d{1,78}$/, 'must be a decimal integer string'), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)])
-  .transform((value) => BigInt(value))
-  .refine((value) => value < 2n ** 256n, 'does not fit in uint256')
 
 /** The inner payload of an `exact` payment through Permit2, as the official `@x402/evm` client sends it. */
 export const permit2PayloadSchema = z.object({
@@ -55,18 +51,31 @@ export function isPermit2Payload(raw: unknown): boolean {
 /** Validates the untrusted inner payload; a bad shape is an `invalid_payload` rejection naming the field. */
 export function parsePermit2Payload(raw: unknown): Permit2Payload | Rejection {
   const parsed = permit2PayloadSchema.safeParse(raw)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    const path = formatIssuePath(['paymentPayload', 'payload', ...(issue?.path ?? [])])
-    return { reason: EVM_REJECTION.invalidPayload, message: `${path}: ${issue?.message ?? 'is invalid'} (expected a Permit2 authorization and signature)` }
-  }
-  const { signature, permit2Authorization: a } = parsed.data
-  for (const [field, value] of [['from', a.from], ['permitted.token', a.permitted.token], ['spender', a.spender], ['witness.to', a.witness.to]] as const) {
+  if (!parsed.success) return payloadShapeRejection(parsed.error, 'a Permit2 authorization and signature')
+  return permit2PayloadOf(parsed.data)
+}
+
+/** A schema-checked hex string, typed as viem's. */
+const hex = (value: string): Hex => `0x${value.slice(2)}`
+
+/** A payload that failed its schema, as `invalid_payload` naming the first field at fault. */
+export function payloadShapeRejection(error: z.ZodError, expected: string): Rejection {
+  const issue = error.issues[0]
+  const path = formatIssuePath(['paymentPayload', 'payload', ...(issue?.path ?? [])])
+  return { reason: EVM_REJECTION.invalidPayload, message: `${path}: ${issue?.message ?? 'is invalid'} (expected ${expected})` }
+}
+
+/**
+ * A Permit2 payload that passed its schema (or a schema extending it), its addresses' checksums
+ * checked (`witnessAddresses`: those a wider witness adds), as the adapter reads it.
+ */
+export function permit2PayloadOf(data: z.infer<typeof permit2PayloadSchema>, witnessAddresses: readonly (readonly [string, string])[] = []): Permit2Payload | Rejection {
+  const { signature, permit2Authorization: a } = data
+  for (const [field, value] of [['from', a.from], ['permitted.token', a.permitted.token], ['spender', a.spender], ['witness.to', a.witness.to], ...witnessAddresses] as const) {
     if (!isAddress(value, { strict: true })) {
       return { reason: EVM_REJECTION.invalidPayload, message: `paymentPayload.payload.permit2Authorization.${field} is not a valid address (wrong checksum)` }
     }
   }
-  const hex = (value: string): Hex => `0x${value.slice(2)}`
   return {
     signature: hex(signature),
     from: hex(a.from),
@@ -124,7 +133,6 @@ export function permit2SignatureOf(signature: Hex, options: Permit2Options): { s
   return { signature: wrapped.signature, deployment: { factory: wrapped.factory, data: wrapped.data } }
 }
 
-const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 /**
  * The offline checks, in the official facilitator's order and with its codes: spender, recipient,
@@ -154,7 +162,7 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
     payer: signed.from,
     asset,
     digest,
-    recovered: signer !== undefined && same(signer, signed.from),
+    recovered: signer !== undefined && sameAddress(signer, signed.from),
     ...(deployment ? { deployment } : {}),
     settleCalldata: exactSettleCalldata(signed, permit2612),
     ...(permit2612 ? { permit2612 } : {}),
@@ -213,10 +221,10 @@ export async function recoverPermit2Signer(digest: Hex, signature: Hex): Promise
 }
 
 function permit2Fields(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {
-  if (!same(payload.spender, X402_EXACT_PERMIT2_PROXY)) {
+  if (!sameAddress(payload.spender, X402_EXACT_PERMIT2_PROXY)) {
     return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 exact Permit2 proxy ${X402_EXACT_PERMIT2_PROXY}` }
   }
-  if (!same(payload.to, ctx.payTo)) {
+  if (!sameAddress(payload.to, ctx.payTo)) {
     return { reason: PERMIT2_REJECTION.recipientMismatch, message: 'permit2Authorization.witness.to differs from paymentRequirements.payTo' }
   }
   return undefined
@@ -243,7 +251,7 @@ export function permit2AmountAndToken(ctx: PaymentContext, payload: Permit2Paylo
   if (payload.amount !== ctx.amount) {
     return { reason: PERMIT2_REJECTION.amountMismatch, message: `permit2Authorization.permitted.amount ${payload.amount} differs from the required amount ${ctx.amount}` }
   }
-  if (!same(payload.token, ctx.asset)) {
+  if (!sameAddress(payload.token, ctx.asset)) {
     return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
   }
   return undefined
@@ -390,6 +398,3 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   return verdict(undefined)
 }
 
-function isMagicValue(result: Aggregate3Result): boolean {
-  return result.success && result.returnData.length >= 66 && result.returnData.slice(0, 10).toLowerCase() === ERC1271_MAGIC_VALUE
-}

@@ -186,7 +186,8 @@ export function transferCalldata(payload: ExactEvmPayload, kind: SignatureKind, 
   return transferWithAuthorizationBytesCalldata(payload.authorization, signature)
 }
 
-function sameAddress(a: string, b: string): boolean {
+/** Two EVM addresses are one account whatever their casing (checksums vary). */
+export function sameAddress(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase()
 }
 

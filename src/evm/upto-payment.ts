@@ -1,13 +1,13 @@
-import * as z from 'zod'
 import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
-import { formatIssuePath } from '../schemas/parse-request.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { uptoPermit2ProxyAbi, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
 import type { Eip2612Permit } from './eip2612-extension.js'
 import { hashUptoWitness } from './permit2-typed-data.js'
 import {
   permit2612Arg,
+  payloadShapeRejection,
+  permit2PayloadOf,
   permit2PayloadSchema,
   permit2SignatureOf,
   permit2Window,
@@ -18,8 +18,9 @@ import {
   type PreparedPermit2,
 } from './permit2-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
+import { address } from './authorization.js'
+import { sameAddress } from './prepare-payment.js'
 
-const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
 
 /** The inner payload of an `upto` payment: a Permit2 authorization whose witness also names the facilitator. */
 export const uptoPayloadSchema = permit2PayloadSchema.extend({
@@ -35,30 +36,10 @@ export interface UptoPayload extends Permit2Payload {
 
 export function parseUptoPayload(raw: unknown): UptoPayload | Rejection {
   const parsed = uptoPayloadSchema.safeParse(raw)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    const path = formatIssuePath(['paymentPayload', 'payload', ...(issue?.path ?? [])])
-    return { reason: EVM_REJECTION.invalidPayload, message: `${path}: ${issue?.message ?? 'is invalid'} (expected an upto Permit2 authorization and signature)` }
-  }
-  const { signature, permit2Authorization: a } = parsed.data
-  for (const [field, value] of [['from', a.from], ['permitted.token', a.permitted.token], ['spender', a.spender], ['witness.to', a.witness.to], ['witness.facilitator', a.witness.facilitator]] as const) {
-    if (!isAddress(value, { strict: true })) {
-      return { reason: EVM_REJECTION.invalidPayload, message: `paymentPayload.payload.permit2Authorization.${field} is not a valid address (wrong checksum)` }
-    }
-  }
-  const hex = (value: string): Hex => `0x${value.slice(2)}`
-  return {
-    signature: hex(signature),
-    from: hex(a.from),
-    token: hex(a.permitted.token),
-    amount: a.permitted.amount,
-    spender: hex(a.spender),
-    nonce: a.nonce,
-    deadline: a.deadline,
-    to: hex(a.witness.to),
-    facilitator: hex(a.witness.facilitator),
-    validAfter: a.witness.validAfter,
-  }
+  if (!parsed.success) return payloadShapeRejection(parsed.error, 'an upto Permit2 authorization and signature')
+  const facilitator = parsed.data.permit2Authorization.witness.facilitator
+  const payload = permit2PayloadOf(parsed.data, [['witness.facilitator', facilitator]])
+  return 'reason' in payload ? payload : { ...payload, facilitator: `0x${facilitator.slice(2)}` }
 }
 
 /**
@@ -79,8 +60,6 @@ export function uptoSettleCalldata(payload: UptoPayload, amount: bigint, permit2
     : encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permit, amount, payload.from, witness, payload.signature] })
 }
 
-const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
-
 /**
  * The offline checks of an upto payment, in the order of exact through Permit2 (spender = the upto
  * proxy, recipient, clock, permitted amount = the maximum, token), then `witness.facilitator` must be
@@ -92,10 +71,10 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
   if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
     return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
   }
-  if (!same(payload.spender, X402_UPTO_PERMIT2_PROXY)) {
+  if (!sameAddress(payload.spender, X402_UPTO_PERMIT2_PROXY)) {
     return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 upto Permit2 proxy ${X402_UPTO_PERMIT2_PROXY}` }
   }
-  if (!same(payload.to, ctx.payTo)) {
+  if (!sameAddress(payload.to, ctx.payTo)) {
     return { reason: PERMIT2_REJECTION.recipientMismatch, message: 'permit2Authorization.witness.to differs from paymentRequirements.payTo' }
   }
   const window = permit2Window(payload, options)
@@ -104,10 +83,10 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
   if (payload.amount !== maximum) {
     return { reason: PERMIT2_REJECTION.amountMismatch, message: `permit2Authorization.permitted.amount ${payload.amount} differs from the maximum ${maximum}` }
   }
-  if (!same(payload.token, ctx.asset)) {
+  if (!sameAddress(payload.token, ctx.asset)) {
     return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
   }
-  if (!runtime.signers.some((slot) => same(slot.signer.address, payload.facilitator))) {
+  if (!runtime.signers.some((slot) => sameAddress(slot.signer.address, payload.facilitator))) {
     return { reason: UPTO_REJECTION.facilitatorMismatch, message: `permit2Authorization.witness.facilitator ${payload.facilitator} is not a signer of this facilitator on ${runtime.network.caip2}` }
   }
   if (ctx.amount > payload.amount) {
@@ -127,7 +106,7 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
     payer: signed.from,
     asset: ctx.asset,
     digest,
-    recovered: signer !== undefined && same(signer, signed.from),
+    recovered: signer !== undefined && sameAddress(signer, signed.from),
     ...(deployment ? { deployment } : {}),
     // The call settle sends: a settle request's amount is the usage (a verify's, the maximum), so the
     // settle's own verify simulates exactly what is sent. A zero usage sends nothing: the maximum is

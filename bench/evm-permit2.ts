@@ -27,7 +27,7 @@ import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../test/support/permit2-contracts.js'
 import { ANVIL_KEY, mineClock } from './evm.js'
-import { check, leanRpc, ownCpuMs, percentile, processCpuMs, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
+import { awaitReceipts, check, leanRpc, ownCpuMs, percentile, processCpuMs, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
 export const PERMIT2_COUNTS = {
   /** Untimed verifies of each side before the rounds. */
@@ -376,22 +376,7 @@ async function chainFloor(world: World, scheme: Scheme, count: number, withCheck
   const post = leanRpc(fixture.node.rpcUrl)
   const waiting = new Set<Hex>()
   let sending = true
-  const receipts = async () => {
-    const giveUp = performance.now() + 20_000
-    while (sending || waiting.size > 0) {
-      if (performance.now() > giveUp) throw new Error('a pre-signed settlement was not mined within 20 s')
-      const hashes = [...waiting]
-      if (hashes.length > 0) {
-        const answers = (await post(hashes.map((hash, id) => ({ jsonrpc: '2.0', id, method: 'eth_getTransactionReceipt', params: [hash] })))) as { id: number; result?: { status: string } | null }[]
-        for (const answer of answers) {
-          if (!answer.result) continue
-          check(answer.result.status === '0x1', 'every pre-signed Permit2 settlement succeeds')
-          waiting.delete(hashes[answer.id]!)
-        }
-      }
-      await new Promise((resolve) => setTimeout(resolve, 2))
-    }
-  }
+  const receipts = () => awaitReceipts(post, waiting, () => sending, 'a pre-signed Permit2 settlement')
   await mineClock(fixture)
   const started = performance.now()
   const mined = receipts()

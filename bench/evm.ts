@@ -24,7 +24,7 @@ import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { eip3009Abi, MULTICALL3_ADDRESS, multicall3Abi } from '../src/evm/abi.js'
 import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
-import { check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
+import { awaitReceipts, check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
 export const EVM_COUNTS = {
   warmup: 40,
@@ -480,22 +480,7 @@ async function rawSettleRate(
   }
   const waiting = new Set<Hex>()
   let sending = true
-  const receipts = async () => {
-    const giveUp = performance.now() + 20_000
-    while (sending || waiting.size > 0) {
-      if (performance.now() > giveUp) throw new Error('a raw settlement was not mined within 20 s (anvil left it parked)')
-      const hashes = [...waiting]
-      if (hashes.length > 0) {
-        const answers = (await post(hashes.map((hash, id) => ({ jsonrpc: '2.0', id, method: 'eth_getTransactionReceipt', params: [hash] })))) as { id: number; result?: { status: string } | null }[]
-        for (const answer of answers) {
-          if (!answer.result) continue
-          if (answer.result.status !== '0x1') throw new Error('raw settlement reverted')
-          waiting.delete(hashes[answer.id]!)
-        }
-      }
-      await new Promise((resolve) => setTimeout(resolve, 2))
-    }
-  }
+  const receipts = () => awaitReceipts(post, waiting, () => sending, 'a raw settlement')
   // With checks: every payment's eth_call in one batch (the chain's work, not a client's), then the sends.
   let checkAnswers: { result?: Hex; error?: unknown }[] = []
   const checkAll = async () => {

@@ -124,6 +124,28 @@ export function leanRpc(url: string): (body: unknown) => Promise<unknown> {
   }
 }
 
+/**
+ * Polls the receipts of the transactions added to `waiting` (one batch every 2 ms, through a
+ * {@link leanRpc} poster) until nothing is being sent any more and every one is mined. A reverted
+ * one, or one not mined within 20 s, fails the floor: `what` names them in the error.
+ */
+export async function awaitReceipts(post: (body: unknown) => Promise<unknown>, waiting: Set<string>, stillSending: () => boolean, what: string): Promise<void> {
+  const giveUp = performance.now() + 20_000
+  while (stillSending() || waiting.size > 0) {
+    if (performance.now() > giveUp) throw new Error(`${what} was not mined within 20 s (anvil left it parked)`)
+    const hashes = [...waiting]
+    if (hashes.length > 0) {
+      const answers = (await post(hashes.map((hash, id) => ({ jsonrpc: '2.0', id, method: 'eth_getTransactionReceipt', params: [hash] })))) as { id: number; result?: { status: string } | null }[]
+      for (const answer of answers) {
+        if (!answer.result) continue
+        if (answer.result.status !== '0x1') throw new Error(`${what} reverted`)
+        waiting.delete(hashes[answer.id]!)
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2))
+  }
+}
+
 /** Asserts a benchmark precondition: a figure over failing calls would be meaningless. */
 export function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(`benchmark precondition failed: ${message}`)

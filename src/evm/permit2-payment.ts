@@ -11,7 +11,7 @@ import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
 import { eip2612NoncesAbi, erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
 import { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
-import { hashPermit2Witness } from './permit2-typed-data.js'
+import { hashPermit2Witness, type Permit2WitnessMessage } from './permit2-typed-data.js'
 import { toRpcFault } from './rpc-fault.js'
 import { feeFields, nodeRefusal, quantity, simulateAtLimit, unfundedSigner, type SettlementSender } from './settlement-simulation.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
@@ -31,16 +31,10 @@ export const permit2PayloadSchema = z.object({
   }),
 })
 
-export interface Permit2Payload {
+/** The signed fields (see Permit2WitnessMessage), with the signature and the owner they came from. */
+export interface Permit2Payload extends Permit2WitnessMessage {
   readonly signature: Hex
   readonly from: Address
-  readonly token: Address
-  readonly amount: bigint
-  readonly spender: Address
-  readonly nonce: bigint
-  readonly deadline: bigint
-  readonly to: Address
-  readonly validAfter: bigint
 }
 
 /** True when the payload is a Permit2 one (the official facilitator tells them apart by this key). */
@@ -124,7 +118,7 @@ export interface Permit2Options {
  * for EIP-3009 payments; Permit2 itself knows no envelope and would hand the wallet the whole
  * bytes), any other signature as it came.
  */
-export function permit2SignatureOf(signature: Hex, options: Permit2Options): { signature: Hex; deployment?: { factory: Address; data: Hex } } | Rejection {
+function permit2SignatureOf(signature: Hex, options: Permit2Options): { signature: Hex; deployment?: { factory: Address; data: Hex } } | Rejection {
   const wrapped = unwrapErc6492(signature)
   if (!wrapped) return { signature }
   if (!options.erc6492Factories.has(wrapped.factory.toLowerCase())) {
@@ -147,30 +141,44 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
   }
   const check = permit2Fields(ctx, payload) ?? permit2Window(payload, options) ?? permit2AmountAndToken(ctx, payload)
   if (check) return check
+  const signed = await signedPermit(ctx, payload, options, (p) => hashPermit2Witness(runtime.chainId, p))
+  if ('reason' in signed) return signed
+  return { ...signed, settleCalldata: exactSettleCalldata(signed.payload, signed.permit2612) }
+}
+
+/**
+ * The checks after the fields, the same for exact and upto: the gas-sponsoring permit, the ERC-6492
+ * envelope (unwrapped: Permit2 gets the inner signature), the digest (`digestOf`: the witness's
+ * typed data) and whether the signature recovers to the payer (a wallet's is proven on chain).
+ */
+export async function signedPermit<P extends Permit2Payload>(
+  ctx: PaymentContext,
+  payload: P,
+  options: Permit2Options,
+  digestOf: (signed: P) => Hex,
+): Promise<(Omit<PreparedPermit2, 'settleCalldata' | 'proxy'> & { readonly payload: P }) | Rejection> {
   const permit2612 = sponsoringPermitOf(ctx, payload, options)
   if (permit2612 && 'reason' in permit2612) return permit2612
   const unwrapped = permit2SignatureOf(payload.signature, options)
   if ('reason' in unwrapped) return unwrapped
   const { deployment } = unwrapped
-  const signed: Permit2Payload = deployment ? { ...payload, signature: unwrapped.signature } : payload
-  const asset: Address = ctx.asset
-  const digest = hashPermit2Witness(runtime.chainId, signed)
+  const signed: P = deployment ? { ...payload, signature: unwrapped.signature } : payload
+  const digest = digestOf(signed)
   // A wallet's signature (an ERC-6492 envelope's inner one) is proven by the wallet alone.
   const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
   return {
     payload: signed,
     payer: signed.from,
-    asset,
+    asset: ctx.asset as Address,
     digest,
     recovered: signer !== undefined && sameAddress(signer, signed.from),
     ...(deployment ? { deployment } : {}),
-    settleCalldata: exactSettleCalldata(signed, permit2612),
     ...(permit2612 ? { permit2612 } : {}),
   }
 }
 
 /** The extension's permit for this Permit2 authorization (see gasSponsoringPermit), checked now. */
-export function sponsoringPermitOf(ctx: PaymentContext, payload: Permit2Payload, options: Permit2Options): Eip2612Permit | Rejection | undefined {
+function sponsoringPermitOf(ctx: PaymentContext, payload: Permit2Payload, options: Permit2Options): Eip2612Permit | Rejection | undefined {
   return gasSponsoringPermit(ctx, {
     payer: payload.from,
     asset: ctx.asset,
@@ -211,7 +219,7 @@ const S_MASK = (1n << 255n) - 1n
  * parity in the top bit of s); `undefined` for any other length (left to the wallet's ERC-1271 check).
  * The signature settle sends is the payer's own bytes, which Permit2 takes in either form.
  */
-export async function recoverPermit2Signer(digest: Hex, signature: Hex): Promise<Address | undefined> {
+async function recoverPermit2Signer(digest: Hex, signature: Hex): Promise<Address | undefined> {
   if (signature.length === 132) return recoverAuthorizationSigner(digest, signature)
   if (signature.length !== 130) return undefined
   const vs = BigInt(`0x${signature.slice(66, 130)}`)

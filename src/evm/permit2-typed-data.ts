@@ -1,7 +1,7 @@
 import { hashTypedData, isAddress, stringToBytes, type Address, type Hex } from 'viem'
 import { keccak256 } from './keccak.js'
 import { PERMIT2_ADDRESS, permitWitnessTransferFromTypes, uptoPermitWitnessTransferFromTypes } from './permit2-abi.js'
-import { UINT256_MAX } from './typed-data.js'
+import { isUint256, writeHex, writeUint } from './typed-data.js'
 
 /** The signed fields of a Permit2 `PermitWitnessTransferFrom`; `facilitator` present for the upto witness. */
 export interface Permit2WitnessMessage {
@@ -159,20 +159,7 @@ function fitsFastPath(chainId: number, m: Permit2WitnessMessage): boolean {
   )
 }
 
-function isUint256(value: unknown): value is bigint {
-  return typeof value === 'bigint' && value >= 0n && value <= UINT256_MAX
-}
-
-/** Writes a big-endian unsigned integer ending at the end of the 32-byte word at `offset`. */
-function writeUint(target: Uint8Array, offset: number, value: bigint): void {
-  let rest = value
-  for (let i = offset + 31; i >= offset && rest > 0n; i--) {
-    target[i] = Number(rest & 0xffn)
-    rest >>= 8n
-  }
-}
-
 /** Writes a (validated) 0x-prefixed 20-byte address right-aligned in the word at `offset`. */
 function writeAddress(target: Uint8Array, offset: number, address: string): void {
-  for (let i = 2, o = offset + 12; i < 42; i += 2, o++) target[o] = Number.parseInt(address.slice(i, i + 2), 16)
+  writeHex(target, offset + 12, address)
 }

@@ -116,12 +116,12 @@ function fitsFastPath(domain: TokenDomain, message: AuthorizationMessage): boole
   )
 }
 
-function isUint256(value: unknown): value is bigint {
+export function isUint256(value: unknown): value is bigint {
   return typeof value === 'bigint' && value >= 0n && value <= UINT256_MAX
 }
 
 /** Writes a big-endian unsigned integer ending at the end of the 32-byte word at `offset`. */
-function writeUint(target: Uint8Array, offset: number, value: bigint): void {
+export function writeUint(target: Uint8Array, offset: number, value: bigint): void {
   let rest = value
   for (let i = offset + 31; i >= offset && rest > 0n; i--) {
     target[i] = Number(rest & 0xffn)
@@ -130,6 +130,6 @@ function writeUint(target: Uint8Array, offset: number, value: bigint): void {
 }
 
 /** Writes the bytes of a 0x-prefixed hex string (already validated) at `offset`. */
-function writeHex(target: Uint8Array, offset: number, hex: string): void {
+export function writeHex(target: Uint8Array, offset: number, hex: string): void {
   for (let i = 2, o = offset; i < hex.length; i += 2, o++) target[o] = Number.parseInt(hex.slice(i, i + 2), 16)
 }

@@ -9,10 +9,8 @@ import {
   payloadShapeRejection,
   permit2PayloadOf,
   permit2PayloadSchema,
-  permit2SignatureOf,
   permit2Window,
-  recoverPermit2Signer,
-  sponsoringPermitOf,
+  signedPermit,
   type Permit2Options,
   type Permit2Payload,
   type PreparedPermit2,
@@ -93,26 +91,14 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
     return { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${ctx.amount} exceeds the permitted maximum ${payload.amount}` }
   }
   // The permit's value must be the maximum (permitted.amount), whatever the usage settled.
-  const permit2612 = sponsoringPermitOf(ctx, payload, options)
-  if (permit2612 && 'reason' in permit2612) return permit2612
-  const unwrapped = permit2SignatureOf(payload.signature, options)
-  if ('reason' in unwrapped) return unwrapped
-  const { deployment } = unwrapped
-  const signed: UptoPayload = deployment ? { ...payload, signature: unwrapped.signature } : payload
-  const digest = hashUptoWitness(runtime.chainId, signed)
-  const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
+  const signed = await signedPermit(ctx, payload, options, (p) => hashUptoWitness(runtime.chainId, p))
+  if ('reason' in signed) return signed
   return {
-    payload: signed,
-    payer: signed.from,
-    asset: ctx.asset,
-    digest,
-    recovered: signer !== undefined && sameAddress(signer, signed.from),
-    ...(deployment ? { deployment } : {}),
+    ...signed,
     // The call settle sends: a settle request's amount is the usage (a verify's, the maximum), so the
     // settle's own verify simulates exactly what is sent. A zero usage sends nothing: the maximum is
     // simulated then, as for a verify.
-    settleCalldata: uptoSettleCalldata(signed, ctx.amount > 0n ? ctx.amount : signed.amount, permit2612),
+    settleCalldata: uptoSettleCalldata(signed.payload, ctx.amount > 0n ? ctx.amount : signed.payload.amount, signed.permit2612),
     proxy: X402_UPTO_PERMIT2_PROXY,
-    ...(permit2612 ? { permit2612 } : {}),
   }
 }

@@ -90,6 +90,15 @@ async function ownPayload(payer: Pick<LocalAccount, 'address' | 'signTypedData'>
   } as PaymentPayload
 }
 
+/** The context the core hands an adapter for this payment and these requirements (its routing checks passed). */
+function contextOf(registry: ReturnType<typeof createRegistry>, paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) {
+  const parsed = parsePaymentRequest(body(paymentPayload, requirements))
+  if (!parsed.ok) throw new Error('bad test request')
+  const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000))
+  if ('rejection' in routed) throw new Error(routed.rejection.message)
+  return routed.context
+}
+
 /** How many transactions the facilitator's signers have sent (pending included): unchanged means nothing was sent. */
 const sentByFacilitator = async () => {
   const counts = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))
@@ -273,13 +282,7 @@ describe('evmSchemes: upto through Permit2', () => {
     const payer = await uptoPayer()
     const requirements = uptoRequirements()
     const paymentPayload = await officialPayload(payer, requirements)
-    const contextFor = (r: PaymentRequirementsV2) => {
-      const parsed = parsePaymentRequest(body(paymentPayload, r))
-      if (!parsed.ok) throw new Error('bad test request')
-      const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000))
-      if ('rejection' in routed) throw new Error(routed.rejection.message)
-      return routed.context
-    }
+    const contextFor = (r: PaymentRequirementsV2) => contextOf(registry, paymentPayload, r)
     let recorded: BroadcastRecord | undefined
     const crash = new Error('process died right after journaling')
     await expect(upto!.settle(contextFor(used(requirements, '321')), { broadcasting: async (record) => { recorded = record; throw crash } })).rejects.toBe(crash)
@@ -339,13 +342,7 @@ describe('evmSchemes: upto through Permit2', () => {
     const payer = await uptoPayer()
     const requirements = uptoRequirements()
     const paymentPayload = await officialPayload(payer, requirements)
-    const contextFor = (r: PaymentRequirementsV2) => {
-      const parsed = parsePaymentRequest(body(paymentPayload, r))
-      if (!parsed.ok) throw new Error('bad test request')
-      const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000))
-      if ('rejection' in routed) throw new Error(routed.rejection.message)
-      return routed.context
-    }
+    const contextFor = (r: PaymentRequirementsV2) => contextOf(registry, paymentPayload, r)
     const forVerify = contextFor(requirements)
     expect(await upto!.verify(forVerify)).toMatchObject({ isValid: true })
     expect(upto!.spendOf?.(forVerify)).toMatchObject({ amount: 5000n, balance: 1_000_000n })

@@ -10,6 +10,9 @@ import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from './settle-answers.js'
 
+/** Where a payment's settlement record lives in the store. */
+const recordKey = (adapter: SchemeAdapter, key: string) => `settlement:${adapter.scheme}:${key}`
+
 /**
  * Whether this payment was settled without a transaction (an `upto` usage of zero). Nothing on
  * chain shows such a settlement, so verify asks the store, or a spent authorization would keep
@@ -20,7 +23,7 @@ export async function settledWithoutTransaction(adapter: SchemeAdapter, context:
   const key = adapter.settlementKey(context)
   if (key === undefined) return false
   try {
-    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(`settlement:${adapter.scheme}:${key}`), boundMs, 'reading the settlement record'))
+    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey(adapter, key)), boundMs, 'reading the settlement record'))
     // Whatever the fingerprint: the same authorization (its key) re-encoded (a key added, a number for a
     // string, the 64-byte form of the signature) is the same spent permit, and settle refuses it too.
     return record?.state === 'settled' && record.transaction === ''
@@ -135,7 +138,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     const verdict = await input.verify()
     return as('refused', settleFailure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer))
   }
-  const storeKey = `settlement:${adapter.scheme}:${key}`
+  const storeKey = recordKey(adapter, key)
   const fingerprint = await paymentFingerprint(context)
   const write = (record: SettlementRecord, ttlMs: number, boundMs = bound()) =>
     boundedStoreCall(

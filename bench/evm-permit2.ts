@@ -9,12 +9,11 @@
 import { x402Client } from '@x402/core/client'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
-import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme as ExactClient } from '@x402/evm/exact/client'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
 import { UptoEvmScheme as UptoClient } from '@x402/evm/upto/client'
 import { UptoEvmScheme } from '@x402/evm/upto/facilitator'
-import { createWalletClient, encodeFunctionData, http, publicActions, type Hex, type LocalAccount } from 'viem'
+import { encodeFunctionData, type Hex, type LocalAccount } from 'viem'
 import { mnemonicToAccount } from 'viem/accounts'
 import { createNonceManager, jsonRpc } from 'viem/nonce'
 import { createFacilitator } from '../src/index.js'
@@ -26,7 +25,7 @@ import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../test/support/permit2-contracts.js'
-import { ANVIL_KEY, mineClock } from './evm.js'
+import { ANVIL_KEY, mineClock, officialEvmSigner } from './evm.js'
 import { awaitReceipts, check, leanRpc, ownCpuMs, percentile, processCpuMs, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
 export const PERMIT2_COUNTS = {
@@ -113,16 +112,7 @@ function sidesOf(world: World, ourKey: LocalAccount, theirKey: LocalAccount, rpc
   }
   const theirAccount = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: fixture.signers.indexOf(theirKey) + 1, nonceManager: createNonceManager({ source: jsonRpc() }) })
   check(theirAccount.address === theirKey.address, 'the official facilitator key is an anvil account')
-  const wallet = createWalletClient({ account: theirAccount, chain: fixture.node.chain, pollingInterval: 50, transport: http(rpcUrl, { retryCount: 0 }) }).extend(publicActions)
-  const theirSigner = toFacilitatorEvmSigner({
-    address: theirAccount.address,
-    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
-    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
-    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
-    sendTransaction: (args) => wallet.sendTransaction(args),
-    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
-    getCode: (args) => wallet.getCode(args),
-  })
+  const theirSigner = officialEvmSigner(theirAccount, fixture.node.chain, rpcUrl)
   const official = new x402Facilitator().register('eip155:84532', new ExactEvmScheme(theirSigner)).register('eip155:84532', new UptoEvmScheme(theirSigner))
   const theirs: Side = {
     address: theirAccount.address,

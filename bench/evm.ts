@@ -346,21 +346,7 @@ function sidesOf(
     nonceManager: createNonceManager({ source: jsonRpc() }),
   })
   check(theirAccount.address === theirKey.address, 'the official facilitator key is anvil account 2')
-  const wallet = createWalletClient({
-    account: theirAccount,
-    chain: world.node.chain,
-    pollingInterval: 50,
-    transport: http(rpcUrl, { retryCount: 0, onFetchRequest: () => void theirRequests++ }),
-  }).extend(publicActions)
-  const theirSigner = toFacilitatorEvmSigner({
-    address: theirAccount.address,
-    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
-    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
-    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
-    sendTransaction: (args) => wallet.sendTransaction(args),
-    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
-    getCode: (args) => wallet.getCode(args),
-  })
+  const theirSigner = officialEvmSigner(theirAccount, world.node.chain, rpcUrl, () => void theirRequests++)
   const theirs = new x402Facilitator().register('eip155:84532', new ExactEvmScheme(theirSigner))
   const theirSide: Side = {
     verify: (payload, req) => theirs.verify(payload as unknown as OfficialPayload, req as unknown as OfficialRequirements),
@@ -399,6 +385,23 @@ async function jitWarmUp(count: number, concurrency: number): Promise<void> {
     sides.stop()
     await world.stop()
   }
+}
+
+/**
+ * The official facilitator's signer, as its docs wire it over a viem wallet client with public
+ * actions: `account` on anvil's chain, receipts polled every 50 ms, no transport retries.
+ */
+export function officialEvmSigner(account: LocalAccount, chain: EvmFixture['node']['chain'], rpcUrl: string, onFetchRequest?: () => void) {
+  const wallet = createWalletClient({ account, chain, pollingInterval: 50, transport: http(rpcUrl, { retryCount: 0, ...(onFetchRequest ? { onFetchRequest } : {}) }) }).extend(publicActions)
+  return toFacilitatorEvmSigner({
+    address: account.address,
+    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
+    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
+    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
+    sendTransaction: (args) => wallet.sendTransaction(args),
+    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
+    getCode: (args) => wallet.getCode(args),
+  })
 }
 
 /**

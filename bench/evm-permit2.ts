@@ -26,7 +26,7 @@ import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../test/support/permit2-contracts.js'
 import { ANVIL_KEY, mineClock, officialEvmSigner } from './evm.js'
-import { awaitReceipts, check, leanRpc, ownCpuMs, percentile, processCpuMs, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
+import { ALL_CPUS, awaitReceipts, check, leanRpc, ownCpuMs, percentile, pinProcess, processCpuMs, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
 export const PERMIT2_COUNTS = {
   /** Untimed verifies of each side before the rounds. */
@@ -40,7 +40,7 @@ export const PERMIT2_COUNTS = {
   settle: 100,
   settleConcurrency: 100,
   /** Bursts per side and runs of the chain floor, each on a fresh anvil; the table gives the median. */
-  settleRounds: 3,
+  settleRounds: 5,
   /** Untimed settles of each side and scheme before the settle rounds (V8 compiles the hot code; see evm.ts). */
   jitWarmupSettles: 300,
 }
@@ -227,8 +227,23 @@ async function benchScheme(scheme: Scheme): Promise<Row[]> {
 
   // --- settle: 100 distinct payments of one payer per side, each burst on a fresh chain; and the chain alone ---
   progress(`${section}: settle ${c.settle} payments each at concurrency ${c.settleConcurrency}, ${c.settleRounds} rounds, each on a fresh anvil`)
-  const bursts = { ours: [] as { perSecond: number; errors: number; cpuMs: number; chainCpuMs: number }[], theirs: [] as { perSecond: number; errors: number; cpuMs: number; chainCpuMs: number }[], floor: [] as number[], floorChecked: [] as number[] }
-  const burst = async (who: 'ours' | 'theirs') => {
+  type Burst = { perSecond: number; errors: number; cpuMs: number; chainCpuMs: number }
+  const bursts = { ours: [] as Burst[], theirs: [] as Burst[], oursPinned: [] as Burst[], floor: [] as number[], floorChecked: [] as number[], floorPinned: [] as number[] }
+  // Pinned runs: anvil on core 0, this process on core 1, so neither takes CPU from the other (as
+  // a facilitator and its chain's node do on different machines). Left out where pinning fails.
+  let pinning = true
+  const pinned = async <T>(anvilPid: number | undefined, measure: () => Promise<T>): Promise<T | undefined> => {
+    if (!pinning || !pinProcess(anvilPid, '0') || !pinProcess(process.pid, '1')) {
+      pinning = false
+      return undefined
+    }
+    try {
+      return await measure()
+    } finally {
+      pinProcess(process.pid, ALL_CPUS)
+    }
+  }
+  const burst = async (who: 'ours' | 'theirs', pin = false) => {
     const fresh = await startPermit2World(2)
     const sides = sidesOf(fresh, fresh.fixture.signers[0]!, fresh.fixture.signers[1]!)
     try {
@@ -238,14 +253,19 @@ async function benchScheme(scheme: Scheme): Promise<Row[]> {
       const payments = await officialPayloads(scheme, payer, requirements, c.settle + 3)
       // First fee quote, nonce read and connections, outside the timed burst.
       for (const payment of payments.slice(c.settle)) check((await side.settle(payment, requirements)).success, `a warm-up ${scheme} settle of ${who} lands`)
-      const before = { cpu: ownCpuMs(), chain: processCpuMs(fresh.fixture.node.pid) }
-      const result = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
-        const answer = await side.settle(payments[i]!, requirements)
-        if (!answer.success) throw new Error(answer.errorReason)
-      })
-      const chainAfter = processCpuMs(fresh.fixture.node.pid)
+      const run = async () => {
+        const before = { cpu: ownCpuMs(), chain: processCpuMs(fresh.fixture.node.pid) }
+        const result = await runConcurrent(c.settle, c.settleConcurrency, async (i) => {
+          const answer = await side.settle(payments[i]!, requirements)
+          if (!answer.success) throw new Error(answer.errorReason)
+        })
+        return { before, result, chainAfter: processCpuMs(fresh.fixture.node.pid) }
+      }
+      const measured = pin ? await pinned(fresh.fixture.node.pid, run) : await run()
+      if (!measured) return
+      const { before, result, chainAfter } = measured
       if (result.errors.length > 0) progress(`${section}: ${who} settle failures: ${result.errors.length} (${String(result.errors[0])})`)
-      bursts[who].push({
+      bursts[pin ? 'oursPinned' : who].push({
         perSecond: result.perSecond,
         errors: result.errors.length,
         cpuMs: (ownCpuMs() - before.cpu) / c.settle,
@@ -256,15 +276,19 @@ async function benchScheme(scheme: Scheme): Promise<Row[]> {
       await fresh.stop()
     }
   }
-  const floor = async (withChecks: boolean) => {
+  const floor = async (withChecks: boolean, pin = false) => {
     const fresh = await startPermit2World(1)
     try {
-      bursts[withChecks ? 'floorChecked' : 'floor'].push(await chainFloor(fresh, scheme, c.settle, withChecks))
+      if (!pin) bursts[withChecks ? 'floorChecked' : 'floor'].push(await chainFloor(fresh, scheme, c.settle, withChecks))
+      else {
+        const rate = await pinned(fresh.fixture.node.pid, () => chainFloor(fresh, scheme, c.settle, withChecks))
+        if (rate !== undefined) bursts.floorPinned.push(rate)
+      }
     } finally {
       await fresh.stop()
     }
   }
-  const steps = [() => burst('ours'), () => burst('theirs'), () => floor(false), () => floor(true)]
+  const steps = [() => burst('ours'), () => burst('theirs'), () => floor(false), () => floor(true), () => burst('ours', true), () => floor(true, true)]
   for (let round = 0; round < c.settleRounds; round++) {
     progress(`${section}: settle round ${round + 1}/${c.settleRounds}`)
     for (let i = 0; i < steps.length; i++) await steps[(round + i) % steps.length]!()
@@ -282,6 +306,10 @@ async function benchScheme(scheme: Scheme): Promise<Row[]> {
       `theirs = anvil alone (ours / chain), ${spread(bursts.floor)}`),
     row(section + ' settle', 'chain floor with the checks: our verify\'s eth_calls in one batch, then as above', 'tx/s', 'higher', ourRate, median(bursts.floorChecked),
       `theirs = anvil alone: the chain's whole share of our settle (ours / chain), ${spread(bursts.floorChecked)}`),
+    ...(bursts.oursPinned.length > 0 && bursts.floorPinned.length > 0
+      ? [row(section + ' settle', 'pinned: anvil on core 0, the facilitator on core 1, against the chain floor with the checks, anvil on core 0', 'settle/s', 'higher', median(bursts.oursPinned.map((b) => b.perSecond)), median(bursts.floorPinned),
+          `theirs = anvil alone on one core (ours / chain): whether the facilitator keeps up with its chain when it does not share the chain's CPU; ours ${spread(bursts.oursPinned.map((b) => b.perSecond))}, chain ${spread(bursts.floorPinned)}`)]
+      : []),
     row(section + ' settle', 'facilitator CPU per settle (burst)', 'ms', 'lower', mean(bursts.ours.map((b) => b.cpuMs)), mean(bursts.theirs.map((b) => b.cpuMs)), 'the bench process (every thread)'),
     row(section + ' settle', 'chain CPU per settle (burst)', 'ms', 'lower', mean(bursts.ours.map((b) => b.chainCpuMs)), mean(bursts.theirs.map((b) => b.chainCpuMs)), 'the anvil process, from /proc (10 ms ticks)'),
   )

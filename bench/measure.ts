@@ -3,7 +3,9 @@
  * runner, and the result rows (ours, theirs, ratio) printed as a table and
  * written as JSON.
  */
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { cpus } from 'node:os'
 import { createConnectionPool, postKeepAlive } from '../src/transport/keep-alive-post.js'
 
 /** One figure of the suite. `theirs` is the official x402 facilitator (or another named reference). */
@@ -92,6 +94,24 @@ export function ownCpuMs(): number {
   const usage = process.cpuUsage()
   return (usage.user + usage.system) / 1000
 }
+
+/**
+ * Pins every thread of process `pid` to the CPUs listed (`taskset` syntax: "0", "1", "0-1").
+ * False where it cannot (no taskset, one core, not Linux): the pinned rows are then left out.
+ */
+export function pinProcess(pid: number | undefined, cpuList: string): boolean {
+  // The machine's CPUs, not availableParallelism(): that one shrinks to the CPUs this process is pinned to.
+  if (pid === undefined || cpus().length < 2) return false
+  try {
+    execFileSync('taskset', ['-apc', cpuList, String(pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Every CPU of the machine, in taskset syntax. */
+export const ALL_CPUS = `0-${cpus().length - 1}`
 
 /**
  * CPU time another process has used so far, in ms, read from /proc (Linux;

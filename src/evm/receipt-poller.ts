@@ -33,6 +33,13 @@ export interface ReceiptPoller {
 
 // A local node mines within milliseconds; one lookup per tick serves every waiting hash, so starting fast costs little.
 const FIRST_INTERVAL_MS = 10
+/**
+ * How soon a hash is looked up again when a new block appeared while its lookup was out: the
+ * node is mining what was sent with it. A node that takes a batch of sends and mines them one
+ * block each (anvil) found 11 of 99 on the first lookup; waiting out the 10 ms interval added
+ * 13 ms to that burst of 100 settles (about 15 %).
+ */
+const PROGRESS_RECHECK_MS = 2
 
 interface Waiter {
   readonly hash: Hex
@@ -44,6 +51,8 @@ interface Waiter {
   due: number
   /** A lookup for this waiter is on the way. */
   checking: boolean
+  /** When its last lookup was issued. */
+  askedAt: number
   finish(outcome: ReceiptOutcome): void
 }
 
@@ -55,7 +64,8 @@ interface Waiter {
  * `maxIntervalMs`, never past its deadline); a hash due within a quarter of its interval
  * joins the current tick rather than costing a request of its own. A receipt from
  * a new block gives every other waiter one lookup at once: the chain is including
- * our transactions, and backing off would only delay their answers. When nothing
+ * our transactions, and backing off would only delay their answers; a lookup
+ * that comes back empty while such a block appeared is repeated 2 ms later. When nothing
  * is pending, no timer is left behind; while something is, the timer keeps the
  * process alive, as a settle awaiting its receipt always did.
  *
@@ -69,6 +79,8 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
   let timerAt = Number.POSITIVE_INFINITY
   // The newest block a receipt came from: only a new block hurries the other waiters.
   let newestBlock = -1n
+  // When a receipt last came from a new block.
+  let progressAt = Number.NEGATIVE_INFINITY
 
   const schedule = () => {
     let next = Number.POSITIVE_INFINITY
@@ -89,6 +101,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
     for (const waiter of waiters) {
       if (waiter.checking || waiter.due > now + waiter.interval / 4) continue
       waiter.checking = true
+      waiter.askedAt = now
       const same = due.get(waiter.hash)
       if (same) same.push(waiter)
       else due.set(waiter.hash, [waiter])
@@ -114,6 +127,10 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
         waiter.finish({ status: receipt.status === '0x1' ? 'success' : 'reverted', blockNumber: BigInt(receipt.blockNumber) })
       } else if (now >= waiter.deadline) {
         waiter.finish({ status: 'pending' })
+      } else if (progressAt >= waiter.askedAt) {
+        // A new block came while this lookup was out (an answer of the same batch, read before
+        // this one): one more lookup soon, the backoff left as it is, as in hurryOthers.
+        waiter.due = Math.min(now + PROGRESS_RECHECK_MS, waiter.deadline)
       } else {
         waiter.due = Math.min(now + waiter.interval, waiter.deadline)
         waiter.interval = Math.min(waiter.interval * 2, waiter.maxIntervalMs)
@@ -131,6 +148,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
   function hurryOthers(found: Hex, block: bigint, now: number) {
     if (block <= newestBlock) return
     newestBlock = block
+    progressAt = now
     for (const waiter of waiters) {
       if (waiter.hash !== found && !waiter.checking && waiter.due > now) waiter.due = now
     }
@@ -150,6 +168,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
           interval: FIRST_INTERVAL_MS,
           due: now,
           checking: false,
+          askedAt: now,
           finish(outcome) {
             if (!waiters.delete(waiter)) return
             options.signal.removeEventListener('abort', onAbort)

@@ -1,5 +1,5 @@
 import type { Hex } from 'viem'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createReceiptPoller, type ReceiptSummary } from '../../src/evm/receipt-poller.js'
 
 const hash = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`
@@ -78,5 +78,49 @@ describe('shared receipt poller', () => {
     stillPending.abort()
     expect(await never).toEqual({ status: 'pending' })
     expect(poller.pending()).toBe(0)
+  })
+
+  it('looks up again within a few ms a hash missing from a lookup that found a new block (the node is mining its batch)', async () => {
+    vi.useFakeTimers()
+    try {
+      // A node that took a batch of sends and mines them one block each: one more block at each round of lookups.
+      const order = [hash(1), hash(2), hash(3)]
+      let mined = 0
+      let round: unknown
+      const poller = createReceiptPoller(async (h) => {
+        if (!round) {
+          round = {}
+          mined++
+          queueMicrotask(() => (round = undefined))
+        }
+        const index = order.indexOf(h)
+        return index < mined ? { status: '0x1', blockNumber: `0x${(index + 1).toString(16)}` } : null
+      })
+      const signal = new AbortController().signal
+      const done: string[] = []
+      for (const h of order) void poller.wait(h, { timeoutMs: 5_000, maxIntervalMs: 1_000, signal }).then((o) => done.push(`${h.slice(-1)}:${o.status}`))
+      // Lookups at 0, 2 and 4 ms. Without the recheck the second and third wait out their 10 and 20 ms backoff.
+      await vi.advanceTimersByTimeAsync(6)
+      expect(done).toEqual(['1:success', '2:success', '3:success'])
+      expect(poller.pending()).toBe(0)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('backs off as before when lookups find no new block', async () => {
+    let lookups = 0
+    const poller = createReceiptPoller(async () => {
+      lookups++
+      return null
+    })
+    const stop = new AbortController()
+    const waiting = poller.wait(hash(9), { timeoutMs: 10_000, maxIntervalMs: 1_000, signal: stop.signal })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    stop.abort()
+    expect(await waiting).toEqual({ status: 'pending' })
+    // At 0, 10, 30 and 70 ms: no 2 ms rechecks without a new block.
+    expect(lookups).toBeGreaterThanOrEqual(3)
+    expect(lookups).toBeLessThanOrEqual(5)
   })
 })

@@ -70,4 +70,28 @@ describe('tracing', () => {
       await world.stop()
     }
   })
+
+  it('traces only while an SDK is registered: one removed is no longer called, one registered later is used at once', async () => {
+    const adapter = createLedgerAdapter()
+    adapter.balances.set('0xpayer', 100n)
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    const body = (nonce: string) => ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value: '5', nonce })
+    const late = new InMemorySpanExporter()
+    try {
+      trace.disable()
+      exporter.reset()
+      expect((await facilitator.settle(body('untraced'))).success).toBe(true)
+      expect(exporter.getFinishedSpans()).toHaveLength(0)
+      // Registered after the facilitator was made, as an application that starts its SDK late does.
+      trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(late)] }))
+      expect((await facilitator.settle(body('traced-late'))).success).toBe(true)
+      const settle = late.getFinishedSpans().find((span) => span.name === 'x402.settle')
+      expect(settle?.attributes['x402.outcome']).toBe('success')
+      expect(late.getFinishedSpans().filter((span) => span.parentSpanContext?.spanId === settle?.spanContext().spanId).length).toBeGreaterThan(0)
+      expect(exporter.getFinishedSpans()).toHaveLength(0)
+    } finally {
+      trace.disable()
+      trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+    }
+  })
 })

@@ -15,7 +15,7 @@ import { createNetworkRuntime, type FeeQuote, type NetworkRuntime, type SignerSl
 import { checkValidityWindow, preparePayment, sameAddress, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
 import { X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
-import { parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto-payment.js'
+import { chargedBy, parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto-payment.js'
 import { checkPermit2State, exactSettleCalldata, isPermit2Payload, parsePermit2Payload, preparedWindow, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { toRpcFault } from './rpc-fault.js'
 import { EIP2612_GAS_SPONSORING } from './eip2612-extension.js'
@@ -468,7 +468,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     if (verdict.rejection) return asUptoRejection(verdict.rejection)
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     // Sent without the permit when the allowance covers the maximum (see Permit2Verdict.permitUnneeded).
-    const sent = verdict.permitUnneeded ? { ...payment, permit2612: undefined } : payment
+    const sent = verdict.permitUnneeded ? { ...payment, permit2612: undefined, settleCalldata: uptoSettleCalldata(payment.payload, chargedBy(ctx, payment.payload)) } : payment
     return {
       payment: sent,
       simulated: { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() },
@@ -503,8 +503,9 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const counted = slot !== reservedSlot
     if (counted) slot.inFlight++
     try {
-      // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is sent.
-      const call = { to: X402_UPTO_PERMIT2_PROXY, data: uptoSettleCalldata(payload, charge, verified.payment.permit2612) }
+      // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is
+      // sent: the calldata prepareUpto built for this charge (ctx.amount), without the permit when unneeded.
+      const call = { to: X402_UPTO_PERMIT2_PROXY, data: verified.payment.settleCalldata }
       return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asUptoRejection, payer })
     } finally {
       if (counted) slot.inFlight--

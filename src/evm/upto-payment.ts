@@ -98,7 +98,10 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
     // The call settle sends: a settle request's amount is the usage (a verify's, the maximum), so the
     // settle's own verify simulates exactly what is sent. A zero usage sends nothing: the maximum is
     // simulated then, as for a verify.
-    settleCalldata: uptoSettleCalldata(signed.payload, ctx.amount > 0n ? ctx.amount : signed.payload.amount, signed.permit2612),
+    settleCalldata: uptoSettleCalldata(signed.payload, chargedBy(ctx, signed.payload), signed.permit2612),
     proxy: X402_UPTO_PERMIT2_PROXY,
   }
 }
+
+/** What the proxy call of this request charges: a settle's usage, or the maximum (a verify, or a usage of zero, which sends nothing). */
+export const chargedBy = (ctx: PaymentContext, payload: UptoPayload): bigint => (ctx.amount > 0n ? ctx.amount : payload.amount)

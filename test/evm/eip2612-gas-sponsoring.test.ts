@@ -383,6 +383,27 @@ describe('eip2612GasSponsoring: upto', () => {
     expect(await facilitator.settle(body(paymentPayload, { ...requirements, amount: '1234' }))).toMatchObject({ success: false, errorReason: REJECTION.duplicateSettlement })
   })
 
+  it('a permit the allowance makes unneeded on upto: settle sends plain settle with the usage, the permit not run', async () => {
+    const payer = await payerWith({ approve: 100_000n })
+    const requirements = uptoRequirements()
+    const base = await officialPayload(payer, requirements, {})
+    // A permit of the maximum with the current token nonce: run, it would set the allowance down to 5000.
+    const signed = await withPermit(
+      { ...base, extensions: { [EIP2612_GAS_SPONSORING]: { info: { from: payer.address, asset: world.token.address, spender: PERMIT2_ADDRESS, amount: '5000', nonce: '0', deadline: String(now() + 300), signature: '0x', version: '1' } } } } as PaymentPayload,
+      payer,
+      (info) => info,
+    )
+    expect(await facilitator.verify(body(signed, requirements))).toEqual({ isValid: true, payer: payer.address })
+    const answer = await facilitator.settle(body(signed, { ...requirements, amount: '1234' }))
+    expect(answer).toMatchObject({ success: true, amount: '1234' })
+    const tx = await landed(answer.transaction, uptoPermit2ProxyAbi)
+    expect(tx.call.functionName).toBe('settle')
+    expect(tx.call.args[1]).toBe(1234n)
+    expect(tx.transfers).toHaveLength(1)
+    expect(await allowance(payer.address)).toBe(100_000n - 1234n)
+    expect(await tokenNonce(payer.address)).toBe(0n)
+  })
+
   it('refuses hostile permits on upto before anything is sent', async () => {
     const payer = await payerWith()
     const requirements = uptoRequirements()

@@ -9,6 +9,9 @@ import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js
  * out of shape throws instead of encoding something else. test/evm/calldata.test.ts holds every
  * function to viem's coder byte for byte. Output hex is lowercase. Addresses are taken in any
  * casing: their checksum, when mixed case, was checked upstream (`addressRejection` in exact-evm.ts).
+ * The Permit2 shapes (the proxies' `settle`, `allowance`, `nonceBitmap`, `PERMIT2`): 18 µs through
+ * viem for the five, 2.4 µs here, and 22 of the 229 KB of garbage a Permit2 settle left in a burst
+ * (heap sampling); with an EIP-2612 permit the proxies' `settleWithPermit` stays with viem.
  */
 
 const SELECTOR = {
@@ -21,6 +24,13 @@ const SELECTOR = {
   /** aggregate3((address,bool,bytes)[]) */
   aggregate3: '82ad56cb',
   isValidSignature: '1626ba7e',
+  allowance: 'dd62ed3e',
+  nonceBitmap: '4fe02b44',
+  PERMIT2: '6afdd850',
+  /** the exact proxy's settle(((address,uint256),uint256,uint256),address,(address,uint256),bytes) */
+  exactProxySettle: '13cd3b53',
+  /** the upto proxy's settle(((address,uint256),uint256,uint256),uint256,address,(address,address,uint256),bytes) */
+  uptoProxySettle: 'ff11e7b4',
 } as const
 
 const ZEROS = '0'.repeat(64)
@@ -62,6 +72,43 @@ export function transferWithAuthorizationBytesCalldata(a: AuthorizationMessage, 
 
 export function isValidSignatureCalldata(digest: Hex, signature: Hex): Hex {
   return `0x${SELECTOR.isValidSignature}${bytes32Word(digest)}${uintWord(2n * 32n)}${bytesTail(signature)}`
+}
+
+export function allowanceCalldata(owner: Address, spender: Address): Hex {
+  return `0x${SELECTOR.allowance}${addressWord(owner)}${addressWord(spender)}`
+}
+
+/** Permit2's `nonceBitmap(owner, wordPosition)`. */
+export function nonceBitmapCalldata(owner: Address, wordPosition: bigint): Hex {
+  return `0x${SELECTOR.nonceBitmap}${addressWord(owner)}${uintWord(wordPosition)}`
+}
+
+/** The proxies' `PERMIT2()`: whether a proxy is deployed (it answers Permit2's address). */
+export const PERMIT2_GETTER_CALLDATA: Hex = `0x${SELECTOR.PERMIT2}`
+
+/** The fields of a Permit2 `PermitTransferFrom` and its witness, as the proxies take them. */
+export interface ProxySettleFields {
+  readonly token: Address
+  /** The permitted amount (upto: the maximum). */
+  readonly amount: bigint
+  readonly nonce: bigint
+  readonly deadline: bigint
+  readonly from: Address
+  readonly to: Address
+  readonly validAfter: bigint
+  readonly signature: Hex
+}
+
+/** The exact proxy's `settle(permit, owner, witness, signature)`. */
+export function exactProxySettleCalldata(p: ProxySettleFields): Hex {
+  // Static tuples inline: the permit's four words, the owner, the witness's two; then the offset of the bytes (eight words).
+  return `0x${SELECTOR.exactProxySettle}${permitWords(p)}${addressWord(p.from)}${addressWord(p.to)}${uintWord(p.validAfter)}${uintWord(8n * 32n)}${bytesTail(p.signature)}`
+}
+
+/** The upto proxy's `settle(permit, amount, owner, witness, signature)`: `charge` is what it moves. */
+export function uptoProxySettleCalldata(p: ProxySettleFields & { readonly facilitator: Address }, charge: bigint): Hex {
+  // The permit's four words, the charge, the owner, the witness's three; then the offset of the bytes (ten words).
+  return `0x${SELECTOR.uptoProxySettle}${permitWords(p)}${uintWord(charge)}${addressWord(p.from)}${addressWord(p.to)}${addressWord(p.facilitator)}${uintWord(p.validAfter)}${uintWord(10n * 32n)}${bytesTail(p.signature)}`
 }
 
 export function aggregate3Calldata(calls: readonly Aggregate3Call[]): Hex {
@@ -121,6 +168,10 @@ export function decodeAggregate3Result(data: Hex, expected: number): Aggregate3R
 
 function authorizationWords(a: AuthorizationMessage): string {
   return `${addressWord(a.from)}${addressWord(a.to)}${uintWord(a.value)}${uintWord(a.validAfter)}${uintWord(a.validBefore)}${bytes32Word(a.nonce)}`
+}
+
+function permitWords(p: ProxySettleFields): string {
+  return `${addressWord(p.token)}${uintWord(p.amount)}${uintWord(p.nonce)}${uintWord(p.deadline)}`
 }
 
 function uintWord(value: bigint): string {

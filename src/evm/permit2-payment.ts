@@ -5,10 +5,10 @@ import { formatIssuePath } from '../schemas/parse-request.js'
 import { address, uint256 } from './authorization.js'
 import { isMagicValue } from './check-chain-state.js'
 import { sameAddress, unwrapErc6492 } from './prepare-payment.js'
-import { aggregate3Calldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
+import { aggregate3Calldata, allowanceCalldata, balanceOfCalldata, decodeAggregate3Result, exactProxySettleCalldata, isValidSignatureCalldata, nonceBitmapCalldata, PERMIT2_GETTER_CALLDATA, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
-import { eip2612NoncesAbi, erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
+import { eip2612NoncesAbi, exactPermit2ProxyAbi, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
 import { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
 import { hashPermit2Witness, type Permit2WitnessMessage } from './permit2-typed-data.js'
@@ -193,11 +193,11 @@ export const permit2612Arg = (permit: Eip2612Permit) => ({ value: permit.value, 
 
 /** Calldata of the exact proxy's `settle`, or `settleWithPermit` when the payment carries an EIP-2612 permit. */
 export function exactSettleCalldata(payload: Permit2Payload, permit2612?: Eip2612Permit): Hex {
+  // The common shape is written word by word (see calldata.ts); the rarer one with a permit goes through viem.
+  if (!permit2612) return exactProxySettleCalldata(payload)
   const permit = { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline }
   const witness = { to: payload.to, validAfter: payload.validAfter }
-  return permit2612
-    ? encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, payload.from, witness, payload.signature] })
-    : encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permit, payload.from, witness, payload.signature] })
+  return encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, payload.from, witness, payload.signature] })
 }
 
 /** Settle's clock check of a verified payment: the Permit2 window, and the deadline of its EIP-2612 permit. */
@@ -304,9 +304,9 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   const proxy = payment.proxy ?? X402_EXACT_PERMIT2_PROXY
   const calls: Aggregate3Call[] = [
     { target: asset, allowFailure: true, callData: balanceOfCalldata(payer) },
-    { target: asset, allowFailure: true, callData: encodeFunctionData({ abi: erc20AllowanceAbi, functionName: 'allowance', args: [payer, PERMIT2_ADDRESS] }) },
-    { target: PERMIT2_ADDRESS, allowFailure: true, callData: encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [payer, payload.nonce >> 8n] }) },
-    { target: proxy, allowFailure: true, callData: encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }) },
+    { target: asset, allowFailure: true, callData: allowanceCalldata(payer, PERMIT2_ADDRESS) },
+    { target: PERMIT2_ADDRESS, allowFailure: true, callData: nonceBitmapCalldata(payer, payload.nonce >> 8n) },
+    { target: proxy, allowFailure: true, callData: PERMIT2_GETTER_CALLDATA },
   ]
   const walletIndex = payment.recovered ? -1 : calls.push({ target: payer, allowFailure: true, callData: isValidSignatureCalldata(payment.digest, payload.signature) }) - 1
   const permitNonceIndex = payment.permit2612 ? calls.push({ target: asset, allowFailure: true, callData: encodeFunctionData({ abi: eip2612NoncesAbi, functionName: 'nonces', args: [payer] }) }) - 1 : -1

@@ -3,6 +3,7 @@ import type { PaymentContext } from '../core/adapter.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { uptoPermit2ProxyAbi, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
 import type { Eip2612Permit } from './eip2612-extension.js'
+import { uptoProxySettleCalldata } from './calldata.js'
 import { hashUptoWitness } from './permit2-typed-data.js'
 import {
   permit2612Arg,
@@ -51,11 +52,11 @@ export function uptoMaximum(ctx: PaymentContext): bigint {
 
 /** Calldata of the upto proxy's `settle` charging `amount`, or `settleWithPermit` when the payment carries an EIP-2612 permit. */
 export function uptoSettleCalldata(payload: UptoPayload, amount: bigint, permit2612?: Eip2612Permit): Hex {
+  // The common shape is written word by word (see calldata.ts); the rarer one with a permit goes through viem.
+  if (!permit2612) return uptoProxySettleCalldata(payload, amount)
   const permit = { permitted: { token: payload.token, amount: payload.amount }, nonce: payload.nonce, deadline: payload.deadline }
   const witness = { to: payload.to, facilitator: payload.facilitator, validAfter: payload.validAfter }
-  return permit2612
-    ? encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, amount, payload.from, witness, payload.signature] })
-    : encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permit, amount, payload.from, witness, payload.signature] })
+  return encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settleWithPermit', args: [permit2612Arg(permit2612), permit, amount, payload.from, witness, payload.signature] })
 }
 
 /**

@@ -8,13 +8,19 @@ import { describe, expect, it } from 'vitest'
 import { eip3009Abi, erc1271Abi, multicall3Abi } from '../../src/evm/abi.js'
 import {
   aggregate3Calldata,
+  allowanceCalldata,
   authorizationStateCalldata,
   balanceOfCalldata,
   decodeAggregate3Result,
+  exactProxySettleCalldata,
   isValidSignatureCalldata,
+  nonceBitmapCalldata,
+  PERMIT2_GETTER_CALLDATA,
   transferWithAuthorizationBytesCalldata,
   transferWithAuthorizationVrsCalldata,
+  uptoProxySettleCalldata,
 } from '../../src/evm/calldata.js'
+import { erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, uptoPermit2ProxyAbi } from '../../src/evm/permit2-abi.js'
 import { UINT256_MAX, type AuthorizationMessage } from '../../src/evm/typed-data.js'
 
 const random = (bytes: number) => bytesToHex(randomBytes(bytes))
@@ -46,6 +52,23 @@ describe('calldata', () => {
     }
   })
 
+  it('encodes 200 random Permit2 calls of each shape as viem does (the proxies\' settle, allowance, nonceBitmap, PERMIT2)', () => {
+    expect(PERMIT2_GETTER_CALLDATA).toBe(encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'PERMIT2' }))
+    for (let i = 0; i < 200; i++) {
+      // Signatures of 65 and 64 bytes (EIP-2098), and any other length a wallet's may have.
+      const p = { token: address(), amount: randomUint(), nonce: randomUint(), deadline: randomUint(), from: address(), to: address(), validAfter: randomUint(), signature: pick([random(65), random(64), randomData()]) as Hex }
+      const permit = { permitted: { token: p.token, amount: p.amount }, nonce: p.nonce, deadline: p.deadline }
+      expect(exactProxySettleCalldata(p)).toBe(encodeFunctionData({ abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permit, p.from, { to: p.to, validAfter: p.validAfter }, p.signature] }))
+      const facilitator = address()
+      const charge = randomUint()
+      expect(uptoProxySettleCalldata({ ...p, facilitator }, charge)).toBe(
+        encodeFunctionData({ abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permit, charge, p.from, { to: p.to, facilitator, validAfter: p.validAfter }, p.signature] }),
+      )
+      expect(allowanceCalldata(p.from, p.to)).toBe(encodeFunctionData({ abi: erc20AllowanceAbi, functionName: 'allowance', args: [p.from, p.to] }))
+      expect(nonceBitmapCalldata(p.from, p.nonce >> 8n)).toBe(encodeFunctionData({ abi: permit2NonceBitmapAbi, functionName: 'nonceBitmap', args: [p.from, p.nonce >> 8n] }))
+    }
+  })
+
   it('writes lowercase hex whatever the casing of its input', () => {
     const a = { ...randomAuthorization(), from: '0xABCDEF0123456789ABCDEF0123456789ABCDEF01' as Address }
     expect(balanceOfCalldata(a.from)).toBe(balanceOfCalldata(a.from.toLowerCase() as Address))
@@ -60,6 +83,11 @@ describe('calldata', () => {
     expect(() => transferWithAuthorizationVrsCalldata({ ...a, value: -1n }, 27, a.nonce, a.nonce)).toThrow(/uint256/)
     expect(() => transferWithAuthorizationVrsCalldata(a, 256, a.nonce, a.nonce)).toThrow(/uint8/)
     expect(() => transferWithAuthorizationBytesCalldata(a, '0x123' as Hex)).toThrow(/hex bytes/)
+    const p = { token: a.from, amount: 1n, nonce: 1n, deadline: 1n, from: a.from, to: a.to, validAfter: 0n, signature: a.nonce }
+    expect(() => exactProxySettleCalldata({ ...p, amount: UINT256_MAX + 1n })).toThrow(/uint256/)
+    expect(() => exactProxySettleCalldata({ ...p, token: '0x12' as Address })).toThrow(/20-byte address/)
+    expect(() => uptoProxySettleCalldata({ ...p, facilitator: a.to }, -1n)).toThrow(/uint256/)
+    expect(() => uptoProxySettleCalldata({ ...p, facilitator: a.to, signature: '0xzz' as Hex }, 1n)).toThrow(/hex bytes/)
   })
 
   it('reads 200 random aggregate3 answers as viem does', () => {

@@ -63,7 +63,7 @@ interface World {
   stop(): Promise<void>
 }
 
-export async function startPermit2World(signerCount: number): Promise<World> {
+async function startPermit2World(signerCount: number): Promise<World> {
   const fixture = await startEvmFixture({ signerCount })
   try {
     await installPermit2(fixture.node)
@@ -88,7 +88,7 @@ export async function startPermit2World(signerCount: number): Promise<World> {
 }
 
 /** `count` payloads of the official client for these requirements. */
-export async function officialPayloads(scheme: Scheme, payer: LocalAccount, requirements: PaymentRequirementsV2, count: number): Promise<PaymentPayload[]> {
+async function officialPayloads(scheme: Scheme, payer: LocalAccount, requirements: PaymentRequirementsV2, count: number): Promise<PaymentPayload[]> {
   const client = new x402Client().setSpendControls(false).register('eip155:84532', scheme === 'exact' ? new ExactClient(payer) : new UptoClient(payer))
   const required = { x402Version: 2, resource: { url: 'https://example.test/paid', description: 'paid', mimeType: 'application/json' }, accepts: [{ ...requirements, extra: requirements.extra ?? {} }] }
   return Promise.all(Array.from({ length: count }, async () => (await client.createPaymentPayload(required as Parameters<typeof client.createPaymentPayload>[0])) as unknown as PaymentPayload))
@@ -98,7 +98,7 @@ export async function officialPayloads(scheme: Scheme, payer: LocalAccount, requ
  * Our facilitator (`evmSchemes`, on its default transport) and the official one (its documented
  * signer over viem clients with a nonce manager, as in evm.ts) on `rpcUrl`, each with its own key.
  */
-export function sidesOf(world: World, ourKey: LocalAccount, theirKey: LocalAccount, rpcUrl = world.fixture.node.rpcUrl): { ours: Side; theirs: Side; close(): Promise<void> } {
+function sidesOf(world: World, ourKey: LocalAccount, theirKey: LocalAccount, rpcUrl = world.fixture.node.rpcUrl): { ours: Side; theirs: Side; close(): Promise<void> } {
   const { fixture } = world
   const ourSigner = privateKeySigner(ANVIL_KEY(fixture.signers.indexOf(ourKey) + 1))
   check(ourSigner.address === ourKey.address, 'our facilitator key is an anvil account from 1 on')
@@ -351,7 +351,7 @@ async function jitWarmUp(scheme: Scheme): Promise<void> {
  * our verify asks it for each payment (the Multicall3 reads and the proxy call as `eth_call` from
  * the key at 300,000 gas): the chain's whole share of a settle, with no facilitator's CPU.
  */
-export async function chainFloor(world: World, scheme: Scheme, count: number, withChecks = false): Promise<number> {
+async function chainFloor(world: World, scheme: Scheme, count: number, withChecks = false): Promise<number> {
   const { fixture } = world
   const key = fixture.signers[0]!
   const requirements = world.requirements(scheme, key.address)

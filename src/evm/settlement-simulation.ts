@@ -103,22 +103,32 @@ export async function estimateSettlementGas(
     )
     return gas > cap ? tooHigh(`about ${gas}`) : { gas }
   } catch (error) {
-    switch (nodeRefusal(error)) {
-      case 'unfunded':
-        return { fault: unfundedSigner(runtime, sender.from, error) }
-      case 'fee_too_low':
-        return { staleFees: true }
-      case 'failed': {
-        const text = nodeAnswer(error)?.details ?? ''
-        if (!/out ?of ?gas|gas required exceeds/i.test(text)) return { rejection: simulationFailed(`an estimate of the settlement reverted${revertReasonOf(error)}`) }
-        // "gas required exceeds allowance (N)": N is our bound, or less when the node capped it at what the sender's balance pays for.
-        const allowance = /allowance\D*(\d+)/i.exec(text)?.[1]
-        if (allowance !== undefined && BigInt(allowance) < cap) return { fault: unfundedSigner(runtime, sender.from, error) }
-        return tooHigh(`more than ${allowance ?? bound}`)
-      }
-      default:
-        return { fault: toRpcFault(error, 'estimating the settlement gas') }
-    }
+    return whenRefused(runtime, sender, error, 'estimating the settlement gas', (): GasEstimate => {
+      const text = nodeAnswer(error)?.details ?? ''
+      if (!/out ?of ?gas|gas required exceeds/i.test(text)) return { rejection: simulationFailed(`an estimate of the settlement reverted${revertReasonOf(error)}`) }
+      // "gas required exceeds allowance (N)": N is our bound, or less when the node capped it at what the sender's balance pays for.
+      const allowance = /allowance\D*(\d+)/i.exec(text)?.[1]
+      if (allowance !== undefined && BigInt(allowance) < cap) return { fault: unfundedSigner(runtime, sender.from, error) }
+      return tooHigh(`more than ${allowance ?? bound}`)
+    })
+  }
+}
+
+/**
+ * What a refused simulation or estimate means, the same for both: a sender without gas money is a
+ * fault, a fee below the base fee asks for a new quote, a node that answered nothing is a fault;
+ * only a failing call (`failed`) means something of its own to each.
+ */
+function whenRefused<T>(runtime: NetworkRuntime, sender: SettlementSender, error: unknown, doing: string, failed: () => T): T | { readonly staleFees: true } | { readonly fault: FacilitatorError } {
+  switch (nodeRefusal(error)) {
+    case 'unfunded':
+      return { fault: unfundedSigner(runtime, sender.from, error) }
+    case 'fee_too_low':
+      return { staleFees: true }
+    case 'failed':
+      return failed()
+    default:
+      return { fault: toRpcFault(error, doing) }
   }
 }
 
@@ -146,21 +156,13 @@ export async function simulateAtLimit(
     await runtime.client.request({ method: 'eth_call', params: [{ from: sender.from, to: call.to, data: call.data, gas: quantity(limit), ...feeFields(sender.fees) }, 'latest'] })
     return { limit }
   } catch (error) {
-    switch (nodeRefusal(error)) {
-      case 'unfunded':
-        return { fault: unfundedSigner(runtime, sender.from, error) }
-      case 'fee_too_low':
-        return { staleFees: true }
-      case 'failed': {
-        const failed = simulationFailed(`a simulation of the settlement with ${limit} gas and its fees reverted${revertReasonOf(error)}`)
-        // Too little gas and a revert look alike from outside (an inner call that runs out makes its caller
-        // revert): only on this failing path, an estimate tells a price above the limit from a payment that reverts.
-        const estimated = await estimateSettlementGas(runtime, sender, call, limit, what)
-        return 'gas' in estimated ? { rejection: failed } : estimated
-      }
-      default:
-        return { fault: toRpcFault(error, 'simulating the settlement transaction') }
-    }
+    return whenRefused(runtime, sender, error, 'simulating the settlement transaction', async (): Promise<LimitSimulation> => {
+      const failed = simulationFailed(`a simulation of the settlement with ${limit} gas and its fees reverted${revertReasonOf(error)}`)
+      // Too little gas and a revert look alike from outside (an inner call that runs out makes its caller
+      // revert): only on this failing path, an estimate tells a price above the limit from a payment that reverts.
+      const estimated = await estimateSettlementGas(runtime, sender, call, limit, what)
+      return 'gas' in estimated ? { rejection: failed } : estimated
+    })
   }
 }
 

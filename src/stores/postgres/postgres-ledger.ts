@@ -1,24 +1,9 @@
 import type pg from 'pg'
-import { ledgerFilter, ledgerPage, ledgerRow, ledgerStatusSchema, type LedgerEntry, type NewLedgerEntry, type SettlementLedger } from '../../ledger/settlement-ledger.js'
+import { ledgerEntryOf, type LedgerTableRow } from '../../ledger/ledger-table-row.js'
+import { ledgerFilter, ledgerPage, ledgerRow, type LedgerEntry, type NewLedgerEntry, type SettlementLedger } from '../../ledger/settlement-ledger.js'
 
-interface LedgerRow {
-  id: string
-  recorded_at: Date
-  started_at: Date
-  status: string
-  resumed: boolean
-  error_reason: string | null
-  error_message: string | null
-  network: string
-  scheme: string
-  x402_version: number
-  payer: string | null
-  pay_to: string
-  asset: string
-  amount: string
-  transaction_id: string | null
-  resource_url: string | null
-}
+/** A row of the table: ids, times and the flag in this database's types. */
+type LedgerRow = LedgerTableRow<string, Date, boolean>
 
 /** How the ledger reaches the database: the store's query (after its migration), and its quoted schema. */
 export interface PostgresLedgerConnection {
@@ -90,22 +75,5 @@ export function createPostgresLedger(connection: PostgresLedgerConnection): Sett
 }
 
 function toEntry(row: LedgerRow): LedgerEntry {
-  return {
-    id: Number(row.id),
-    recordedAt: row.recorded_at.toISOString(),
-    startedAt: row.started_at.toISOString(),
-    status: ledgerStatusSchema.catch('failed').parse(row.status),
-    resumed: row.resumed,
-    errorReason: row.error_reason,
-    errorMessage: row.error_message,
-    network: row.network,
-    scheme: row.scheme,
-    x402Version: row.x402_version,
-    payer: row.payer,
-    payTo: row.pay_to,
-    asset: row.asset,
-    amount: row.amount,
-    transaction: row.transaction_id,
-    resourceUrl: row.resource_url,
-  }
+  return ledgerEntryOf(row, { id: Number, time: (value) => value.toISOString(), flag: (value) => value })
 }

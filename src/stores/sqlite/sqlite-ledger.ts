@@ -1,24 +1,9 @@
 import type Database from 'better-sqlite3'
-import { ledgerFilter, ledgerPage, ledgerRow, ledgerStatusSchema, type LedgerEntry, type SettlementLedger } from '../../ledger/settlement-ledger.js'
+import { ledgerEntryOf, type LedgerTableRow } from '../../ledger/ledger-table-row.js'
+import { ledgerFilter, ledgerPage, ledgerRow, type LedgerEntry, type SettlementLedger } from '../../ledger/settlement-ledger.js'
 
-interface LedgerRow {
-  id: number
-  recorded_at: number
-  started_at: number
-  status: string
-  resumed: number
-  error_reason: string | null
-  error_message: string | null
-  network: string
-  scheme: string
-  x402_version: number
-  payer: string | null
-  pay_to: string
-  asset: string
-  amount: string
-  transaction_id: string | null
-  resource_url: string | null
-}
+/** A row of the table: ids, times and the flag in this database's types. */
+type LedgerRow = LedgerTableRow<number, number, number>
 
 /** How appends reach the file: at once, or in the store's write batches. */
 export interface SqliteLedgerOptions {
@@ -77,22 +62,5 @@ export function createSqliteLedger(db: Database.Database, options: SqliteLedgerO
 }
 
 function toEntry(row: LedgerRow): LedgerEntry {
-  return {
-    id: row.id,
-    recordedAt: new Date(row.recorded_at).toISOString(),
-    startedAt: new Date(row.started_at).toISOString(),
-    status: ledgerStatusSchema.catch('failed').parse(row.status),
-    resumed: row.resumed === 1,
-    errorReason: row.error_reason,
-    errorMessage: row.error_message,
-    network: row.network,
-    scheme: row.scheme,
-    x402Version: row.x402_version,
-    payer: row.payer,
-    payTo: row.pay_to,
-    asset: row.asset,
-    amount: row.amount,
-    transaction: row.transaction_id,
-    resourceUrl: row.resource_url,
-  }
+  return ledgerEntryOf(row, { id: (value) => value, time: (value) => new Date(value).toISOString(), flag: (value) => value === 1 })
 }

@@ -2,7 +2,7 @@
  * Permit2 and the x402 exact Permit2 proxy on an anvil node, at their canonical addresses (the
  * official clients sign typed data naming them). Permit2 is compiled from the sources shipped in
  * `@uniswap/v4-periphery` (`lib/permit2/`) with solc-js 0.8.17 (viaIR, as Uniswap built it) and cached;
- * the proxy is ours (test/support/contracts/X402ExactPermit2Proxy.sol), written to the x402 spec.
+ * the proxies are ours (test/support/contracts/X402*Permit2Proxy*.sol), written to the x402 spec.
  *
  * @example
  * const node = await startAnvil({ chainId: 84532 })
@@ -69,11 +69,12 @@ export function compilePermit2Contracts(): Permit2Artifacts {
   const permit2Root = join(dirname(require.resolve('@uniswap/v4-periphery/package.json')), 'lib', 'permit2')
   const proxySource = readFileSync(join(CONTRACTS_DIR, 'X402ExactPermit2Proxy.sol'), 'utf8')
   const uptoSource = readFileSync(join(CONTRACTS_DIR, 'X402UptoPermit2Proxy.sol'), 'utf8')
+  const baseSource = readFileSync(join(CONTRACTS_DIR, 'X402Permit2ProxyBase.sol'), 'utf8')
   const solc0817: SolcModule = require('solc-0817')
   const solc: SolcModule = require('solc')
   const permit2Source = readFileSync(join(permit2Root, 'src', 'Permit2.sol'), 'utf8')
   const key = createHash('sha256')
-    .update(JSON.stringify({ proxySource, uptoSource, permit2Source, solc: solc.version(), solc0817: solc0817.version(), v: 1 }))
+    .update(JSON.stringify({ proxySource, uptoSource, baseSource, permit2Source, solc: solc.version(), solc0817: solc0817.version(), v: 1 }))
     .digest('hex')
     .slice(0, 16)
   const cacheFile = join(CACHE_DIR, `permit2-${key}.json`)
@@ -89,7 +90,7 @@ export function compilePermit2Contracts(): Permit2Artifacts {
   )
   const proxyOut = compile(
     solc,
-    { 'X402ExactPermit2Proxy.sol': { content: proxySource }, 'X402UptoPermit2Proxy.sol': { content: uptoSource } },
+    { 'X402ExactPermit2Proxy.sol': { content: proxySource }, 'X402UptoPermit2Proxy.sol': { content: uptoSource }, 'X402Permit2ProxyBase.sol': { content: baseSource } },
     { evmVersion: 'cancun', optimizer: { enabled: true, runs: 200 }, outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object', 'evm.deployedBytecode.object'] } } },
     (path) => path,
   )

@@ -2,77 +2,37 @@
  * Races on a real chain: many callers settling the same payment through two
  * facilitator instances that share a real Redis, and 200 distinct payments
  * settled at once over several signers. Every answer travels over real HTTP.
+ * The race of one payment is shared with the PostgreSQL file (races-scenario.ts).
  */
-import type { Address, Hex, LocalAccount } from 'viem'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Address, LocalAccount } from 'viem'
+import { describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/core/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { createRedisStore } from '../../src/stores/redis-store.js'
-import type { Store } from '../../src/stores/store.js'
 import { tokenBalance } from '../support/evm-contracts.js'
-import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { startRedisServer, type RedisServer } from '../support/redis-server.js'
-import { authorizationsIn, authorizationsUsed, body, nonceSum, postJson, serve } from './support.js'
+import { startRedisServer } from '../support/redis-server.js'
+import { settleOnePaymentFromFiftyCallers, useRaceWorld } from './races-scenario.js'
+import { body, postJson } from './support.js'
 
-let world: EvmFixture
-let redis: RedisServer
-const stores: Store[] = []
-const closers: (() => Promise<void>)[] = []
-
-beforeAll(async () => {
-  ;[world, redis] = await Promise.all([startEvmFixture({ signerCount: 4 }), startRedisServer()])
-})
-afterAll(async () => {
-  await Promise.all(closers.map((close) => close()))
-  await Promise.all(stores.map((store) => store.close?.()))
-  await Promise.all([world?.stop(), redis?.stop()])
-})
+const race = useRaceWorld(startRedisServer)
 
 /** A facilitator instance with its own adapter and Redis connection, served over HTTP. */
-async function instance(prefix: string, signers = world.signers) {
-  const store = createRedisStore({ url: redis.url, keyPrefix: prefix })
-  stores.push(store)
-  const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig({ signers }))], store, timeouts: { settleMs: 30_000 } })
-  const server = await serve(facilitator)
-  closers.push(server.close)
-  return server
+async function instance(prefix: string, signers = race.world().signers) {
+  const store = createRedisStore({ url: race.server().url, keyPrefix: prefix })
+  const facilitator = createFacilitator({ schemes: [exactEvm(race.world().adapterConfig({ signers }))], store, timeouts: { settleMs: 30_000 } })
+  return race.serve(facilitator, store)
 }
 
 describe('races', () => {
   it('50 concurrent settles of one payment across two instances sharing Redis: one transfer, every caller gets its hash', async () => {
     const [a, b] = await Promise.all([instance('race1:'), instance('race1:')])
-    const payer = await world.newPayer(1_000_000n)
-    const requirements = world.requirementsV2({ amount: '1000' })
-    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
-    const fromBlock = (await world.node.publicClient.getBlockNumber()) + 1n
-    const signerAddresses = world.signers.map((s) => s.address)
-    const noncesBefore = await nonceSum(world, signerAddresses)
-    const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
-
-    const started = performance.now()
-    const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => postJson(`${(i % 2 === 0 ? a : b).url}/settle`, body(paymentPayload, requirements))),
-    )
-    const elapsed = performance.now() - started
-
-    expect(answers.map((x) => x.status)).toEqual(Array(50).fill(200))
-    const hashes = new Set(answers.map((x) => x.json.transaction))
-    // One success (the call that saw it confirmed); the other 49 are told duplicate_settlement with that hash.
-    expect(answers.filter((x) => x.json.success === true)).toHaveLength(1)
-    expect(answers.filter((x) => x.json.success !== true).map((x) => x.json.errorReason)).toEqual(Array(49).fill('duplicate_settlement'))
-    expect(hashes.size).toBe(1)
-    const [hash] = [...hashes] as Hex[]
-    // Exactly one transfer on chain: one authorization used, one signer transaction, one amount moved.
-    expect(await authorizationsUsed(world, payer.address, fromBlock)).toHaveLength(1)
-    expect(await authorizationsIn(world, hash!)).toHaveLength(1)
-    expect(await nonceSum(world, signerAddresses)).toBe(noncesBefore + 1)
-    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
-    expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1000n)
+    const { hash, elapsed } = await settleOnePaymentFromFiftyCallers(race.world(), a, b)
     console.info(`[races] 50 duplicate settles over 2 instances: 50/50 answered ${hash} (1 success, 49 duplicate_settlement), 1 transfer on chain, ${elapsed.toFixed(0)} ms`)
   })
 
   it('200 concurrent settles of distinct payments over 4 signers: all land, no nonce error', async () => {
+    const world = race.world()
     const server = await instance('race2:')
     // Funded one after the other: the deployer's own transactions need consecutive nonces.
     const payers: LocalAccount[] = []

@@ -3,86 +3,19 @@
  * and counted once, statistics and the catalog adding up across them.
  */
 import { describe, expect, it } from 'vitest'
-import { createCatalog } from '../../src/catalog/catalog.js'
-import { createFacilitator } from '../../src/core/facilitator.js'
-import { SOLANA_DEVNET } from '../../src/networks/networks.js'
-import { createPublicStats } from '../../src/stats/public-stats.js'
-import { publicStatsSchema } from '../../src/stats/stats-schema.js'
 import { usePostgresStores } from '../support/postgres-server.js'
-import { createChainAdapter, createTestChain, paymentBody } from '../support/stats-test-adapter.js'
-
-const EVM = 'eip155:84532'
-const USDC = '0x036CbD53842c5426634e7929541eC2318f3dCF7e'
-const SOL_USDC = '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU'
+import { paymentBody } from '../support/stats-test-adapter.js'
+import { EVM, USDC, sharedStatsCases, twoInstances, type SharedStore } from './shared-stats-cases.js'
 
 const postgres = usePostgresStores()
-
-/** Two facilitator "processes": each its own pool, stats and catalog service; one chain, one database. */
-function twoInstances(schema: string) {
-  const chain = createTestChain()
-  const make = () => {
-    const store = postgres.store(schema)
-    const stats = createPublicStats({ store, cacheSeconds: 0 })
-    const catalog = createCatalog({ store, ttlSeconds: 0, maxResources: 4 })
-    const facilitator = createFacilitator({
-      schemes: [createChainAdapter(chain, { network: EVM, confirmDelayMs: 5 }), createChainAdapter(chain, { network: SOLANA_DEVNET, confirmDelayMs: 5 })],
-      store,
-      hooks: [stats.hooks, catalog.hooks],
-    })
-    return { stats, catalog, facilitator }
-  }
-  return { chain, a: make(), b: make() }
-}
+// Each instance also records the catalog: the store keeps its cap across them (the case below).
+const shared: SharedStore = { store: (schema) => postgres.store(schema), catalog: true }
 
 describe('two facilitators sharing one PostgreSQL database', () => {
-  it('settle a payment once between them and count it once', async () => {
-    const { chain, a, b } = twoInstances('once')
-    chain.fund('0x1111111111111111111111111111111111111111', 10_000_000n)
-    const body = paymentBody(chain, { network: EVM, from: '0x1111111111111111111111111111111111111111', to: '0xbbbb', value: 1_000_000n, asset: USDC, nonce: 'race' })
-    const answers = await Promise.all([a.facilitator.settle(body), b.facilitator.settle(body), a.facilitator.settle(body), b.facilitator.settle(body)])
-    expect(answers.filter((answer) => answer.success)).toHaveLength(1)
-    expect(answers.filter((answer) => !answer.success).every((answer) => answer.errorReason === 'duplicate_settlement')).toBe(true)
-    expect(new Set(answers.map((answer) => answer.transaction)).size).toBe(1)
-    expect(chain.applied.size).toBe(1)
-    await Promise.all([a.facilitator.drain(), b.facilitator.drain()])
-    const stats = await b.stats.read()
-    expect(stats.usage.allTime.settlements.succeeded).toBe(1)
-    expect(stats.usage.allTime.volume[0]).toMatchObject({ amount: '1', settlements: 1 })
-    const settle = stats.performance.find((w) => w.window === 'all')!.operations.find((o) => o.operation === 'settle')!
-    expect(settle.count).toBe(4)
-  })
-
-  it('add their statistics up: usage, volume, payers, latency and Solana timing', async () => {
-    const { chain, a, b } = twoInstances('sum')
-    const payers = Array.from({ length: 12 }, (_, i) => `0x${String(i + 1).padStart(40, '0')}`)
-    for (const payer of payers) chain.fund(payer, 100_000_000n)
-    chain.fund('SolPayer', 100_000_000n)
-    const jobs: Promise<unknown>[] = []
-    for (let i = 0; i < 24; i++) {
-      const instance = i % 2 === 0 ? a : b
-      const body = paymentBody(chain, { network: EVM, from: payers[i % 12]!, to: '0xbbbb', value: 2_000_000n, asset: USDC, nonce: `n${i}` })
-      jobs.push(instance.facilitator.verify(body).then(() => instance.facilitator.settle(body)))
-    }
-    jobs.push(a.facilitator.settle(paymentBody(chain, { network: SOLANA_DEVNET, from: 'SolPayer', to: 'SolShop', value: 3_000_000n, asset: SOL_USDC, nonce: 's1' })))
-    jobs.push(b.facilitator.settle(paymentBody(chain, { network: SOLANA_DEVNET, from: 'SolPayer', to: 'SolShop', value: 3_000_000n, asset: SOL_USDC, nonce: 's2' })))
-    await Promise.all(jobs)
-    await Promise.all([a.facilitator.drain(), b.facilitator.drain()])
-
-    const [fromA, fromB] = await Promise.all([a.stats.read(), b.stats.read()])
-    publicStatsSchema.parse(fromA)
-    expect({ ...fromA, generatedAt: '' }).toEqual({ ...fromB, generatedAt: '' })
-    const all = fromA.usage.allTime
-    expect(all.verifications).toMatchObject({ total: 24, valid: 24 })
-    expect(all.settlements).toMatchObject({ total: 26, succeeded: 26, successRate: 100 })
-    expect(all.volumeUsd).toBe(54)
-    expect(all.payers).toBe(13)
-    expect(fromA.networks.find((n) => n.network === EVM)!.allTime.payers).toBe(12)
-    const confirm = fromA.solanaConfirmation.find((w) => w.window === '1h')!.networks[0]!
-    expect(confirm).toMatchObject({ network: SOLANA_DEVNET, count: 2 })
-  })
+  sharedStatsCases(shared)
 
   it('add up the catalog calls both record, and keep its cap across them', async () => {
-    const { chain, a, b } = twoInstances('catalog')
+    const { chain, a, b } = twoInstances(shared, 'catalog')
     const urls = ['https://a.example.com/x', 'https://b.example.com/y', 'https://c.example.com/z']
     const jobs: Promise<unknown>[] = []
     for (let i = 0; i < 30; i++) {
@@ -100,7 +33,7 @@ describe('two facilitators sharing one PostgreSQL database', () => {
       await (i % 2 ? a : b).facilitator.settle(paymentBody(chain, { network: EVM, from, to: '0xshop', value: 100_000n, asset: USDC, nonce: `s${i}`, resource: { url: `https://spam${i}.example.com/` } }))
     }
     await Promise.all([a.facilitator.drain(), b.facilitator.drain()])
-    const [listA, listB] = await Promise.all([a.catalog.list(), b.catalog.list()])
+    const [listA, listB] = await Promise.all([a.catalog!.list(), b.catalog!.list()])
     expect(listA.resources.map((r) => r.trustScore.calls)).toEqual([15, 10, 5, 1])
     expect(listA.resources.slice(0, 3).map((r) => r.trustScore.valueProcessed)).toEqual(['$1.50', '$1', '$0.50'])
     expect(listB.resources.map((r) => [r.url, r.trustScore.calls])).toEqual(listA.resources.map((r) => [r.url, r.trustScore.calls]))

@@ -5,6 +5,7 @@
  */
 import { expect, it } from 'vitest'
 import { createCatalog, type CatalogService } from '../../src/catalog/catalog.js'
+import { catalogListingSchema } from '../../src/catalog/catalog-schema.js'
 import { createFacilitator } from '../../src/core/facilitator.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
 import { createPublicStats } from '../../src/stats/public-stats.js'
@@ -91,5 +92,34 @@ export function sharedStatsCases(shared: SharedStore): void {
     const confirm = fromA.solanaConfirmation.find((w) => w.window === '1h')!.networks[0]!
     expect(confirm).toMatchObject({ network: SOLANA_DEVNET, count: 2 })
     expect(confirm.p50Ms).toBeGreaterThanOrEqual(4)
+  })
+}
+
+/** Registers the shared catalog case in the calling `describe`: the calls both instances record add up, and the cap holds across them. */
+export function sharedCatalogCase(shared: SharedStore): void {
+  it('add up the catalog calls both record, and keep its cap across them', async () => {
+    const { chain, a, b } = twoInstances({ ...shared, catalog: true }, 'catalog')
+    const urls = ['https://a.example.com/x', 'https://b.example.com/y', 'https://c.example.com/z']
+    const jobs: Promise<unknown>[] = []
+    for (let i = 0; i < 30; i++) {
+      const from = `0x${String(i + 1).padStart(40, '0')}`
+      chain.fund(from, 10_000_000n)
+      // Resource r gets 15, 10 and 5 calls, spread over both instances.
+      const url = urls[i < 15 ? 0 : i < 25 ? 1 : 2]!
+      jobs.push((i % 2 ? a : b).facilitator.settle(paymentBody(chain, { network: EVM, from, to: '0xshop', value: 100_000n, asset: USDC, nonce: `n${i}`, resource: { url } })))
+    }
+    expect(await Promise.all(jobs)).toHaveLength(30)
+    await Promise.all([a.facilitator.drain(), b.facilitator.drain()])
+    for (let i = 0; i < 6; i++) {
+      const from = `0xspam${i}`
+      chain.fund(from, 10_000_000n)
+      await (i % 2 ? a : b).facilitator.settle(paymentBody(chain, { network: EVM, from, to: '0xshop', value: 100_000n, asset: USDC, nonce: `s${i}`, resource: { url: `https://spam${i}.example.com/` } }))
+    }
+    await Promise.all([a.facilitator.drain(), b.facilitator.drain()])
+    const [listA, listB] = await Promise.all([a.catalog!.list(), b.catalog!.list()])
+    catalogListingSchema.parse(listA)
+    expect(listA.resources.map((r) => r.trustScore.calls)).toEqual([15, 10, 5, 1])
+    expect(listA.resources.slice(0, 3).map((r) => r.trustScore.valueProcessed)).toEqual(['$1.50', '$1', '$0.50'])
+    expect(listB.resources.map((r) => [r.url, r.trustScore.calls])).toEqual(listA.resources.map((r) => [r.url, r.trustScore.calls]))
   })
 }

@@ -51,8 +51,8 @@ interface Waiter {
   due: number
   /** A lookup for this waiter is on the way. */
   checking: boolean
-  /** When its last lookup was issued. */
-  askedAt: number
+  /** How many new blocks had been seen when its last lookup was issued (see `blocksSeen`). */
+  askedAtBlocks: number
   finish(outcome: ReceiptOutcome): void
 }
 
@@ -79,8 +79,8 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
   let timerAt = Number.POSITIVE_INFINITY
   // The newest block a receipt came from: only a new block hurries the other waiters.
   let newestBlock = -1n
-  // When a receipt last came from a new block.
-  let progressAt = Number.NEGATIVE_INFINITY
+  // How many times a receipt came from a new block: a lookup that comes back empty after this moved saw the chain progress.
+  let blocksSeen = 0
 
   const schedule = () => {
     let next = Number.POSITIVE_INFINITY
@@ -101,7 +101,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
     for (const waiter of waiters) {
       if (waiter.checking || waiter.due > now + waiter.interval / 4) continue
       waiter.checking = true
-      waiter.askedAt = now
+      waiter.askedAtBlocks = blocksSeen
       const same = due.get(waiter.hash)
       if (same) same.push(waiter)
       else due.set(waiter.hash, [waiter])
@@ -127,7 +127,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
         waiter.finish({ status: receipt.status === '0x1' ? 'success' : 'reverted', blockNumber: BigInt(receipt.blockNumber) })
       } else if (now >= waiter.deadline) {
         waiter.finish({ status: 'pending' })
-      } else if (progressAt >= waiter.askedAt) {
+      } else if (blocksSeen > waiter.askedAtBlocks) {
         // A new block came while this lookup was out (an answer of the same batch, read before
         // this one): one more lookup soon, the backoff left as it is, as in hurryOthers.
         waiter.due = Math.min(now + PROGRESS_RECHECK_MS, waiter.deadline)
@@ -148,7 +148,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
   function hurryOthers(found: Hex, block: bigint, now: number) {
     if (block <= newestBlock) return
     newestBlock = block
-    progressAt = now
+    blocksSeen++
     for (const waiter of waiters) {
       if (waiter.hash !== found && !waiter.checking && waiter.due > now) waiter.due = now
     }
@@ -168,7 +168,7 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
           interval: FIRST_INTERVAL_MS,
           due: now,
           checking: false,
-          askedAt: now,
+          askedAtBlocks: blocksSeen,
           finish(outcome) {
             if (!waiters.delete(waiter)) return
             options.signal.removeEventListener('abort', onAbort)

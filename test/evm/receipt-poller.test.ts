@@ -123,4 +123,38 @@ describe('shared receipt poller', () => {
     expect(lookups).toBeGreaterThanOrEqual(3)
     expect(lookups).toBeLessThanOrEqual(5)
   })
+
+  it('a lookup hurried by a new block and coming back empty backs off as before, even in the same millisecond', async () => {
+    vi.useFakeTimers()
+    try {
+      const lookups = new Map<Hex, number>()
+      // Hash 2's lookup is answered when the test says, so that its receipt arrives outside a timer, at the same millisecond as what follows.
+      let answerHash2: ((receipt: ReceiptSummary) => void) | undefined
+      const poller = createReceiptPoller(async (h) => {
+        lookups.set(h, (lookups.get(h) ?? 0) + 1)
+        if (h === hash(2)) return new Promise<ReceiptSummary>((resolve) => (answerHash2 = resolve))
+        return null
+      })
+      const stop = new AbortController()
+      const never = poller.wait(hash(3), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal: stop.signal })
+      // Lookups at 0, 10, 30, 70 and 150 ms: the next one is due at 310 ms.
+      await vi.advanceTimersByTimeAsync(200)
+      const before = lookups.get(hash(3)) ?? 0
+      const found = poller.wait(hash(2), { timeoutMs: 10_000, maxIntervalMs: 2_000, signal: new AbortController().signal })
+      await vi.advanceTimersByTimeAsync(0)
+      expect(answerHash2).toBeDefined()
+      // A receipt from a new block: hash 3 gets one lookup at once, in this same millisecond, and it comes back empty.
+      answerHash2!({ status: '0x1', blockNumber: '0x9' })
+      expect(await found).toEqual({ status: 'success', blockNumber: 9n })
+      await vi.advanceTimersByTimeAsync(0)
+      expect((lookups.get(hash(3)) ?? 0) - before).toBe(1)
+      // No block came while that lookup was out: no 2 ms recheck, the backoff goes on.
+      await vi.advanceTimersByTimeAsync(100)
+      expect((lookups.get(hash(3)) ?? 0) - before).toBe(1)
+      stop.abort()
+      expect(await never).toEqual({ status: 'pending' })
+    } finally {
+      vi.useRealTimers()
+    }
+  })
 })

@@ -136,10 +136,7 @@ function permit2SignatureOf(signature: Hex, options: Permit2Options): { signatur
  */
 export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: Permit2Payload | Rejection): Promise<PreparedPermit2 | Rejection> {
   if ('reason' in payload) return payload
-  if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
-    return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
-  }
-  const check = permit2Fields(ctx, payload) ?? permit2Window(payload, options) ?? permit2AmountAndToken(ctx, payload)
+  const check = permit2FieldChecks(ctx, payload, options, { proxy: X402_EXACT_PERMIT2_PROXY, scheme: 'exact', amount: ctx.amount, amountName: 'the required amount' })
   if (check) return check
   const signed = await signedPermit(ctx, payload, options, (p) => hashPermit2Witness(runtime.chainId, p))
   if ('reason' in signed) return signed
@@ -228,19 +225,44 @@ async function recoverPermit2Signer(digest: Hex, signature: Hex): Promise<Addres
   return recoverAuthorizationSigner(digest, `0x${signature.slice(2, 66)}${s}${v}`)
 }
 
-function permit2Fields(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {
-  if (!sameAddress(payload.spender, X402_EXACT_PERMIT2_PROXY)) {
-    return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 exact Permit2 proxy ${X402_EXACT_PERMIT2_PROXY}` }
+/** What a Permit2 payment of one scheme must name: the scheme's proxy as spender, and the amount it permits. */
+export interface Permit2Expectation {
+  readonly proxy: Address
+  readonly scheme: 'exact' | 'upto'
+  /** The amount `permitted.amount` must equal (exact: the price; upto: the maximum), and how messages name it. */
+  readonly amount: bigint
+  readonly amountName: string
+}
+
+/**
+ * The offline field checks of both Permit2 schemes, in the official facilitator's order: the
+ * requirements' addresses, spender, recipient, the clock (see permit2Window), amount, token.
+ */
+export function permit2FieldChecks(ctx: PaymentContext, payload: Permit2Payload, options: Permit2Options, expected: Permit2Expectation): Rejection | undefined {
+  if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
+    return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
+  }
+  if (!sameAddress(payload.spender, expected.proxy)) {
+    return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 ${expected.scheme} Permit2 proxy ${expected.proxy}` }
   }
   if (!sameAddress(payload.to, ctx.payTo)) {
     return { reason: PERMIT2_REJECTION.recipientMismatch, message: 'permit2Authorization.witness.to differs from paymentRequirements.payTo' }
+  }
+  const window = permit2Window(payload, options)
+  if (window) return window
+  // Exact equality: a larger permit would let the proxy move more than the price (upto: than the maximum).
+  if (payload.amount !== expected.amount) {
+    return { reason: PERMIT2_REJECTION.amountMismatch, message: `permit2Authorization.permitted.amount ${payload.amount} differs from ${expected.amountName} ${expected.amount}` }
+  }
+  if (!sameAddress(payload.token, ctx.asset)) {
+    return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
   }
   return undefined
 }
 
 /**
- * The checks whose answer changes with time, then amount and token (the official order puts the
- * clock between recipient and amount; settle re-runs the clock alone). Exported for settle.
+ * The checks whose answer changes with time (the official order puts the clock between recipient
+ * and amount; settle re-runs the clock alone, see preparedWindow).
  */
 export function permit2Window(payload: Permit2Payload, options: Permit2Options): Rejection | undefined {
   const now = options.nowSeconds()
@@ -249,18 +271,6 @@ export function permit2Window(payload: Permit2Payload, options: Permit2Options):
   }
   if (payload.validAfter > now) {
     return { reason: PERMIT2_REJECTION.notYetValid, message: `permit2Authorization.witness.validAfter ${payload.validAfter} is in the future` }
-  }
-  return undefined
-}
-
-/** Amount and token: checked after the clock, as the official facilitator does. */
-export function permit2AmountAndToken(ctx: PaymentContext, payload: Permit2Payload): Rejection | undefined {
-  // Exact equality: a larger permit would let the proxy move more than the price.
-  if (payload.amount !== ctx.amount) {
-    return { reason: PERMIT2_REJECTION.amountMismatch, message: `permit2Authorization.permitted.amount ${payload.amount} differs from the required amount ${ctx.amount}` }
-  }
-  if (!sameAddress(payload.token, ctx.asset)) {
-    return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
   }
   return undefined
 }

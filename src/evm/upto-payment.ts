@@ -1,4 +1,4 @@
-import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
+import { encodeFunctionData, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { uptoPermit2ProxyAbi, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
@@ -10,13 +10,13 @@ import {
   payloadShapeRejection,
   permit2PayloadOf,
   permit2PayloadSchema,
-  permit2Window,
+  permit2FieldChecks,
   signedPermit,
   type Permit2Options,
   type Permit2Payload,
   type PreparedPermit2,
 } from './permit2-payment.js'
-import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
+import { UPTO_REJECTION, type Rejection } from './reasons.js'
 import { address } from './authorization.js'
 import { sameAddress } from './prepare-payment.js'
 
@@ -67,24 +67,8 @@ export function uptoSettleCalldata(payload: UptoPayload, amount: bigint, permit2
  */
 export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: UptoPayload | Rejection): Promise<(PreparedPermit2 & { readonly payload: UptoPayload }) | Rejection> {
   if ('reason' in payload) return payload
-  if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
-    return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
-  }
-  if (!sameAddress(payload.spender, X402_UPTO_PERMIT2_PROXY)) {
-    return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 upto Permit2 proxy ${X402_UPTO_PERMIT2_PROXY}` }
-  }
-  if (!sameAddress(payload.to, ctx.payTo)) {
-    return { reason: PERMIT2_REJECTION.recipientMismatch, message: 'permit2Authorization.witness.to differs from paymentRequirements.payTo' }
-  }
-  const window = permit2Window(payload, options)
-  if (window) return window
-  const maximum = uptoMaximum(ctx)
-  if (payload.amount !== maximum) {
-    return { reason: PERMIT2_REJECTION.amountMismatch, message: `permit2Authorization.permitted.amount ${payload.amount} differs from the maximum ${maximum}` }
-  }
-  if (!sameAddress(payload.token, ctx.asset)) {
-    return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
-  }
+  const check = permit2FieldChecks(ctx, payload, options, { proxy: X402_UPTO_PERMIT2_PROXY, scheme: 'upto', amount: uptoMaximum(ctx), amountName: 'the maximum' })
+  if (check) return check
   if (!runtime.signers.some((slot) => sameAddress(slot.signer.address, payload.facilitator))) {
     return { reason: UPTO_REJECTION.facilitatorMismatch, message: `permit2Authorization.witness.facilitator ${payload.facilitator} is not a signer of this facilitator on ${runtime.network.caip2}` }
   }

@@ -1,7 +1,7 @@
 import { hashTypedData, isAddress, stringToBytes, type Address, type Hex } from 'viem'
 import { keccak256 } from './keccak.js'
 import { PERMIT2_ADDRESS, permitWitnessTransferFromTypes, uptoPermitWitnessTransferFromTypes } from './permit2-abi.js'
-import { isUint256, writeHex, writeUint } from './typed-data.js'
+import { eip712Digest, isUint256, writeAddress, writeUint } from './typed-data.js'
 
 /** The signed fields of a Permit2 `PermitWitnessTransferFrom`; `facilitator` present for the upto witness. */
 export interface Permit2WitnessMessage {
@@ -137,12 +137,7 @@ function digestOf(chainId: number, primaryTypeHash: Uint8Array, m: Permit2Witnes
   writeUint(struct, 128, m.deadline)
   struct.set(witnessHash, 160)
 
-  const envelope = new Uint8Array(2 + 64)
-  envelope[0] = 0x19
-  envelope[1] = 0x01
-  envelope.set(permit2DomainSeparator(chainId), 2)
-  envelope.set(keccak256(struct, 'bytes'), 34)
-  return keccak256(envelope)
+  return eip712Digest(permit2DomainSeparator(chainId), keccak256(struct, 'bytes'))
 }
 
 function fitsFastPath(chainId: number, m: Permit2WitnessMessage): boolean {
@@ -159,7 +154,3 @@ function fitsFastPath(chainId: number, m: Permit2WitnessMessage): boolean {
   )
 }
 
-/** Writes a (validated) 0x-prefixed 20-byte address right-aligned in the word at `offset`. */
-function writeAddress(target: Uint8Array, offset: number, address: string): void {
-  writeHex(target, offset + 12, address)
-}

@@ -62,18 +62,23 @@ export function hashAuthorization(domain: TokenDomain, message: AuthorizationMes
   if (!fitsFastPath(domain, message)) return hashTypedData(authorizationTypedData(domain, message))
   const structWords = new Uint8Array(7 * 32)
   structWords.set(AUTHORIZATION_TYPE_HASH, 0)
-  writeHex(structWords, 32 + 12, message.from)
-  writeHex(structWords, 64 + 12, message.to)
+  writeAddress(structWords, 32, message.from)
+  writeAddress(structWords, 64, message.to)
   writeUint(structWords, 96, message.value)
   writeUint(structWords, 128, message.validAfter)
   writeUint(structWords, 160, message.validBefore)
   writeHex(structWords, 192, message.nonce)
 
+  return eip712Digest(domainSeparator(domain), keccak256(structWords, 'bytes'))
+}
+
+/** The digest EIP-712 signs: keccak256 of 0x1901, the domain separator and the struct hash. */
+export function eip712Digest(domainSeparator: Uint8Array, structHash: Uint8Array): Hex {
   const envelope = new Uint8Array(2 + 64)
   envelope[0] = 0x19
   envelope[1] = 0x01
-  envelope.set(domainSeparator(domain), 2)
-  envelope.set(keccak256(structWords, 'bytes'), 34)
+  envelope.set(domainSeparator, 2)
+  envelope.set(structHash, 34)
   return keccak256(envelope)
 }
 
@@ -91,7 +96,7 @@ function domainSeparator(domain: TokenDomain): Uint8Array {
   words.set(keccak256(stringToBytes(domain.name), 'bytes'), 32)
   words.set(keccak256(stringToBytes(domain.version), 'bytes'), 64)
   writeUint(words, 96, BigInt(domain.chainId))
-  writeHex(words, 128 + 12, domain.verifyingContract)
+  writeAddress(words, 128, domain.verifyingContract)
   separator = keccak256(words, 'bytes')
   // Bounded whatever the requirements name: a full cache starts over.
   if (domainSeparators.size >= DOMAIN_CACHE_SIZE) domainSeparators.clear()
@@ -132,4 +137,9 @@ export function writeUint(target: Uint8Array, offset: number, value: bigint): vo
 /** Writes the bytes of a 0x-prefixed hex string (already validated) at `offset`. */
 export function writeHex(target: Uint8Array, offset: number, hex: string): void {
   for (let i = 2, o = offset; i < hex.length; i += 2, o++) target[o] = Number.parseInt(hex.slice(i, i + 2), 16)
+}
+
+/** Writes a (validated) 0x-prefixed 20-byte address right-aligned in the word at `offset`. */
+export function writeAddress(target: Uint8Array, offset: number, address: string): void {
+  writeHex(target, offset + 12, address)
 }

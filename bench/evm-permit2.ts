@@ -24,7 +24,7 @@ import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
-import { approvePermit2, installPermit2 } from '../test/support/permit2-contracts.js'
+import { installPermit2, newPermit2Payer } from '../test/support/permit2-contracts.js'
 import { ANVIL_KEY, mineClock, officialEvmSigner } from './evm.js'
 import { ALL_CPUS, awaitReceipts, check, leanRpc, ownCpuMs, percentile, pinProcess, processCpuMs, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
@@ -77,12 +77,7 @@ async function startPermit2World(signerCount: number): Promise<World> {
     // Deadlines of an hour (the official client signs now + maxTimeoutSeconds): payloads signed ahead stay valid.
     requirements: (scheme, facilitator) =>
       fixture.requirementsV2({ scheme, amount: '1000', maxTimeoutSeconds: 3_600, extra: scheme === 'upto' ? { ...extra, facilitatorAddress: facilitator } : extra }),
-    async payer(amount) {
-      const payer = await fixture.newPayer(amount)
-      await fixture.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
-      await approvePermit2(fixture.node, fixture.token, payer, 2n ** 256n - 1n)
-      return payer
-    },
+    payer: (amount) => newPermit2Payer(fixture, { amount }),
     stop: () => fixture.stop(),
   }
 }

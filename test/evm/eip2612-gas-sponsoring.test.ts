@@ -27,10 +27,10 @@ import {
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import { isRecord } from '../../src/schemas/parse-request.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
-import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { deployTestToken, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
-import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
+import { approvePermit2, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: ReturnType<typeof createFacilitator>
@@ -57,13 +57,7 @@ function uptoRequirements(): PaymentRequirementsV2 {
 }
 
 /** A payer holding `amount` of the token and gas money, with no allowance to Permit2 unless told. */
-async function payerWith(options: { amount?: bigint; approve?: bigint } = {}): Promise<LocalAccount> {
-  const payer = privateKeyToAccount(generatePrivateKey())
-  await fundPayer(world.node, world.token, payer.address, options.amount ?? 1_000_000n)
-  await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
-  if (options.approve) await approvePermit2(world.node, world.token, payer, options.approve)
-  return payer
-}
+const payerWith = (options: { amount?: bigint; approve?: bigint } = {}): Promise<LocalAccount> => newPermit2Payer(world, { ...options, approve: options.approve ?? 0n })
 
 /** A payload of the official client for a 402 that declares `extensions` (it reads the allowance and the token nonce over RPC). */
 async function officialPayload(payer: LocalAccount, requirements: PaymentRequirementsV2, extensions: Record<string, unknown> = declared): Promise<PaymentPayload> {

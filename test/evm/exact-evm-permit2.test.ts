@@ -19,7 +19,7 @@ import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
-import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
+import { approvePermit2, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: ReturnType<typeof createFacilitator>
@@ -31,13 +31,7 @@ function permit2Requirements(overrides: Partial<PaymentRequirementsV2> = {}): Pa
 }
 
 /** A payer holding `amount` of the token, with gas money and (unless told otherwise) Permit2 approved. */
-async function permit2Payer(options: { amount?: bigint; approve?: bigint } = {}): Promise<LocalAccount> {
-  const payer = privateKeyToAccount(generatePrivateKey())
-  await fundPayer(world.node, world.token, payer.address, options.amount ?? 1_000_000n)
-  await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
-  if (options.approve !== 0n) await approvePermit2(world.node, world.token, payer, options.approve ?? 2n ** 256n - 1n)
-  return payer
-}
+const permit2Payer = (options: { amount?: bigint; approve?: bigint } = {}): Promise<LocalAccount> => newPermit2Payer(world, options)
 
 /** A payload made by the official client for these requirements. */
 async function officialPayload(payer: LocalAccount, requirements: PaymentRequirementsV2): Promise<PaymentPayload> {

@@ -19,7 +19,7 @@ import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
-import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
+import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: ReturnType<typeof createFacilitator>
@@ -39,13 +39,7 @@ function uptoRequirements(overrides: Partial<PaymentRequirementsV2> = {}): Payme
 /** The settle request of a resource server that used `amount` of the maximum. */
 const used = (requirements: PaymentRequirementsV2, amount: string): PaymentRequirementsV2 => ({ ...requirements, amount })
 
-async function uptoPayer(): Promise<LocalAccount> {
-  const payer = privateKeyToAccount(generatePrivateKey())
-  await fundPayer(world.node, world.token, payer.address, 1_000_000n)
-  await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
-  await approvePermit2(world.node, world.token, payer, 2n ** 256n - 1n)
-  return payer
-}
+const uptoPayer = (): Promise<LocalAccount> => newPermit2Payer(world)
 
 async function officialPayload(payer: LocalAccount, requirements: PaymentRequirementsV2): Promise<PaymentPayload> {
   const client = new x402Client().setSpendControls(false).register('eip155:84532', new UptoEvmScheme(payer))
@@ -97,6 +91,16 @@ function contextOf(registry: ReturnType<typeof createRegistry>, paymentPayload: 
   const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000))
   if ('rejection' in routed) throw new Error(routed.rejection.message)
   return routed.context
+}
+
+/** The upto adapter alone in a registry, and one official payment of a new payer: `contextFor` routes it with other requirements (a usage). */
+async function uptoAdapterPayment() {
+  const [, upto] = evmSchemes(world.adapterConfig())
+  const registry = createRegistry([upto!])
+  const payer = await uptoPayer()
+  const requirements = uptoRequirements()
+  const paymentPayload = await officialPayload(payer, requirements)
+  return { upto: upto!, payer, requirements, contextFor: (r: PaymentRequirementsV2) => contextOf(registry, paymentPayload, r) }
 }
 
 /** How many transactions the facilitator's signers have sent (pending included): unchanged means nothing was sent. */
@@ -277,17 +281,12 @@ describe('evmSchemes: upto through Permit2', () => {
   })
 
   it('records the transaction before sending it, and resume() sends the recorded bytes (the usage they carry) after a crash', async () => {
-    const [, upto] = evmSchemes(world.adapterConfig())
-    const registry = createRegistry([upto!])
-    const payer = await uptoPayer()
-    const requirements = uptoRequirements()
-    const paymentPayload = await officialPayload(payer, requirements)
-    const contextFor = (r: PaymentRequirementsV2) => contextOf(registry, paymentPayload, r)
+    const { upto, payer, requirements, contextFor } = await uptoAdapterPayment()
     let recorded: BroadcastRecord | undefined
     const crash = new Error('process died right after journaling')
-    await expect(upto!.settle(contextFor(used(requirements, '321')), { broadcasting: async (record) => { recorded = record; throw crash } })).rejects.toBe(crash)
+    await expect(upto.settle(contextFor(used(requirements, '321')), { broadcasting: async (record) => { recorded = record; throw crash } })).rejects.toBe(crash)
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n)
-    const resumed = await upto!.resume(contextFor(used(requirements, '321')), recorded!)
+    const resumed = await upto.resume(contextFor(used(requirements, '321')), recorded!)
     expect(resumed).toMatchObject({ success: true, transaction: recorded!.transaction, payer: payer.address })
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 321n)
   })
@@ -337,17 +336,12 @@ describe('evmSchemes: upto through Permit2', () => {
   })
 
   it('holds the amount actually charged (spendOf): the usage on settle, the maximum on verify', async () => {
-    const [, upto] = evmSchemes(world.adapterConfig())
-    const registry = createRegistry([upto!])
-    const payer = await uptoPayer()
-    const requirements = uptoRequirements()
-    const paymentPayload = await officialPayload(payer, requirements)
-    const contextFor = (r: PaymentRequirementsV2) => contextOf(registry, paymentPayload, r)
+    const { upto, payer, requirements, contextFor } = await uptoAdapterPayment()
     const forVerify = contextFor(requirements)
-    expect(await upto!.verify(forVerify)).toMatchObject({ isValid: true })
-    expect(upto!.spendOf?.(forVerify)).toMatchObject({ amount: 5000n, balance: 1_000_000n })
+    expect(await upto.verify(forVerify)).toMatchObject({ isValid: true })
+    expect(upto.spendOf?.(forVerify)).toMatchObject({ amount: 5000n, balance: 1_000_000n })
     const forSettle = contextFor(used(requirements, '42'))
-    expect(await upto!.verify(forSettle)).toMatchObject({ isValid: true })
-    expect(upto!.spendOf?.(forSettle)).toMatchObject({ amount: 42n })
+    expect(await upto.verify(forSettle)).toMatchObject({ isValid: true })
+    expect(upto.spendOf?.(forSettle)).toMatchObject({ amount: 42n })
   })
 })

@@ -8,7 +8,6 @@
  */
 import express from 'express'
 import { erc20Abi, parseEventLogs, type Hex, type LocalAccount } from 'viem'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HTTPFacilitatorClient, x402ResourceServer } from '@x402/core/server'
 import { x402Client } from '@x402/core/client'
@@ -24,10 +23,10 @@ import type { SettleEvent, VerifyEvent } from '../../src/core/hooks.js'
 import { evmSchemes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
 import { settleResponseSchema } from '../../src/schemas/messages.js'
 import { startNodeHttpServer } from '../../examples/node-http/server.js'
-import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
+import { tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { listen, type LoopbackServer } from '../support/listen.js'
-import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
+import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 const NETWORK = 'eip155:84532'
 const PRICE = 10_000n // the exact route: 0.01 of a 6-decimal token
@@ -98,13 +97,7 @@ afterAll(async () => {
 const balanceOf = (address: Hex) => tokenBalance(world.node, world.token, address)
 
 /** A payer with FUNDS of the token, gas money, and (unless `approve: false`) Permit2 approved for everything. */
-async function permit2Payer(options: { approve?: boolean } = {}): Promise<LocalAccount> {
-  const payer = privateKeyToAccount(generatePrivateKey())
-  await fundPayer(world.node, world.token, payer.address, FUNDS)
-  await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
-  if (options.approve !== false) await approvePermit2(world.node, world.token, payer, 2n ** 256n - 1n)
-  return payer
-}
+const permit2Payer = (options: { approve?: boolean } = {}): Promise<LocalAccount> => newPermit2Payer(world, { amount: FUNDS, approve: options.approve === false ? 0n : undefined })
 
 /** The official paying fetch of `payer`, with the exact and upto EVM client schemes registered. */
 function payingFetch(payer: LocalAccount, recordTo?: string[], statuses?: number[]) {

@@ -19,7 +19,7 @@ import { createNodeListener } from '../../src/http/index.js'
 import { evmSchemes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
 import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
+import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 const PRICE = 3_000n
 const MAXIMUM = 5_000n
@@ -46,13 +46,7 @@ async function work(request: Request, payment: VerifiedPayment): Promise<Respons
   return { response, usage: BigInt(usage ?? '0') }
 }
 
-async function permit2Payer(): Promise<LocalAccount> {
-  const payer = privateKeyToAccount(generatePrivateKey())
-  await fundPayer(world.node, world.token, payer.address, 1_000_000n)
-  await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
-  await approvePermit2(world.node, world.token, payer, 2n ** 256n - 1n)
-  return payer
-}
+const permit2Payer = (): Promise<LocalAccount> => newPermit2Payer(world)
 
 const exactPermit2Client = (payer: LocalAccount) =>
   new x402Client((_version, accepts) => accepts.find((r) => r.scheme === 'exact' && r.extra?.assetTransferMethod === 'permit2') ?? accepts[0]!)

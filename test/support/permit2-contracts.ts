@@ -17,6 +17,7 @@ import { encodeAbiParameters, encodeFunctionData, keccak256, toHex, type Abi, ty
 import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/permit2-abi.js'
 import type { AnvilNode } from './anvil.js'
 import { deployContract, type TestToken } from './evm-contracts.js'
+import type { EvmFixture } from './evm-fixture.js'
 
 const require = createRequire(import.meta.url)
 const CONTRACTS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'contracts')
@@ -140,6 +141,18 @@ export async function approvePermit2(node: AnvilNode, token: TestToken, payer: L
   const hash = await node.walletClient(payer).sendTransaction({ account: payer, chain: node.chain, to: token.address, data })
   const receipt = await node.publicClient.waitForTransactionReceipt({ hash })
   if (receipt.status !== 'success') throw new Error('approve reverted')
+}
+
+/**
+ * A new payer holding `amount` of the fixture's token (1,000,000 by default) and gas money, with
+ * Permit2 approved for `approve` (everything by default; none when `0n`).
+ */
+export async function newPermit2Payer(fixture: Pick<EvmFixture, 'node' | 'token' | 'newPayer'>, options: { amount?: bigint; approve?: bigint } = {}): Promise<LocalAccount> {
+  const payer = await fixture.newPayer(options.amount ?? 1_000_000n)
+  await fixture.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
+  const approve = options.approve ?? 2n ** 256n - 1n
+  if (approve > 0n) await approvePermit2(fixture.node, fixture.token, payer, approve)
+  return payer
 }
 
 export { deployContract }

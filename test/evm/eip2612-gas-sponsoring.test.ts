@@ -29,7 +29,7 @@ import { isRecord } from '../../src/schemas/parse-request.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { startFaultProxy } from '../support/fault-proxy.js'
+import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
 import { approvePermit2, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
@@ -306,11 +306,8 @@ describe('eip2612GasSponsoring: exact through Permit2', () => {
       await counted.verify(body(await officialPayload(await payerWith(), requirements), requirements))
       const payer = await payerWith()
       const paymentPayload = await officialPayload(payer, requirements)
-      const before = proxy.calls.length
-      const started = performance.now()
-      expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
-      const elapsed = performance.now() - started
-      const requests = proxy.calls.slice(before)
+      const { result: verified, requests, elapsedMs: elapsed } = await requestsDuring(proxy, () => counted.verify(body(paymentPayload, requirements)))
+      expect(verified).toEqual({ isValid: true, payer: payer.address })
       expect(requests).toHaveLength(1)
       // One batch: the Multicall3 reads (with the token's nonces) and the proxy's settleWithPermit at the cap, no estimate.
       expect(requests[0]!.map((call) => call.method)).toEqual(['eth_call', 'eth_call'])
@@ -319,10 +316,9 @@ describe('eip2612GasSponsoring: exact through Permit2', () => {
       expect(decodeFunctionData({ abi: exactPermit2ProxyAbi, data: simulated!.data }).functionName).toBe('settleWithPermit')
       console.info(`[measure] valid Permit2 verify with an EIP-2612 permit: 1 HTTP request (2 eth_call batched), ${elapsed.toFixed(1)} ms`)
       // Settle sends exactly the call verify ran, with that limit, and does not simulate it again.
-      const mark = proxy.calls.length
-      const settled = await counted.settle(body(paymentPayload, requirements))
+      const { result: settled, requests: settleRequests } = await requestsDuring(proxy, () => counted.settle(body(paymentPayload, requirements)))
       expect(settled).toMatchObject({ success: true, payer: payer.address })
-      const settleMethods = proxy.calls.slice(mark).flat().map((call) => call.method)
+      const settleMethods = settleRequests.flat().map((call) => call.method)
       expect(settleMethods.filter((method) => method === 'eth_call')).toHaveLength(2)
       expect(settleMethods).not.toContain('eth_estimateGas')
       const tx = await landed(settled.transaction, exactPermit2ProxyAbi)

@@ -18,7 +18,7 @@ import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { startFaultProxy } from '../support/fault-proxy.js'
+import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
 import { approvePermit2, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
@@ -270,11 +270,8 @@ describe('exactEvm: exact through Permit2', () => {
       await counted.verify(body(await officialPayload(await permit2Payer(), requirements), requirements))
       const payer = await permit2Payer()
       const paymentPayload = await officialPayload(payer, requirements)
-      const before = proxy.calls.length
-      const started = performance.now()
-      expect(await counted.verify(body(paymentPayload, requirements))).toEqual({ isValid: true, payer: payer.address })
-      const elapsed = performance.now() - started
-      const requests = proxy.calls.slice(before)
+      const { result: verified, requests, elapsedMs: elapsed } = await requestsDuring(proxy, () => counted.verify(body(paymentPayload, requirements)))
+      expect(verified).toEqual({ isValid: true, payer: payer.address })
       expect(requests).toHaveLength(1)
       // One batch: the Multicall3 reads and the proxy's settle from the signer, with maxSettlementGas as its limit and the fees it will carry.
       expect(requests[0]!.map((call) => call.method)).toEqual(['eth_call', 'eth_call'])
@@ -284,10 +281,9 @@ describe('exactEvm: exact through Permit2', () => {
       console.info(`[measure] valid Permit2 verify: 1 HTTP request (2 eth_call batched), ${elapsed.toFixed(1)} ms`)
       // Settle sends it with that limit (unused gas is not paid for: the receipt's gasUsed is far below it). The core's
       // verify right before it ran this very call (signer, fees, calldata, limit): it is not simulated a second time.
-      const mark = proxy.calls.length
-      const settled = await counted.settle(body(paymentPayload, requirements))
+      const { result: settled, requests: settleRequests } = await requestsDuring(proxy, () => counted.settle(body(paymentPayload, requirements)))
       expect(settled).toMatchObject({ success: true })
-      const settleMethods = proxy.calls.slice(mark).flat().map((call) => call.method)
+      const settleMethods = settleRequests.flat().map((call) => call.method)
       expect(settleMethods.filter((method) => method === 'eth_call')).toHaveLength(2)
       expect(settleMethods).toContain('eth_sendRawTransaction')
       const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
@@ -309,10 +305,9 @@ describe('exactEvm: exact through Permit2', () => {
       const ctx = contextOf(adapter, await officialPayload(payer, requirements), requirements)
       expect(await adapter.verify(ctx)).toMatchObject({ isValid: true })
       await new Promise((resolve) => setTimeout(resolve, 2_100))
-      const mark = proxy.calls.length
-      const settled = await adapter.settle(ctx, { broadcasting: async () => undefined })
+      const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, { broadcasting: async () => undefined }))
       expect(settled).toMatchObject({ success: true })
-      const proxyCalls = proxy.calls.slice(mark).flat().filter((call) => call.method === 'eth_call' && (call.params as [{ to: string }])[0].to.toLowerCase() === X402_EXACT_PERMIT2_PROXY.toLowerCase())
+      const proxyCalls = requests.flat().filter((call) => call.method === 'eth_call' && (call.params as [{ to: string }])[0].to.toLowerCase() === X402_EXACT_PERMIT2_PROXY.toLowerCase())
       expect(proxyCalls).toHaveLength(1)
       await adapter.close?.()
     } finally {

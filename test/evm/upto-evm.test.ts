@@ -18,7 +18,7 @@ import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { startFaultProxy } from '../support/fault-proxy.js'
+import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
 import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
@@ -300,10 +300,9 @@ describe('evmSchemes: upto through Permit2', () => {
       await counted.verify(body(await officialPayload(await uptoPayer(), requirements), requirements))
       const payer = await uptoPayer()
       const paymentPayload = await officialPayload(payer, requirements)
-      const mark = proxy.calls.length
-      const settled = await counted.settle(body(paymentPayload, used(requirements, '2500')))
+      const { result: settled, requests } = await requestsDuring(proxy, () => counted.settle(body(paymentPayload, used(requirements, '2500'))))
       expect(settled).toMatchObject({ success: true, amount: '2500' })
-      const calls = proxy.calls.slice(mark).flat()
+      const calls = requests.flat()
       const proxyCalls = calls.filter((call) => call.method === 'eth_call').map((call) => (call.params as [{ to: string; data: string }])[0]).filter((tx) => tx.to.toLowerCase() === X402_UPTO_PERMIT2_PROXY.toLowerCase())
       // One simulation of the proxy call, with the usage in it, and the same bytes on chain.
       expect(proxyCalls).toHaveLength(1)

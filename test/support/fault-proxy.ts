@@ -192,3 +192,12 @@ function rpcCalls(body: Buffer): { method: string; params: unknown }[] {
     return []
   }
 }
+
+/** Runs `work` and answers its result, the requests the proxy received meanwhile (each the JSON-RPC calls it carried), and how long it took. */
+export async function requestsDuring<T>(proxy: FaultProxy, work: () => Promise<T>): Promise<{ result: T; requests: FaultProxy['calls']; elapsedMs: number }> {
+  const before = proxy.calls.length
+  const started = performance.now()
+  const result = await work()
+  const elapsedMs = performance.now() - started
+  return { result, requests: proxy.calls.slice(before), elapsedMs }
+}

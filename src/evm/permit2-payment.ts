@@ -37,11 +37,6 @@ export interface Permit2Payload extends Permit2WitnessMessage {
   readonly from: Address
 }
 
-/** True when the payload is a Permit2 one (the official facilitator tells them apart by this key). */
-export function isPermit2Payload(raw: unknown): boolean {
-  return typeof raw === 'object' && raw !== null && 'permit2Authorization' in raw
-}
-
 /** Validates the untrusted inner payload; a bad shape is an `invalid_payload` rejection naming the field. */
 export function parsePermit2Payload(raw: unknown): Permit2Payload | Rejection {
   const parsed = permit2PayloadSchema.safeParse(raw)

@@ -1,6 +1,7 @@
 import { differingAcceptedField } from '../core/context.js'
 import type { Facilitator } from '../core/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
+import { isPermit2Payload } from '../evm/permit2-payload-kind.js'
 import type { SettleResponse, SupportedResponse } from '../schemas/messages.js'
 import type { PaymentPayload } from '../schemas/payload.js'
 import type { PaymentRequirements, ResourceInfo } from '../schemas/requirements.js'
@@ -233,7 +234,7 @@ function isMeteredResponse(answer: Response | MeteredResponse): answer is Metere
 /** The offer the client paid for, in the requirements form of its version. */
 function matchOffer(payload: PaymentPayload, input: PaymentChallengeInput): { requirements: PaymentRequirements; offer: PaymentOffer } | undefined {
   // EIP-3009 and Permit2 offers of the same token and price differ only in `extra`: the payload's shape tells them apart.
-  const permit2 = typeof payload.payload === 'object' && payload.payload !== null && 'permit2Authorization' in payload.payload
+  const permit2 = isPermit2Payload(payload.payload)
   for (const offer of input.offers) {
     if ((offer.extra?.assetTransferMethod === 'permit2') !== permit2) continue
     if (payload.x402Version === 2) {

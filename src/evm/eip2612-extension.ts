@@ -98,9 +98,8 @@ function checkPermit(info: Record<string, unknown>, target: PermitTarget): Eip26
   if (!sameAddress(permit.spender, PERMIT2_ADDRESS)) {
     return { reason: EIP2612_REJECTION.spenderNotPermit2, message: `${EIP2612_GAS_SPONSORING}.info.spender must be Permit2 ${PERMIT2_ADDRESS}` }
   }
-  if (permit.deadline < target.nowSeconds + BigInt(target.settleMarginSeconds)) {
-    return { reason: EIP2612_REJECTION.deadlineExpired, message: `${EIP2612_GAS_SPONSORING}.info.deadline ${permit.deadline} has passed or leaves less than ${target.settleMarginSeconds} s to settle` }
-  }
+  const expired = permitDeadlineRejection(permit.deadline, target.nowSeconds, target.settleMarginSeconds)
+  if (expired) return expired
   if (permit.amount !== target.permittedAmount) {
     return { reason: EIP2612_REJECTION.amountMismatch, message: `${EIP2612_GAS_SPONSORING}.info.amount ${permit.amount} differs from permit2Authorization.permitted.amount ${target.permittedAmount} (the proxy requires them equal)` }
   }
@@ -113,4 +112,10 @@ function checkPermit(info: Record<string, unknown>, target: PermitTarget): Eip26
     s: `0x${hex.slice(64, 128)}`,
     v: Number.parseInt(hex.slice(128, 130), 16),
   }
+}
+
+/** An EIP-2612 permit whose deadline leaves less than the settle margin: checked at verify, and again by settle. */
+export function permitDeadlineRejection(deadline: bigint, nowSeconds: bigint, settleMarginSeconds: number): Rejection | undefined {
+  if (deadline >= nowSeconds + BigInt(settleMarginSeconds)) return undefined
+  return { reason: EIP2612_REJECTION.deadlineExpired, message: `${EIP2612_GAS_SPONSORING}.info.deadline ${deadline} has passed or leaves less than ${settleMarginSeconds} s to settle` }
 }

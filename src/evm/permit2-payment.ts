@@ -7,9 +7,9 @@ import { isMagicValue } from './check-chain-state.js'
 import { sameAddress, unwrapErc6492 } from './prepare-payment.js'
 import { aggregate3Calldata, allowanceCalldata, balanceOfCalldata, decodeAggregate3Result, exactProxySettleCalldata, isValidSignatureCalldata, nonceBitmapCalldata, PERMIT2_GETTER_CALLDATA, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
-import { gasSponsoringPermit, type Eip2612Permit } from './eip2612-extension.js'
+import { gasSponsoringPermit, permitDeadlineRejection, type Eip2612Permit } from './eip2612-extension.js'
 import { eip2612NoncesAbi, exactPermit2ProxyAbi, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from './permit2-abi.js'
-import { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
+import { EVM_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
 import { recoverAuthorizationSigner } from './recover-signer.js'
 import { hashPermit2Witness, type Permit2WitnessMessage } from './permit2-typed-data.js'
 import { toRpcFault } from './rpc-fault.js'
@@ -196,11 +196,7 @@ export function exactSettleCalldata(payload: Permit2Payload, permit2612?: Eip261
 export function preparedWindow(payment: PreparedPermit2, options: Permit2Options): Rejection | undefined {
   const window = permit2Window(payment.payload, options)
   if (window || !payment.permit2612) return window
-  const deadline = payment.permit2612.deadline
-  if (deadline < options.nowSeconds() + BigInt(options.settleMarginSeconds)) {
-    return { reason: EIP2612_REJECTION.deadlineExpired, message: `eip2612GasSponsoring.info.deadline ${deadline} has passed or leaves less than ${options.settleMarginSeconds} s to settle` }
-  }
-  return undefined
+  return permitDeadlineRejection(payment.permit2612.deadline, options.nowSeconds(), options.settleMarginSeconds)
 }
 
 const S_MASK = (1n << 255n) - 1n

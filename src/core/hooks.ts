@@ -37,6 +37,14 @@ export interface PaymentEvent<Result> {
 export type VerifyEvent = PaymentEvent<VerifyResponse>
 export type SettleEvent = PaymentEvent<SettleResponse>
 
+/**
+ * What a settlement charged, for the hooks that count money: the answer's `amount` when it states
+ * one (`upto`: a resumed settle may have asked another usage than the one sent), else the payment's.
+ */
+export function chargedAmount(result: SettleResponse, context: PaymentContext): bigint {
+  return result.amount !== undefined && /^\d+$/.test(result.amount) ? BigInt(result.amount) : context.amount
+}
+
 type MaybePromise<T> = T | Promise<T>
 
 /**

@@ -1,5 +1,5 @@
 import { resourceId } from '../catalog/resource-name.js'
-import type { FacilitatorHooks, SettleEvent } from '../core/hooks.js'
+import { chargedAmount, type FacilitatorHooks, type SettleEvent } from '../core/hooks.js'
 import { isPendingSettlement, REJECTION } from '../errors/reasons.js'
 import type { LedgerStatus, NewLedgerEntry, SettlementLedger } from './settlement-ledger.js'
 
@@ -63,8 +63,7 @@ export function ledgerEntryOf(event: SettleEvent, recordedAt: number): NewLedger
     payer: result.payer ?? null,
     payTo: context.payTo,
     asset: context.asset,
-    // What was charged: an upto answer says it (a resumed settle may have asked another usage).
-    amount: result.amount !== undefined && /^\d+$/.test(result.amount) ? result.amount : context.amount.toString(),
+    amount: chargedAmount(result, context).toString(),
     transaction: result.transaction || null,
     // Origin and path only: a query string may carry a customer's token.
     resourceUrl: (context.resource?.url && resourceId(context.resource.url)) || null,

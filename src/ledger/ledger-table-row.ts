@@ -31,7 +31,7 @@ export interface LedgerColumnTypes<Id, Time, Flag> {
 }
 
 /** A table row as the ledger answers it (an unknown status reads as `failed`, never as settled). */
-export function ledgerEntryOf<Id, Time, Flag>(row: LedgerTableRow<Id, Time, Flag>, types: LedgerColumnTypes<Id, Time, Flag>): LedgerEntry {
+export function ledgerEntryFromRow<Id, Time, Flag>(row: LedgerTableRow<Id, Time, Flag>, types: LedgerColumnTypes<Id, Time, Flag>): LedgerEntry {
   return {
     id: types.id(row.id),
     recordedAt: types.time(row.recorded_at),

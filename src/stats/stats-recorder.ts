@@ -1,5 +1,5 @@
 import { isPendingSettlement } from '../errors/reasons.js'
-import type { FacilitatorHooks, SettleEvent, VerifyEvent } from '../core/hooks.js'
+import { chargedAmount, type FacilitatorHooks, type SettleEvent, type VerifyEvent } from '../core/hooks.js'
 import type { Store } from '../stores/store.js'
 import { latencyBucket } from './latency-histogram.js'
 import {
@@ -110,8 +110,7 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
       } else if (result.success) {
         usage[`s|${network}|ok`] = 1
         if (context && ASSET_PATTERN.test(context.asset)) {
-          // What was charged: an upto answer says it (a resumed settle may have asked another usage).
-          const { hi, lo } = splitAmount(result.amount !== undefined && /^\d+$/.test(result.amount) ? BigInt(result.amount) : context.amount)
+          const { hi, lo } = splitAmount(chargedAmount(result, context))
           const base = `vol|${network}|${context.asset}`
           usage[`${base}|hi`] = hi
           usage[`${base}|lo`] = lo

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { ledgerEntryOf, type LedgerTableRow } from '../../ledger/ledger-table-row.js'
+import { ledgerEntryFromRow, type LedgerTableRow } from '../../ledger/ledger-table-row.js'
 import { ledgerFilter, ledgerPage, ledgerRow, type LedgerEntry, type NewLedgerEntry, type SettlementLedger } from '../../ledger/settlement-ledger.js'
 
 /** A row of the table: ids, times and the flag in this database's types. */
@@ -75,5 +75,5 @@ export function createPostgresLedger(connection: PostgresLedgerConnection): Sett
 }
 
 function toEntry(row: LedgerRow): LedgerEntry {
-  return ledgerEntryOf(row, { id: Number, time: (value) => value.toISOString(), flag: (value) => value })
+  return ledgerEntryFromRow(row, { id: Number, time: (value) => value.toISOString(), flag: (value) => value })
 }

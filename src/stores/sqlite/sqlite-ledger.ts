@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { ledgerEntryOf, type LedgerTableRow } from '../../ledger/ledger-table-row.js'
+import { ledgerEntryFromRow, type LedgerTableRow } from '../../ledger/ledger-table-row.js'
 import { ledgerFilter, ledgerPage, ledgerRow, type LedgerEntry, type SettlementLedger } from '../../ledger/settlement-ledger.js'
 
 /** A row of the table: ids, times and the flag in this database's types. */
@@ -62,5 +62,5 @@ export function createSqliteLedger(db: Database.Database, options: SqliteLedgerO
 }
 
 function toEntry(row: LedgerRow): LedgerEntry {
-  return ledgerEntryOf(row, { id: (value) => value, time: (value) => new Date(value).toISOString(), flag: (value) => value === 1 })
+  return ledgerEntryFromRow(row, { id: (value) => value, time: (value) => new Date(value).toISOString(), flag: (value) => value === 1 })
 }

@@ -114,11 +114,18 @@ export interface SchemeAdapter {
   /** Checks a payment; never throws for a bad payment, only for faults. */
   verify(ctx: PaymentContext): Promise<VerifyResponse>
   /**
-   * The identity of this payment for at-most-once settlement (e.g. chain,
-   * token, payer and nonce), or `undefined` when the payload is too malformed
-   * to have one (verify then rejects it).
+   * The identity of this payment for at-most-once settlement: its on-chain replay domain, the
+   * same for every scheme and protocol version that spends it (EVM: chain, token, payer and
+   * EIP-3009 nonce; chain, owner and Permit2 nonce), unique across networks (start it with the
+   * chain), or `undefined` when the payload is too malformed to have one (verify then rejects it).
+   * Two payments with one key are one claim: the second is refused before anything is sent.
    */
   settlementKey(ctx: PaymentContext): string | undefined
+  /**
+   * Whether a payment of this replay domain may be settled with no transaction (an `upto` usage of
+   * zero), so that the chain cannot show it spent: verify then asks the store. Optional: false.
+   */
+  spendableWithoutTransaction?(ctx: PaymentContext): boolean
   /**
    * Takes a settlement slot on a signer that can pay for this payment, before
    * anything is verified, claimed or sent. Throws `FacilitatorError('signer_busy')`
@@ -139,6 +146,9 @@ export interface SchemeAdapter {
    * Finishes a settlement whose transaction was recorded but whose outcome is
    * unknown (a pending answer, or a process that died after broadcasting):
    * re-sends `raw` when the chain has never seen it, then waits with a bound.
+   * Answers `transaction_dropped` when the transaction can never land (its
+   * nonce went to another transaction): the core then verifies the payment
+   * again and settles it anew.
    */
   resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse>
   /**

@@ -45,7 +45,7 @@ export interface SettleOptions extends PaymentOptions {
 
 const DEFAULT_VERIFY_MS = 10_000
 const DEFAULT_SETTLE_MS = 60_000
-/** Bound of verify's one store read (upto): a slow store skips the check rather than the answer. */
+/** Bound of verify's one store read (Permit2, upto): a slow store skips the check rather than the answer. */
 const STORE_CHECK_MS = 1_000
 
 /**
@@ -92,7 +92,7 @@ async function verifyUntraced(registry: Registry, body: unknown, options: Paymen
       } else {
         context = routed.context
         result = await runVerify(routed.match.adapter, context, options)
-        if (result.isValid && context.scheme === 'upto' && options.store && (await settledWithoutTransaction(routed.match.adapter, context, options.store, STORE_CHECK_MS))) {
+        if (result.isValid && routed.match.adapter.spendableWithoutTransaction?.(context) && options.store && (await settledWithoutTransaction(routed.match.adapter, context, options.store, STORE_CHECK_MS))) {
           result = { ...invalid(REJECTION.duplicateSettlement, 'this authorization was already settled, for a usage of zero: it cannot pay again'), ...(result.payer ? { payer: result.payer } : {}) }
         }
       }

@@ -21,9 +21,10 @@ export const REJECTION = {
   /** Settle: the payment failed verification. */
   invalidPayload: 'invalid_payload',
   /**
-   * Settle: this payment was already settled by an earlier call (`transaction` holds that
-   * settlement), or its key was already used by a different payment (`transaction` empty).
-   * Only one settle call of a payment answers `success: true`.
+   * Settle: a different payment already claimed this payment's replay domain (the same EIP-3009
+   * authorization nonce, the same Permit2 owner nonce whatever the scheme, the same Solana
+   * message); `transaction` names that payment's settlement when it has one. A repeat of the
+   * same payment is not a duplicate: it gets the answer of the call that settled it.
    */
   duplicateSettlement: 'duplicate_settlement',
   /** Settle: the payment is being settled by another call that has not finished. */
@@ -32,6 +33,12 @@ export const REJECTION = {
   settlementPending: 'settlement_pending',
   /** Settle: the transaction was mined and reverted / failed; `transaction` is kept. */
   transactionFailed: 'transaction_failed',
+  /**
+   * An adapter's `resume` only, never an answer: the journaled transaction never reached the chain
+   * and never can (its signer nonce went to another transaction). The core checks the payment
+   * again and, while it is still unspent and valid, sends it anew under the same claim.
+   */
+  transactionDropped: 'transaction_dropped',
   /**
    * Settle: the payer's balance, less what its settlements in flight hold, does not cover this
    * payment (payments racing from one payer); nothing was sent.

@@ -362,6 +362,9 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       return spends.get(ctx)
     },
 
+    // A Permit2 nonce may have been settled for an upto usage of zero: nothing on chain shows it.
+    spendableWithoutTransaction: (ctx) => permitOf(ctx) !== undefined,
+
     settlementKey(ctx) {
       const permit = permitOf(ctx)
       if (permit) {
@@ -435,7 +438,9 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
           // The key's nonce moved on without this transaction: re-check once, it may just have been mined.
           const late = await runtime.receipts.wait(hash, quick)
           if (late.status !== 'pending') return answer(ctx, hash, late, payer)
-          return failure(ctx, { reason: REJECTION.transactionFailed, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
+          // It never reached the chain and never can; the authorization may well be unspent: the core
+          // checks the payment again and sends it anew rather than recording a payment lost.
+          return failure(ctx, { reason: REJECTION.transactionDropped, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
         }
       }
       return answer(ctx, hash, await awaitReceipt(runtime, hash, raw, receiptOptions(ctx.signal), rebroadcastIntervalMs), payer)
@@ -543,6 +548,9 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     spendOf(ctx) {
       return spends.get(ctx)
     },
+
+    // A usage of zero settles with no transaction: only the store knows the nonce is spent.
+    spendableWithoutTransaction: () => true,
 
     settlementKey(ctx) {
       // The same identity as exact through Permit2: Permit2 spends an owner's nonce whatever the proxy.

@@ -10,8 +10,12 @@ import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from './settle-answers.js'
 
-/** Where a payment's settlement record lives in the store. */
-const recordKey = (adapter: SchemeAdapter, key: string) => `settlement:${adapter.scheme}:${key}`
+/**
+ * Where a payment's settlement record lives in the store: under its replay domain alone (the
+ * adapter's key), never under its scheme, so two payments the chain would let only one of land
+ * (one Permit2 nonce signed for the exact and for the upto proxy) are one claim.
+ */
+const recordKey = (key: string) => `settlement:${key}`
 
 /**
  * Whether this payment was settled without a transaction (an `upto` usage of zero). Nothing on
@@ -23,7 +27,7 @@ export async function settledWithoutTransaction(adapter: SchemeAdapter, context:
   const key = adapter.settlementKey(context)
   if (key === undefined) return false
   try {
-    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey(adapter, key)), boundMs, 'reading the settlement record'))
+    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey(key)), boundMs, 'reading the settlement record'))
     // Whatever the fingerprint: the same authorization (its key) re-encoded (a key added, a number for a
     // string, the 64-byte form of the signature) is the same spent permit, and settle refuses it too.
     return record?.state === 'settled' && record.transaction === ''
@@ -38,6 +42,13 @@ export interface SettlementOptions {
   recordTtlMs?: number
   /** How often a call waiting for another call's settlement looks again. @default 25 */
   pollIntervalMs?: number
+  /**
+   * How long a claim or a broadcast stays its caller's without a renewal. The caller renews it
+   * (every third of it) while it lives, so a settle may take its whole budget; a caller that
+   * died (a crash, `kill -9`) leaves it to expire, and a retry then takes over within this
+   * time rather than after the settle budget. @default 5_000
+   */
+  leaseMs?: number
   /**
    * Longest wait for one store call; the settle's remaining budget bounds it
    * too. A store that fails or does not answer in time makes a settle that
@@ -85,6 +96,13 @@ interface SettleOnceInput {
 }
 
 const DAY_MS = 86_400_000
+const DEFAULT_LEASE_MS = 5_000
+// Below this a renewal (a store round trip every third of it) would be most of what a store does.
+const MIN_LEASE_MS = 300
+/** answerFromRecord's word that this call now holds the claim of a caller that is gone. */
+const TAKEN_OVER = Symbol('taken over')
+/** verifyForClaim's word that a racing call's record appeared while verifying. */
+const RACED = Symbol('raced')
 // How long a payment the holds refused waits before each fresh verify (see settleClaimed).
 const HOLD_RETRY_WAITS_MS = [50, 200, 800]
 const DEFAULT_MAX_PAYER_FAILURES = 3
@@ -93,21 +111,23 @@ const DEFAULT_PAYER_FAILURE_WINDOW_MS = 3_600_000
 /**
  * Settles a payment at most once, also across processes sharing the store:
  *
- * 1. A payment with a record is answered from it: a settled payment with
- *    `duplicate_settlement` and its transaction, a failed one with its
- *    transaction; a broadcast whose owner is gone is resumed (by one caller,
- *    under an atomic resume lock), one still owned is waited for. A record
- *    written by a different payment that shares the key (see
- *    payment-fingerprint.ts) is never answered as this payment's.
+ * 1. A payment with a record is answered from it: a repeat of a settled or
+ *    failed payment gets the answer of the call that settled it (`success`
+ *    with its transaction, or its failure); a different payment claiming the
+ *    same replay domain is refused `duplicate_settlement` naming the
+ *    transaction. A claim or broadcast whose caller is gone (its lease not
+ *    renewed) is taken over by one caller, under an atomic lock: a broadcast
+ *    is resumed, a claim that sent nothing is settled anew; one still owned
+ *    is waited for.
  * 2. Otherwise it is verified, then claimed with an atomic set-if-absent. The
- *    loser of a race waits for the winner, then gets `duplicate_settlement`
- *    with the winner's transaction.
+ *    loser of a race waits for the winner and gets its answer.
  * 3. The winner's adapter records the transaction id before sending it, so no
- *    crash or timeout after that point loses it.
+ *    crash or timeout after that point loses it; a journaled transaction that
+ *    never reached the chain is checked again and sent anew, never given up.
  *
- * So exactly one call per payment answers `success: true`: the one that saw
- * it confirmed. A resource server serves once per payment, however many
- * times a client replays the payment header at once.
+ * So a payment lands at most once, and every call for it learns how it
+ * landed. A resource server serves once per payment by verifying before it
+ * does the work, as the x402 flow does: a spent payment no longer verifies.
  *
  * Every store call is bounded by `storeTimeoutMs` and the remaining budget. A
  * store outage before the journal write is a `store_unavailable` fault and
@@ -119,7 +139,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const deadline = Date.now() + budgetMs
   const pollMs = options.pollIntervalMs ?? 25
   const recordTtlMs = options.recordTtlMs ?? 7 * DAY_MS
-  const lease = () => Date.now() + budgetMs
+  const leaseMs = Math.max(options.leaseMs ?? DEFAULT_LEASE_MS, MIN_LEASE_MS)
+  const lease = () => Date.now() + leaseMs
   const storeTimeoutMs = options.storeTimeoutMs ?? 5_000
   // A call past the deadline still gets 1 ms: it then fails as unavailable instead of never being tried.
   const bound = () => Math.min(storeTimeoutMs, deadline - Date.now())
@@ -138,8 +159,10 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     const verdict = await input.verify()
     return as('refused', settleFailure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer))
   }
-  const storeKey = recordKey(adapter, key)
+  const storeKey = recordKey(key)
   const fingerprint = await paymentFingerprint(context)
+  // This call's id in the records it holds the lease of.
+  const owner = randomId()
   const write = (record: SettlementRecord, ttlMs: number, boundMs = bound()) =>
     boundedStoreCall(
       () => store.set(storeKey, JSON.stringify({ ...(charged === undefined || record.state === 'claimed' ? {} : { amount: charged }), ...record, fingerprint }), { ttlMs }),
@@ -147,15 +170,18 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       `recording a ${record.state} settlement`,
     )
   const read = async () => decodeSettlementRecord(await boundedStoreCall(() => store.get(storeKey), bound(), 'reading the settlement record'))
-  const claim = () =>
-    boundedStoreCall(
-      () => store.set(storeKey, JSON.stringify({ state: 'claimed', leaseUntil: lease(), fingerprint }), { ifAbsent: true, ttlMs: budgetMs * 2 }),
-      bound(),
-      'claiming the payment',
-    )
-  // Best effort: a claim left behind expires after twice the budget.
-  const release = (boundMs = bound()) => boundedStoreCall(() => store.delete(storeKey), boundMs, 'releasing the claim').catch(() => undefined)
-  // Only the caller holding this lock resumes an orphaned broadcast; it expires with the budget.
+  const claim = async () => {
+    const record: SettlementRecord = { state: 'claimed', leaseUntil: lease(), fingerprint, owner }
+    const taken = await boundedStoreCall(() => store.set(storeKey, JSON.stringify(record), { ifAbsent: true, ttlMs: budgetMs * 2 }), bound(), 'claiming the payment')
+    if (taken) keeper.hold(record, budgetMs * 2)
+    return taken
+  }
+  // Best effort: a claim left behind expires with its lease (taken over) and its record after twice the budget.
+  const release = (boundMs = bound()) => {
+    keeper.letGo()
+    return keeper.serial(() => boundedStoreCall(() => store.delete(storeKey), boundMs, 'releasing the claim')).catch(() => undefined)
+  }
+  // Only the caller holding this lock takes over an orphaned claim or broadcast; it expires with the budget.
   const resumeLockKey = `${storeKey}:resume`
   const lockResume = () =>
     boundedStoreCall(() => store.set(resumeLockKey, '1', { ifAbsent: true, ttlMs: budgetMs }), bound(), 'locking the resume')
@@ -163,6 +189,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   // What this payment spends, once verified and claimed (see holdSpend).
   let spend: PayerSpend | undefined
   const unlockResume = () => boundedStoreCall(() => store.delete(resumeLockKey), storeTimeoutMs, 'unlocking the resume').catch(() => undefined)
+  const keeper = leaseKeeper({ leaseMs, owner, read, write })
 
   const failureBudget = options.payerFailures === false ? undefined : {
     maxFailures: options.payerFailures?.maxFailures ?? DEFAULT_MAX_PAYER_FAILURES,
@@ -176,6 +203,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   try {
     return await claimAndSettle()
   } finally {
+    keeper.letGo()
     reservation?.release()
   }
 
@@ -197,6 +225,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         reservation?.release()
         reservation = undefined
         const answer = await answerFromRecord(record)
+        if (answer === TAKEN_OVER) return settleAnew()
         if (answer) return answer
         if (Date.now() >= deadline) {
           const transaction = record.state === 'broadcast' ? record.transaction : ''
@@ -209,61 +238,133 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       // Before any work on a new payment: a saturated signer set answers signer_busy, nothing claimed.
       reservation ??= input.reserve?.()
       if (!verified) {
-        verifiedSince = Date.now()
-        verified = await input.verify()
-        if (!verified.isValid) {
-          // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
-          if (await read()) continue
-          return as('refused', settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer))
-        }
-        const suspended = await suspension(verified.payer)
-        if (suspended) return as('refused', suspended)
+        const refusal = await verifyForClaim()
+        if (refusal === RACED) continue
+        if (refusal) return refusal
       }
       // A claim that fails or times out counts as not taken: nothing is sent, the caller gets store_unavailable.
-      if (await claim()) return settleClaimed(verified.payer)
+      if (await claim()) return settleClaimed(verified!.payer)
     }
   }
 
-  /** Answers from a record, or `undefined` to wait for its owner. */
-  async function answerFromRecord(record: SettlementRecord): Promise<SettleResponse | undefined> {
-    if (record.fingerprint !== undefined && record.fingerprint !== fingerprint) {
-      return as('recorded', settleFailure(context, REJECTION.duplicateSettlement, 'this authorization was already used for a different payment', undefined))
-    }
-    switch (record.state) {
-      case 'settled':
-        // Already confirmed for an earlier call: the payment buys one answer, not one per replay.
-        return as(
-          'recorded',
-          settleFailure(
-            context,
-            REJECTION.duplicateSettlement,
-            record.transaction === ''
-              ? 'this payment was already settled by an earlier call, for a usage of zero (no transaction)'
-              : 'this payment was already settled by an earlier call; transaction is its settlement',
-            record.payer,
-            record.transaction,
-          ),
-        )
-      case 'failed':
-        return as('recorded', settleFailure(context, record.errorReason, record.errorMessage, record.payer, record.transaction))
-      case 'claimed':
-        return undefined
-      case 'broadcast': {
-        if (record.leaseUntil > Date.now()) return undefined
-        // One caller resumes (the lock is an atomic set-if-absent); the others wait for its
-        // outcome. A store that cannot lock or take the lease answers the known transaction.
-        try {
-          if (!(await lockResume())) return undefined
-          await write({ ...record, leaseUntil: lease() }, recordTtlMs)
-        } catch {
-          return as('recorded', pending(record.transaction, undefined))
-        }
-        try {
-          return as('resumed', await finishSafely(await resumeSafely(record), record))
-        } finally {
-          void unlockResume()
-        }
+  /** Verifies before claiming; answers the refusal, `RACED` when a racing call's record appeared meanwhile, or nothing when valid. */
+  async function verifyForClaim(): Promise<SettleResponse | typeof RACED | undefined> {
+    verifiedSince = Date.now()
+    verified = await input.verify()
+    if (!verified.isValid) {
+      // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
+      if (await read()) {
+        verified = undefined
+        return RACED
       }
+      return as('refused', settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer))
+    }
+    return suspension(verified.payer).then((suspended) => suspended && as('refused', suspended))
+  }
+
+  /**
+   * Settles under a claim this call took over (an orphaned claim that sent nothing, or a journaled
+   * transaction that never reached the chain): the payment is verified again, so only one still
+   * unspent and valid is sent; one the chain shows spent or expired is recorded failed with why.
+   */
+  async function settleAnew(): Promise<SettleResponse> {
+    try {
+      reservation ??= input.reserve?.()
+      verified = undefined
+      verifiedSince = Date.now()
+      verified = await input.verify()
+      if (!verified.isValid) {
+        const refused = settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
+        keeper.letGo()
+        await keeper.serial(() => write({ state: 'failed', transaction: '', errorReason: refused.errorReason!, errorMessage: refused.errorMessage, payer: refused.payer }, recordTtlMs))
+        return as('resumed', refused)
+      }
+      return await settleClaimed(verified.payer)
+    } catch (error) {
+      // Nothing was sent by this call: the claim is left to expire for a later retry.
+      keeper.letGo()
+      throw error
+    } finally {
+      void unlockResume()
+    }
+  }
+
+  /** Answers from a record, `undefined` to wait for its owner, or `TAKEN_OVER` when this call now holds the claim. */
+  async function answerFromRecord(record: SettlementRecord): Promise<SettleResponse | typeof TAKEN_OVER | undefined> {
+    const samePayment = record.fingerprint === undefined || record.fingerprint === fingerprint
+    if (record.state === 'claimed' || record.state === 'broadcast') {
+      if (record.leaseUntil > Date.now()) return undefined
+      return takeOver(record, samePayment)
+    }
+    if (!samePayment) {
+      const transaction = record.transaction
+      return as(
+        'recorded',
+        settleFailure(
+          context,
+          REJECTION.duplicateSettlement,
+          transaction
+            ? 'a different payment already used this authorization; transaction is its settlement'
+            : 'a different payment already used this authorization',
+          undefined,
+          transaction,
+        ),
+      )
+    }
+    if (record.state === 'settled') {
+      // The same payment again (a retry after a lost answer): the answer of the call that settled it.
+      return as('recorded', { success: true, transaction: record.transaction, network: context.wireNetwork, ...(record.payer ? { payer: record.payer } : {}) })
+    }
+    return as('recorded', settleFailure(context, record.errorReason, record.errorMessage, record.payer, record.transaction))
+  }
+
+  /**
+   * Takes over a claim or broadcast whose caller stopped renewing its lease. One caller does (the
+   * lock is an atomic set-if-absent); the others wait for its outcome. A store that cannot lock or
+   * write answers the known transaction (a broadcast) or waits (a claim).
+   */
+  async function takeOver(record: SettlementRecord & { state: 'claimed' | 'broadcast' }, samePayment: boolean): Promise<SettleResponse | typeof TAKEN_OVER | undefined> {
+    if (record.state === 'claimed') {
+      // Nothing was sent under that claim: whoever comes next settles, after a fresh verify.
+      try {
+        if (!(await lockResume())) return undefined
+        const again = await read()
+        if (again?.state !== 'claimed' || again.leaseUntil > Date.now()) {
+          void unlockResume()
+          return undefined
+        }
+        const claimed: SettlementRecord = { state: 'claimed', leaseUntil: lease(), fingerprint, owner }
+        await write(claimed, budgetMs * 2)
+        keeper.hold(claimed, budgetMs * 2)
+        return TAKEN_OVER
+      } catch {
+        void unlockResume()
+        return undefined
+      }
+    }
+    if (!samePayment) {
+      // Another payment's transaction is out: this one may not land besides it.
+      return as('recorded', settleFailure(context, REJECTION.duplicateSettlement, 'a different payment already used this authorization; transaction is its settlement', undefined, record.transaction))
+    }
+    try {
+      if (!(await lockResume())) return undefined
+      const resumed: SettlementRecord = { ...record, leaseUntil: lease(), owner }
+      await write(resumed, recordTtlMs)
+      keeper.hold(resumed, recordTtlMs)
+    } catch {
+      return as('recorded', pending(record.transaction, undefined))
+    }
+    let unlock = true
+    try {
+      const result = await resumeSafely(record)
+      if (result.errorReason === REJECTION.transactionDropped) {
+        // The transaction never reached the chain: the payment is checked and sent anew (settleAnew unlocks).
+        unlock = false
+        return TAKEN_OVER
+      }
+      return as('resumed', await finishSafely(result, record))
+    } finally {
+      if (unlock) void unlockResume()
     }
   }
 
@@ -376,7 +477,11 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     const work = adapter.settle(context, {
       async broadcasting(record) {
         if (abandoned) throw new FacilitatorError('timeout', 'the settle ran out of its time budget before sending; nothing was sent')
-        const writing = write({ state: 'broadcast', ...record, leaseUntil: lease() }, recordTtlMs).then(
+        // A call that lost its claim (it stalled past its lease and another call took over) sends nothing.
+        if (!(await keeper.stillOwned())) throw new FacilitatorError('timeout', 'this call lost its claim on the payment to another call while stalled; nothing was sent')
+        const broadcast: SettlementRecord = { state: 'broadcast', ...record, leaseUntil: lease(), owner }
+        keeper.hold(broadcast, recordTtlMs)
+        const writing = keeper.serial(() => write(broadcast, recordTtlMs)).then(
           () => {
             sent = record
           },
@@ -396,7 +501,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         // Settled with nothing to send (an upto payment whose usage is zero): the claim stays, as a
         // settlement, so the same authorization is never charged later with another amount.
         closeSpend(false)
-        await write({ state: 'settled', transaction: '', payer: result.payer }, recordTtlMs).catch(() => undefined)
+        keeper.letGo()
+        await keeper.serial(() => write({ state: 'settled', transaction: '', payer: result.payer }, recordTtlMs)).catch(() => undefined)
         return as('sent', result)
       }
       if (!sent) {
@@ -420,7 +526,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         throw journalFault ?? error
       }
       // The transaction may be on its way: keep its id and let a later call resume it.
-      void write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs, storeTimeoutMs).catch(() => undefined)
+      keeper.letGo()
+      const left = sent
+      void keeper.serial(() => write({ state: 'broadcast', ...left, leaseUntil: 0 }, recordTtlMs, storeTimeoutMs)).catch(() => undefined)
       return as('sent', pending(sent.transaction, payer))
     }
   }
@@ -445,15 +553,18 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /** Stores the outcome of a broadcast transaction and returns the answer. */
   async function finish(result: SettleResponse, sent: BroadcastRecord): Promise<SettleResponse> {
     const transaction = result.transaction || sent.transaction
+    keeper.letGo()
     if (result.success) {
-      await write({ state: 'settled', transaction, payer: result.payer }, recordTtlMs)
+      await keeper.serial(() => write({ state: 'settled', transaction, payer: result.payer }, recordTtlMs))
     } else if (result.errorReason === REJECTION.settlementPending) {
-      await write({ state: 'broadcast', ...sent, leaseUntil: 0 }, recordTtlMs)
+      await keeper.serial(() => write({ state: 'broadcast', transaction: sent.transaction, ...(sent.raw === undefined ? {} : { raw: sent.raw }), leaseUntil: 0 }, recordTtlMs))
     } else {
       void countFailure(result)
-      await write(
-        { state: 'failed', transaction, errorReason: result.errorReason ?? REJECTION.transactionFailed, errorMessage: result.errorMessage, payer: result.payer },
-        recordTtlMs,
+      await keeper.serial(() =>
+        write(
+          { state: 'failed', transaction, errorReason: result.errorReason ?? REJECTION.transactionFailed, errorMessage: result.errorMessage, payer: result.payer },
+          recordTtlMs,
+        ),
       )
     }
     return { ...result, transaction }
@@ -474,3 +585,77 @@ function identity(value: string): string {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const randomId = () => globalThis.crypto.randomUUID()
+
+interface LeaseKeeperInput {
+  leaseMs: number
+  owner: string
+  read(): Promise<SettlementRecord | undefined>
+  write(record: SettlementRecord, ttlMs: number): Promise<boolean>
+}
+
+/**
+ * Keeps the lease of the record a settle call holds (a claim, a broadcast) while the call lives:
+ * every third of the lease it checks the record is still its own and writes it back with a new
+ * lease. A settle that ends within a third of the lease (nearly all) never renews. Every write of
+ * the call goes through `serial`, so a renewal never lands after the write that ended the lease.
+ */
+function leaseKeeper(input: LeaseKeeperInput) {
+  let held: { record: SettlementRecord & { leaseUntil: number }; ttlMs: number } | undefined
+  let lost = false
+  let timer: ReturnType<typeof setInterval> | undefined
+  let queue: Promise<unknown> = Promise.resolve()
+  const serial = <T>(job: () => Promise<T>): Promise<T> => {
+    const run = queue.then(job, job)
+    queue = run.catch(() => undefined)
+    return run
+  }
+  const letGo = () => {
+    held = undefined
+    if (timer) clearInterval(timer)
+    timer = undefined
+  }
+  const renew = () => {
+    const current = held
+    if (!current) return
+    void serial(async () => {
+      if (held !== current) return
+      const now = await input.read()
+      if (held !== current) return
+      if (!now || !('owner' in now) || now.owner !== input.owner) {
+        lost = true
+        letGo()
+        return
+      }
+      const renewed = { ...current.record, leaseUntil: Date.now() + input.leaseMs }
+      await input.write(renewed, current.ttlMs)
+      if (held === current) held = { record: renewed, ttlMs: current.ttlMs }
+    }).catch(() => undefined)
+  }
+  return {
+    serial,
+    letGo,
+    /** From now on this call holds `record`'s lease. */
+    hold(record: SettlementRecord, ttlMs: number) {
+      if (record.state !== 'claimed' && record.state !== 'broadcast') return
+      held = { record, ttlMs }
+      if (!timer) {
+        timer = setInterval(renew, Math.max(1, Math.floor(input.leaseMs / 3)))
+        ;(timer as { unref?: () => void }).unref?.()
+      }
+    },
+    /**
+     * Whether the record is still this call's. Free while the lease has not run out by this
+     * process's clock; past it (the call stalled), the store is asked.
+     */
+    async stillOwned(): Promise<boolean> {
+      if (lost) return false
+      if (!held || held.record.leaseUntil > Date.now()) return true
+      return serial(async () => {
+        const now = await input.read()
+        return !!now && 'owner' in now && now.owner === input.owner
+      }).catch(() => false)
+    },
+  }
+}

@@ -2,18 +2,22 @@ import * as z from 'zod'
 
 /**
  * What the store remembers of one payment's settlement, keyed by the adapter's
- * settlement key. `leaseUntil` says until when the call that wrote it is still
- * working on it; past that, another call may take over (resume).
+ * settlement key (the payment's on-chain replay domain). `leaseUntil` says until
+ * when the call that wrote it is still working on it: the call renews it while it
+ * lives; past that, another call may take over (resume a broadcast, or claim anew
+ * a claim that sent nothing).
  * `fingerprint` (see payment-fingerprint.ts) tells the payment that wrote the
  * record from another request that happens to share its key.
  */
 const fingerprint = z.string().optional()
+/** Which call holds the lease (a random id per settle call): a call that lost it to a takeover sends nothing. */
+const owner = z.string().optional()
 /** What the settlement charges, in atomic units, where the settle request sets it (`upto`: the usage). */
 const amount = z.string().optional()
 
 export const settlementRecordSchema = z.discriminatedUnion('state', [
   /** Claimed; nothing has left the process yet. */
-  z.object({ state: z.literal('claimed'), leaseUntil: z.number(), fingerprint }),
+  z.object({ state: z.literal('claimed'), leaseUntil: z.number(), fingerprint, owner }),
   /** Sent (or about to be); the outcome is not known yet. */
   z.object({
     state: z.literal('broadcast'),
@@ -22,6 +26,7 @@ export const settlementRecordSchema = z.discriminatedUnion('state', [
     leaseUntil: z.number(),
     fingerprint,
     amount,
+    owner,
   }),
   /** Confirmed on chain. */
   z.object({ state: z.literal('settled'), transaction: z.string(), payer: z.string().optional(), fingerprint, amount }),

@@ -2,7 +2,8 @@ import type { PaymentContext } from '../core/adapter.js'
 
 /**
  * What one payment is, beyond its settlement key: network, asset, recipient,
- * amount and the scheme payload. Two requests with the same key (the same EVM
+ * amount (for `upto`, the usage the settle request charges: the same permit
+ * charged another usage is another payment) and the scheme payload. Two requests with the same key (the same EVM
  * authorization nonce, the same Solana message) but a different fingerprint
  * are different payments, and the second is never answered with the first's
  * settlement. Hex strings are compared case-insensitively and object keys in
@@ -10,7 +11,7 @@ import type { PaymentContext } from '../core/adapter.js'
  */
 export async function paymentFingerprint(ctx: PaymentContext): Promise<string> {
   const text = JSON.stringify(
-    canonical({ network: ctx.network, asset: ctx.asset, payTo: ctx.payTo, amount: fingerprintAmount(ctx), payload: ctx.payload.payload }),
+    canonical({ network: ctx.network, asset: ctx.asset, payTo: ctx.payTo, amount: ctx.amount.toString(), payload: ctx.payload.payload }),
   )
   if (nodeSha256) return nodeSha256(text)
   // The core also runs in workers and edge runtimes, where WebCrypto is what there is.
@@ -18,18 +19,6 @@ export async function paymentFingerprint(ctx: PaymentContext): Promise<string> {
   let hex = ''
   for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, '0')
   return hex
-}
-
-/**
- * The amount that identifies the payment: for `upto` the maximum the client accepted (a settle
- * request carries the usage, which a repeat of the same authorization may state differently).
- */
-function fingerprintAmount(ctx: PaymentContext): string {
-  if (ctx.scheme === 'upto' && ctx.payload.x402Version === 2) {
-    const accepted = (ctx.payload.accepted as { amount?: unknown }).amount
-    if (typeof accepted === 'string') return accepted
-  }
-  return ctx.amount.toString()
 }
 
 type NodeCrypto = { createHash(algorithm: string): { update(text: string): { digest(encoding: 'hex'): string } } }

@@ -105,8 +105,8 @@ describe('exactEvm settle', () => {
     const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
     const first = await facilitator.settle(body(paymentPayload, requirements))
     expect(first.success).toBe(true)
-    // The same facilitator answers the original hash from its record, as a duplicate: one success per payment.
-    expect(await facilitator.settle(body(paymentPayload, requirements))).toEqual({ ...first, success: false, errorReason: 'duplicate_settlement', errorMessage: expect.any(String) })
+    // The same facilitator answers the original outcome from its record (a retry after a lost answer).
+    expect(await facilitator.settle(body(paymentPayload, requirements))).toEqual(first)
     const stranger = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
     const replay = await stranger.settle(body(paymentPayload, requirements))
     expect(replay).toMatchObject({ success: false, errorReason: EVM_REJECTION.nonceUsed, transaction: '' })
@@ -121,8 +121,7 @@ describe('exactEvm settle', () => {
     const before = await world.node.publicClient.getBlockNumber()
     const answers = await Promise.all(Array.from({ length: 12 }, () => facilitator.settle(body(paymentPayload, requirements))))
     const hashes = new Set(answers.map((a) => a.transaction))
-    expect(answers.filter((a) => a.success)).toHaveLength(1)
-    expect(answers.filter((a) => !a.success).every((a) => a.errorReason === 'duplicate_settlement')).toBe(true)
+    expect(answers.every((a) => a.success)).toBe(true)
     expect(hashes.size).toBe(1)
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
     // Only one transaction of this payer's authorization reached the chain.

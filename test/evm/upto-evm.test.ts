@@ -12,7 +12,7 @@ import { createFacilitator, REJECTION } from '../../src/index.js'
 import { dispatch } from '../../src/core/context.js'
 import { createRegistry } from '../../src/core/registry.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
-import { evmSchemes, PERMIT2_ADDRESS, uptoPermitWitnessTransferFromTypes, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
+import { evmSchemes, PERMIT2_ADDRESS, permitWitnessTransferFromTypes, uptoPermitWitnessTransferFromTypes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
 import type { BroadcastRecord } from '../../src/core/adapter.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
@@ -51,13 +51,13 @@ async function officialPayload(payer: LocalAccount, requirements: PaymentRequire
 }
 
 /** A payload signed here to the spec's typed data (witness: to, facilitator, validAfter). */
-async function ownPayload(payer: Pick<LocalAccount, 'address' | 'signTypedData'>, requirements: PaymentRequirementsV2, change: { facilitator?: Hex; spender?: Hex; amount?: bigint } = {}): Promise<PaymentPayload> {
+async function ownPayload(payer: Pick<LocalAccount, 'address' | 'signTypedData'>, requirements: PaymentRequirementsV2, change: { facilitator?: Hex; spender?: Hex; amount?: bigint; nonce?: bigint } = {}): Promise<PaymentPayload> {
   const now = BigInt(Math.floor(Date.now() / 1000))
   const fields = {
     from: payer.address,
     permitted: { token: requirements.asset as Hex, amount: change.amount ?? BigInt(requirements.amount) },
     spender: change.spender ?? X402_UPTO_PERMIT2_PROXY,
-    nonce: BigInt(`0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex')}`),
+    nonce: change.nonce ?? randomNonce(),
     deadline: now + 300n,
     witness: { to: requirements.payTo as Hex, facilitator: change.facilitator ?? (facilitatorAddress as Hex), validAfter: 0n },
   }
@@ -82,6 +82,36 @@ async function ownPayload(payer: Pick<LocalAccount, 'address' | 'signTypedData'>
       },
     },
   } as PaymentPayload
+}
+
+const randomNonce = () => BigInt(`0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex')}`)
+
+/** An `exact` payment through Permit2 (the exact proxy as spender), signed here with the given Permit2 nonce. */
+async function exactPermit2Payload(payer: LocalAccount, nonce: bigint, amount: bigint) {
+  const requirements = world.requirementsV2({ amount: amount.toString(), extra: { name: world.token.name, version: world.token.version, assetTransferMethod: 'permit2' } })
+  const fields = {
+    permitted: { token: requirements.asset as Hex, amount },
+    spender: X402_EXACT_PERMIT2_PROXY,
+    nonce,
+    deadline: BigInt(Math.floor(Date.now() / 1000) + 300),
+    witness: { to: requirements.payTo as Hex, validAfter: 0n },
+  }
+  const signature = await payer.signTypedData({
+    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: permitWitnessTransferFromTypes,
+    primaryType: 'PermitWitnessTransferFrom',
+    message: fields,
+  })
+  const text = (v: bigint) => v.toString()
+  const permit2Authorization = {
+    from: payer.address,
+    permitted: { token: fields.permitted.token, amount: text(amount) },
+    spender: fields.spender,
+    nonce: text(nonce),
+    deadline: text(fields.deadline),
+    witness: { to: fields.witness.to, validAfter: '0' },
+  }
+  return { requirements, paymentPayload: { x402Version: 2, accepted: requirements, payload: { signature, permit2Authorization } } as PaymentPayload }
 }
 
 /** The context the core hands an adapter for this payment and these requirements (its routing checks passed). */
@@ -184,6 +214,42 @@ describe('evmSchemes: upto through Permit2', () => {
     expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before)
   })
 
+  it('one Permit2 nonce signed for the exact and for the upto proxy, settled at once: one claim, one transaction, none reverted', async () => {
+    const payer = await uptoPayer()
+    const nonce = randomNonce()
+    const upto = uptoRequirements()
+    const uptoPayload = await ownPayload(payer, upto, { nonce })
+    const exact = await exactPermit2Payload(payer, nonce, 3000n)
+    // Each verifies valid alone: Permit2 has not spent the nonce yet.
+    expect(await facilitator.verify(body(uptoPayload, upto))).toMatchObject({ isValid: true })
+    expect(await facilitator.verify(body(exact.paymentPayload, exact.requirements))).toMatchObject({ isValid: true })
+    const sent = await sentByFacilitator()
+    const before = await tokenBalance(world.node, world.token, world.payTo)
+    const answers = await Promise.all([facilitator.settle(body(exact.paymentPayload, exact.requirements)), facilitator.settle(body(uptoPayload, used(upto, '1000')))])
+    const landed = answers.filter((a) => a.success)
+    expect(landed).toHaveLength(1)
+    // The other is refused before anything is sent, naming the settlement that spent the nonce.
+    expect(answers.find((a) => !a.success)).toMatchObject({ errorReason: REJECTION.duplicateSettlement, transaction: landed[0]!.transaction })
+    expect(await sentByFacilitator()).toBe(sent + 1)
+    const receipt = await world.node.publicClient.getTransactionReceipt({ hash: landed[0]!.transaction as Hex })
+    expect(receipt.status).toBe('success')
+    const moved = (await tokenBalance(world.node, world.token, world.payTo)) - before
+    expect([1000n, 3000n]).toContain(moved)
+  })
+
+  it('a Permit2 nonce spent by an upto usage of zero no longer verifies as an exact payment either', async () => {
+    const payer = await uptoPayer()
+    const nonce = randomNonce()
+    const upto = uptoRequirements()
+    const uptoPayload = await ownPayload(payer, upto, { nonce })
+    expect(await facilitator.settle(body(uptoPayload, used(upto, '0')))).toMatchObject({ success: true, transaction: '', amount: '0' })
+    const exact = await exactPermit2Payload(payer, nonce, 3000n)
+    const sent = await sentByFacilitator()
+    expect(await facilitator.verify(body(exact.paymentPayload, exact.requirements))).toMatchObject({ isValid: false, invalidReason: REJECTION.duplicateSettlement })
+    expect(await facilitator.settle(body(exact.paymentPayload, exact.requirements))).toMatchObject({ success: false, errorReason: REJECTION.duplicateSettlement })
+    expect(await sentByFacilitator()).toBe(sent)
+  })
+
   it('refuses a usage above the maximum before sending anything (invalid_upto_evm_payload_settlement_exceeds_amount)', async () => {
     const payer = await uptoPayer()
     const requirements = uptoRequirements()
@@ -252,7 +318,7 @@ describe('evmSchemes: upto through Permit2', () => {
     expect(await transfersOf(landed[0]!.transaction)).toHaveLength(1)
   })
 
-  it('past the receipt bound answers settlement_pending with the usage and the hash; a later settle finishes it, another amount cannot change it', async () => {
+  it('past the receipt bound answers settlement_pending with the usage and the hash; a later settle finishes it, another amount is another payment and cannot change it', async () => {
     const patient = createFacilitator({ schemes: evmSchemes(world.adapterConfig({ receiptTimeoutMs: 300 })) })
     const payer = await uptoPayer()
     const requirements = uptoRequirements()
@@ -265,16 +331,17 @@ describe('evmSchemes: upto through Permit2', () => {
       // While it is pending, a settle of the same permit for another amount sends nothing new.
       const sent = await sentByFacilitator()
       const other = await patient.settle(body(paymentPayload, used(requirements, '999')))
-      // It answers the transaction in flight, and what that transaction charges (not the 999 it asked).
-      expect(other).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, transaction: pending.transaction, amount: '777' })
+      // Another usage of the same permit is another payment: refused, naming the transaction in flight.
+      expect(other).toMatchObject({ success: false, errorReason: REJECTION.duplicateSettlement, transaction: pending.transaction, amount: '0' })
       expect(await sentByFacilitator()).toBe(sent)
     } finally {
       await world.node.testClient.setAutomine(true)
     }
     expect(pending).toMatchObject({ success: false, errorReason: REJECTION.settlementPending, payer: payer.address, amount: '777', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) })
     await world.node.testClient.mine({ blocks: 1 })
-    // Finished by a call that states another usage: the answer is what the transaction charged.
-    expect(await patient.settle(body(paymentPayload, used(requirements, '999')))).toMatchObject({ success: true, transaction: pending.transaction, payer: payer.address, amount: '777' })
+    // Finished by the retry of the same request; another usage still cannot claim it.
+    expect(await patient.settle(body(paymentPayload, used(requirements, '777')))).toMatchObject({ success: true, transaction: pending.transaction, payer: payer.address, amount: '777' })
+    expect(await patient.settle(body(paymentPayload, used(requirements, '999')))).toMatchObject({ success: false, errorReason: REJECTION.duplicateSettlement, transaction: pending.transaction })
     expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(before + 777n)
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 777n)
     expect(await transfersOf(pending.transaction)).toHaveLength(1)

@@ -208,7 +208,7 @@ describe('x402-facilitator command', () => {
     const again = await start(sqliteEnv())
     try {
       const retry = await post(`${again.url}/settle`, body)
-      expect(retry.json).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: answer.json.transaction })
+      expect(retry.json).toMatchObject({ success: true, transaction: answer.json.transaction })
       // The ledger survived the restart, and is served only with a token.
       expect((await fetch(`${again.url}/ledger`)).status).toBe(401)
       const ledger = (await (await fetch(`${again.url}/ledger`, { headers: auth })).json()) as { entries: { transaction?: string; status: string }[] }

@@ -40,7 +40,7 @@ describe('node:http example with a data directory', () => {
     await first.data.close()
 
     const second = await start()
-    expect(await post(second.server.url)).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: settled.transaction })
+    expect(await post(second.server.url)).toMatchObject({ success: true, transaction: settled.transaction })
     expect((await fetch(`${second.server.url}/ledger`)).status).toBe(401)
     const page = ledgerPageSchema.parse(await (await fetch(`${second.server.url}/ledger`, { headers: { authorization: 'Bearer ops' } })).json())
     expect(page.entries.map((e) => [e.status, e.transaction])).toEqual([['settled', settled.transaction]])

@@ -65,12 +65,12 @@ export function describeCrashMidSettle(store: CrashStore): void {
   })
 
   /** Starts the facilitator process and resolves with its URL once it listens (bounded). */
-  async function startFacilitatorProcess(): Promise<{ url: string; child: ChildProcess }> {
+  async function startFacilitatorProcess(extraEnv: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
     const signer = world.signers[0]!
     const privateKey = 'getHdKey' in signer ? toHex((signer as { getHdKey(): { privateKey: Uint8Array | null } }).getHdKey().privateKey!) : undefined
     if (!privateKey) throw new Error('the fixture signer has no key to hand over')
     const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT], {
-      env: { ...process.env, RPC_URL: world.node.rpcUrl, FACILITATOR_KEY: privateKey, ...started!.env, SETTLE_MS: String(SETTLE_MS) },
+      env: { ...process.env, RPC_URL: world.node.rpcUrl, FACILITATOR_KEY: privateKey, ...started!.env, SETTLE_MS: String(SETTLE_MS), ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     children.add(child)
@@ -162,9 +162,9 @@ export function describeCrashMidSettle(store: CrashStore): void {
       timeline.push(`${at()} retried settle answered in ${retried.ms.toFixed(0)} ms: ${retried.text}`)
       expect(retried.status).toBe(200)
       expect(retried.json).toMatchObject({ success: true, transaction: record.transaction, payer: payer.address })
-      // Asked again: the same transaction straight from the record, as a duplicate (one success per payment).
+      // Asked again: the same answer straight from the record (a retry after a lost answer learns how it landed).
       const again = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
-      expect(again.json).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: record.transaction })
+      expect(again.json).toMatchObject({ success: true, transaction: record.transaction })
 
       // Exactly one transfer on chain, and one transaction from the facilitator's key.
       const used = await authorizationsUsed(world, payer.address, fromBlock)
@@ -177,6 +177,48 @@ export function describeCrashMidSettle(store: CrashStore): void {
       await started!.afterRetry?.({ transaction: record.transaction, payer })
       second.child.kill('SIGKILL')
       console.info(`[${store.names.log}] timeline\n  ${timeline.join('\n  ')}`)
+    })
+
+    it(`SIGKILL between the journal and the send, the signer's nonce taken after restart: the retry checks the payment again and sends it anew`, async () => {
+      const signer = world.signers[0]!.address
+      const payer = await world.newPayer(1_000_000n)
+      const requirements = world.requirementsV2({ amount: '1700' })
+      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+
+      // Process 1 dies right after its journal write: the transaction never leaves it.
+      const first = await startFacilitatorProcess({ CRASH_AFTER_JOURNAL: '1' })
+      const exited = new Promise((resolve) => first.child.once('exit', resolve))
+      const lost = await postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')
+      await exited
+      expect(lost).toBe('lost')
+      const record = await waitForBroadcastRecord(2_000)
+      expect(await world.node.publicClient.getTransaction({ hash: record.transaction as Hex }).catch(() => undefined)).toBeUndefined()
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore)
+
+      // Process 2 settles another payment first: it takes the signer nonce the journaled transaction carries.
+      const second = await startFacilitatorProcess()
+      const otherPayer = await world.newPayer(1_000_000n)
+      const otherRequirements = world.requirementsV2({ amount: '300' })
+      const other = await postJson(`${second.url}/settle`, body(await signExactEvmPayment({ signer: otherPayer, requirements: otherRequirements }), otherRequirements))
+      expect(other.json).toMatchObject({ success: true })
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 1)
+
+      // The retry: the journaled bytes can never land; the authorization is still unspent, so it is sent anew.
+      const retried = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
+      expect(retried.json).toMatchObject({ success: true, payer: payer.address })
+      expect((retried.json as { transaction: string }).transaction).not.toBe(record.transaction)
+      // Within the lease of the dead process (5 s) and a settle, not the settle budget.
+      expect(retried.ms).toBeLessThan(8_000)
+      expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1700n + 300n)
+      expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1700n)
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 2)
+      // And its retry learns the same outcome, nothing sent again.
+      const again = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
+      expect(again.json).toMatchObject({ success: true, transaction: (retried.json as { transaction: string }).transaction })
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 2)
+      second.child.kill('SIGKILL')
     })
   })
 }

@@ -4,6 +4,7 @@ import { ERC1271_MAGIC_VALUE } from './abi.js'
 import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
 import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
 import { kindByRecovery, transferCalldata, type PreparedPayment } from './prepare-payment.js'
+import { PAYEE_PROBE_GAS, probePayeeCredit } from './payee-probe.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 import {
@@ -88,7 +89,11 @@ const CHECKS_GAS = 100_000n
  * - A token outside that table, and an `erc1271` signature, are priced by
  *   `eth_estimateGas` of the exact settlement call, in the same batch, capped by
  *   `maxSettlementGas`: that estimate is the simulation (the token's code may burn
- *   any gas, or behave otherwise when called by Multicall3).
+ *   any gas, or behave otherwise when called by Multicall3). A token outside the
+ *   table also has, in the same batch, the proof of what reaches `payTo`: the calls
+ *   settle sends run as its signer between two reads of `payTo`'s balance, which must
+ *   rise by exactly the value (see probePayeeCredit; a fee-on-transfer, rebasing or
+ *   hook token is refused with `invalid_exact_evm_payee_amount_mismatch`).
  * - A known token's payer with code (a smart wallet signing with its owner's key, an
  *   EIP-7702 account): a token that checks signatures as USDC v2.2 does runs the
  *   payer's `isValidSignature`, at our expense, so the payment is priced and proven
@@ -154,6 +159,17 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
   const estimate = pricing === 'estimate' ? estimateSettlementGas(runtime, sender, transfer, options.maxSettlementGas) : undefined
   // Settle prices an ERC-6492 wallet again once it is deployed; this tells a price above the caps before anything is sent.
   const deploymentEstimates = deployment ? estimateDeployment(runtime, sender, deployment, transfer, options) : undefined
+  // A token outside the known table: the calls settle sends (an undeployed wallet's deployment first), run as
+  // the signer between two reads of payTo's balance (see probePayeeCredit), in the same batch.
+  const credit = payment.payee
+    ? probePayeeCredit(
+        runtime,
+        sender,
+        deployment ? [{ to: deployment.factory, data: deployment.data }, transfer] : [transfer],
+        payment.payee,
+        (deployment ? options.maxDeploymentGas + options.maxSettlementGas : options.maxSettlementGas) + PAYEE_PROBE_GAS,
+      )
+    : undefined
 
   const again = async (): Promise<ChainVerdict> => check(runtime, payment, { ...options, sender: { ...sender, fees: await options.renewFees() } }, priceByEstimate, true)
   let raw: Hex | undefined
@@ -245,6 +261,16 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
     if (signatureAt !== undefined && !isMagicValue(at(signatureAt))) return verdict(badSignature, payment, balance, undefined, walletDeployed)
     const reverted = said.reverted ?? simulationRejection
     if (reverted) return verdict(reverted, payment, balance, undefined, walletDeployed)
+    if (credit) {
+      // Last: a payment that fails anything else is named by that (its transfer reverts in the probe too).
+      const proven = await credit
+      if ('fault' in proven) throw proven.fault
+      if ('staleFees' in proven) {
+        if (feesRenewed) throw new FacilitatorError('rpc_error', 'proving what the payee receives: the node refused a fresh fee quote as below its base fee')
+        return again()
+      }
+      if (proven.rejection) return verdict(proven.rejection, payment, balance, undefined, walletDeployed)
+    }
     return verdict(undefined, priceByEstimate ? { ...payment, kind: 'erc1271' } : payment, balance, said.gas, walletDeployed)
   }
 

@@ -19,6 +19,7 @@ import { chargedBy, parseUptoPayload, prepareUpto, uptoSettleCalldata, type Upto
 import { checkPermit2State, exactSettleCalldata, parsePermit2Payload, preparedWindow, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
 import { isPermit2Payload } from './permit2-payload-kind.js'
 import { toRpcFault } from './rpc-fault.js'
+import type { PayeeCredit } from './asset-policy.js'
 import { EIP2612_GAS_SPONSORING } from './eip2612-extension.js'
 import type { ReceiptOutcome } from './receipt-poller.js'
 import { pickSigner, resend, signAndSend } from './send-transaction.js'
@@ -238,13 +239,14 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
    * gas limit (the limit verify simulated it with; unused gas is not paid for), then awaits it. The
    * transaction runs as `eth_call` exactly as it will be sent (this signer, these fees, that limit)
    * first, unless the verify the core ran just before this settle ran that very call (same signer,
-   * fees and calldata): only the chain may have moved since, as for an EIP-3009 payment.
+   * fees and calldata): only the chain may have moved since, as for an EIP-3009 payment. With
+   * `call.payee` (a token outside the known table) that simulation also proves what reaches payTo.
    */
   async function sendProxySettlement(
     ctx: PaymentContext,
     runtime: NetworkRuntime,
     slot: SignerSlot,
-    call: { to: Address; data: Hex },
+    call: { to: Address; data: Hex; payee: PayeeCredit | undefined },
     verified: VerifiedSimulation,
     journal: Parameters<SchemeAdapter['settle']>[1],
     kind: { asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
@@ -255,14 +257,14 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const gas = maxSettlementGas
     let sendFees = fees
     if (!(verified.from === from && verified.data === call.data && sameFees(verified.fees, fees) && Date.now() - verified.at <= SIMULATION_REUSE_MS)) {
-      const simulated = await simulateSettlement(runtime, { from, fees }, { ...call, gas }, ctx.signal, runtime.freshFees).catch((error: unknown) =>
+      const simulated = await simulateSettlement(runtime, { from, fees }, { to: call.to, data: call.data, gas }, ctx.signal, runtime.freshFees, call.payee).catch((error: unknown) =>
         Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
       )
       if (simulated.rejection) return failure(ctx, kind.asRejection(simulated.rejection), payer)
       sendFees = simulated.fees
     }
     const sentAt = performance.now()
-    const sent = await signAndSend(runtime, slot, { ...call, gas, fees: sendFees }, ctx.signal, (record) => journal.broadcasting(record))
+    const sent = await signAndSend(runtime, slot, { to: call.to, data: call.data, gas, fees: sendFees }, ctx.signal, (record) => journal.broadcasting(record))
     const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
     if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
     return answer(ctx, sent.hash, outcome, payer)
@@ -286,7 +288,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const slot = reservedSlot ?? pickSigner(runtime)
     if (!reservedSlot) slot.inFlight++
     try {
-      const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata }
+      const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata, payee: payment.payee }
       return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asPermitRejection, payer })
     } finally {
       if (!reservedSlot) slot.inFlight--
@@ -511,7 +513,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     try {
       // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is
       // sent: the calldata prepareUpto built for this charge (ctx.amount), without the permit when unneeded.
-      const call = { to: X402_UPTO_PERMIT2_PROXY, data: verified.payment.settleCalldata }
+      const call = { to: X402_UPTO_PERMIT2_PROXY, data: verified.payment.settleCalldata, payee: verified.payment.payee }
       return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asUptoRejection, payer })
     } finally {
       if (counted) slot.inFlight--
@@ -643,7 +645,8 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const headroom = withHeadroom(transferGas)
     const gas = headroom < maxSettlementGas ? headroom : maxSettlementGas
     // The transaction exactly as it will be sent: a wallet may answer otherwise at this limit than in the estimate's search.
-    const simulated = await simulateSettlement(runtime, sender, { ...transfer, gas }, signal, runtime.freshFees)
+    // A token outside the known table: the same run proves that payTo is credited with exactly the value.
+    const simulated = await simulateSettlement(runtime, sender, { ...transfer, gas }, signal, runtime.freshFees, payment.payee)
     if (simulated.rejection) return simulated.rejection
     return { gas, fees: simulated.fees }
   }

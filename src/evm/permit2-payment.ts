@@ -3,6 +3,8 @@ import { encodeFunctionData, isAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { address, uint256 } from './authorization.js'
+import { admitAsset, payeeCreditOf, type AdmittedAsset, type AssetAdmission, type PayeeCredit } from './asset-policy.js'
+import { PAYEE_PROBE_GAS, probePayeeCredit } from './payee-probe.js'
 import { isMagicValue } from './check-chain-state.js'
 import { sameAddress, unwrapErc6492 } from './prepare-payment.js'
 import { aggregate3Calldata, allowanceCalldata, balanceOfCalldata, decodeAggregate3Result, exactProxySettleCalldata, isValidSignatureCalldata, nonceBitmapCalldata, PERMIT2_GETTER_CALLDATA, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
@@ -82,7 +84,13 @@ export function permit2PayloadOf(data: z.infer<typeof permit2PayloadSchema>, wit
 export interface PreparedPermit2 {
   readonly payload: Permit2Payload
   readonly payer: Address
-  readonly asset: Address
+  /** The token, admitted by the network's asset policy (see admitAsset). */
+  readonly asset: AdmittedAsset
+  /**
+   * A token outside the known table: what the proxy call must credit `payTo` (exact: the amount;
+   * upto: the amount charged), proven by verify's simulation and by settle's before it sends.
+   */
+  readonly payee?: PayeeCredit
   /** The EIP-712 digest Permit2 checks. */
   readonly digest: Hex
   /** The signature recovers to the payer; otherwise only its wallet's ERC-1271 answer can prove it. */
@@ -131,9 +139,9 @@ function permit2SignatureOf(signature: Hex, options: Permit2Options): { signatur
  */
 export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: Permit2Payload | Rejection): Promise<PreparedPermit2 | Rejection> {
   if ('reason' in payload) return payload
-  const check = permit2FieldChecks(ctx, payload, options, { proxy: X402_EXACT_PERMIT2_PROXY, scheme: 'exact', amount: ctx.amount, amountName: 'the required amount' })
-  if (check) return check
-  const signed = await signedPermit(ctx, payload, options, (p) => hashPermit2Witness(runtime.chainId, p))
+  const admission = permit2FieldChecks(ctx, runtime, payload, options, { proxy: X402_EXACT_PERMIT2_PROXY, scheme: 'exact', amount: ctx.amount, amountName: 'the required amount' })
+  if ('reason' in admission) return admission
+  const signed = await signedPermit(ctx, payload, options, admission, payload.amount, (p) => hashPermit2Witness(runtime.chainId, p))
   if ('reason' in signed) return signed
   return { ...signed, settleCalldata: exactSettleCalldata(signed.payload, signed.permit2612) }
 }
@@ -142,11 +150,15 @@ export async function preparePermit2(ctx: PaymentContext, runtime: NetworkRuntim
  * The checks after the fields, the same for exact and upto: the gas-sponsoring permit, the ERC-6492
  * envelope (unwrapped: Permit2 gets the inner signature), the digest (`digestOf`: the witness's
  * typed data) and whether the signature recovers to the payer (a wallet's is proven on chain).
+ * `admission` is the asset policy's answer (see permit2FieldChecks), `charged` what the proxy call
+ * moves to `payTo` (a token outside the known table must be proven to credit exactly that).
  */
 export async function signedPermit<P extends Permit2Payload>(
   ctx: PaymentContext,
   payload: P,
   options: Permit2Options,
+  admission: AssetAdmission,
+  charged: bigint,
   digestOf: (signed: P) => Hex,
 ): Promise<(Omit<PreparedPermit2, 'settleCalldata' | 'proxy'> & { readonly payload: P }) | Rejection> {
   const permit2612 = sponsoringPermitOf(ctx, payload, options)
@@ -158,10 +170,12 @@ export async function signedPermit<P extends Permit2Payload>(
   const digest = digestOf(signed)
   // A wallet's signature (an ERC-6492 envelope's inner one) is proven by the wallet alone.
   const signer = deployment ? undefined : await recoverPermit2Signer(digest, signed.signature)
+  const payee = payeeCreditOf(admission, signed.from, signed.to, charged)
   return {
     payload: signed,
     payer: signed.from,
-    asset: ctx.asset as Address,
+    asset: admission.asset,
+    ...(payee ? { payee } : {}),
     digest,
     recovered: signer !== undefined && sameAddress(signer, signed.from),
     ...(deployment ? { deployment } : {}),
@@ -226,13 +240,23 @@ export interface Permit2Expectation {
 }
 
 /**
- * The offline field checks of both Permit2 schemes, in the official facilitator's order: the
- * requirements' addresses, spender, recipient, the clock (see permit2Window), amount, token.
+ * The offline field checks of both Permit2 schemes (and so of the EIP-2612 sponsoring path): the
+ * requirements' addresses, the asset policy (see admitAsset: the same rule and code as for EIP-3009
+ * payments), then in the official facilitator's order spender, recipient, the clock (see
+ * permit2Window), amount, token. Answers the policy's admission of the asset when all pass.
  */
-export function permit2FieldChecks(ctx: PaymentContext, payload: Permit2Payload, options: Permit2Options, expected: Permit2Expectation): Rejection | undefined {
+export function permit2FieldChecks(
+  ctx: PaymentContext,
+  runtime: NetworkRuntime,
+  payload: Permit2Payload,
+  options: Permit2Options,
+  expected: Permit2Expectation,
+): AssetAdmission | Rejection {
   if (!isAddress(ctx.asset, { strict: true }) || !isAddress(ctx.payTo, { strict: true })) {
     return { reason: EVM_REJECTION.invalidRequirements, message: 'paymentRequirements.asset and payTo must be valid EVM addresses' }
   }
+  const admission = admitAsset(runtime, ctx.asset)
+  if ('reason' in admission) return admission
   if (!sameAddress(payload.spender, expected.proxy)) {
     return { reason: PERMIT2_REJECTION.spender, message: `permit2Authorization.spender must be the x402 ${expected.scheme} Permit2 proxy ${expected.proxy}` }
   }
@@ -248,7 +272,7 @@ export function permit2FieldChecks(ctx: PaymentContext, payload: Permit2Payload,
   if (!sameAddress(payload.token, ctx.asset)) {
     return { reason: PERMIT2_REJECTION.tokenMismatch, message: 'permit2Authorization.permitted.token differs from paymentRequirements.asset' }
   }
-  return undefined
+  return admission
 }
 
 /**
@@ -298,7 +322,8 @@ const READS_GAS = 200_000n
  * code is read in the same batch. Reads come first in the answer: they name why a simulation
  * reverts (the official codes), and a spent nonce gets its own code. With an EIP-2612 permit the
  * read also takes the token's `nonces(payer)`, and a low allowance is only a rejection when the
- * simulation (which runs the permit) fails.
+ * simulation (which runs the permit) fails. For a token outside the known table, a third call in the
+ * batch proves that the proxy call credits `payTo` with exactly the amount (see probePayeeCredit).
  */
 export async function checkPermit2State(runtime: NetworkRuntime, payment: PreparedPermit2, sender: SettlementSender, maxSettlementGas: bigint): Promise<Permit2Verdict> {
   const { payer, asset, payload } = payment
@@ -317,6 +342,9 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     params: [{ from: sender.from, to: runtime.multicall3, data: aggregate3Calldata(calls), gas: quantity(READS_GAS), ...feeFields(sender.fees) }, 'latest'],
   })
   const simulation = simulateAtLimit(runtime, sender, { to: proxy, data: payment.settleCalldata }, maxSettlementGas)
+  // A token outside the known table: the same proxy call, run as its sender between two reads of payTo's
+  // balance (see probePayeeCredit), in the same batch. A known token's verify sends nothing more.
+  const credit = payment.payee ? probePayeeCredit(runtime, sender, [{ to: proxy, data: payment.settleCalldata }], payment.payee, maxSettlementGas + PAYEE_PROBE_GAS) : undefined
   // An ERC-6492 signature: whether the wallet has code, read from the node in the same batch.
   const codeRead = payment.deployment
     ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).then(
@@ -402,6 +430,12 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
   if ('rejection' in outcome) {
     const { rejection } = outcome
     return verdict(rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection)
+  }
+  if (credit) {
+    const proven = await credit
+    if ('fault' in proven) throw proven.fault
+    if ('staleFees' in proven) throw new FacilitatorError('rpc_error', 'proving what the payee receives: the node found the fee quote below its base fee; retry')
+    if (proven.rejection) return verdict(proven.rejection)
   }
   // The proxy call ran at maxSettlementGas, the limit settle sends it with.
   return verdict(undefined)

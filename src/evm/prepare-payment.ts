@@ -1,5 +1,6 @@
 import { parseErc6492Signature, parseSignature, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../core/adapter.js'
+import { admitAsset, payeeCreditOf, type AdmittedAsset, type PayeeCredit } from './asset-policy.js'
 import { isHexAddress, parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
 import { transferWithAuthorizationBytesCalldata, transferWithAuthorizationVrsCalldata } from './calldata.js'
 import type { NetworkRuntime } from './network-runtime.js'
@@ -21,7 +22,8 @@ export type SignatureKind = 'eoa' | 'erc1271' | 'erc6492' | 'unproven'
 export interface PreparedPayment {
   readonly payload: ExactEvmPayload
   readonly payer: Address
-  readonly asset: Address
+  /** The token, admitted by the network's asset policy (see admitAsset). */
+  readonly asset: AdmittedAsset
   /**
    * The token is in the known table (built-in USDC or the configured `assets`): trusted to check
    * signatures, and its payments from plain accounts go with the fixed `gasLimit`. Any other token
@@ -38,6 +40,11 @@ export interface PreparedPayment {
   readonly deployment: { readonly factory: Address; readonly data: Hex } | undefined
   /** Calldata of the exact transferWithAuthorization call settle sends (and verify simulates). */
   readonly transferCalldata: Hex
+  /**
+   * A token outside the known table: what its transfer must credit `payTo`, proven by verify's
+   * simulation and by settle's before it sends (see probePayeeCredit). `undefined` for a known token.
+   */
+  readonly payee: PayeeCredit | undefined
 }
 
 export interface PrepareOptions {
@@ -73,14 +80,13 @@ export async function preparePayment(
   if (!isHexAddress(ctx.asset) || !isHexAddress(ctx.payTo)) {
     return reject(EVM_REJECTION.invalidRequirements, 'paymentRequirements.asset and payTo must be EVM addresses')
   }
-  const asset: Address = ctx.asset
-  if (authorization.asset !== undefined && !sameAddress(authorization.asset, asset)) {
+  if (authorization.asset !== undefined && !sameAddress(authorization.asset, ctx.asset)) {
     return reject(EVM_REJECTION.assetMismatch, 'authorization.asset differs from paymentRequirements.asset')
   }
-  const known = runtime.assets.find(runtime.network.caip2, asset)
-  if (runtime.restrictAssets && !known) {
-    return reject(EVM_REJECTION.assetNotAllowed, `asset ${asset} is not accepted on ${runtime.network.caip2}`)
-  }
+  // The asset policy every EVM payment passes, whatever its transfer method.
+  const admission = admitAsset(runtime, ctx.asset)
+  if ('reason' in admission) return admission
+  const { asset, known } = admission
   const extra = ctx.requirements.extra
   const name = typeof extra?.name === 'string' ? extra.name : known?.eip712?.name
   const version = typeof extra?.version === 'string' ? extra.version : known?.eip712?.version
@@ -112,6 +118,7 @@ export async function preparePayment(
     digest,
     ...signature,
     transferCalldata: transferCalldata(payload, signature.kind, signature.signature),
+    payee: payeeCreditOf(admission, authorization.from, ctx.payTo, authorization.value),
   }
 }
 

@@ -39,6 +39,12 @@ export const EVM_REJECTION = {
   simulationFailed: 'invalid_exact_evm_transaction_simulation_failed',
   /** A smart wallet's settlement would need more gas than `maxSettlementGas` (an expensive `isValidSignature`); nothing was sent. */
   settlementGasTooHigh: 'invalid_exact_evm_settlement_gas_too_high',
+  /**
+   * A token outside the known table would not credit `payTo` with exactly the amount (a fee-on-transfer,
+   * rebasing or hook token; the same code for EIP-3009, Permit2 exact and upto): a simulation of the exact
+   * calls settle sends, run as its signer, read `payTo`'s balance before and after them. Nothing was sent.
+   */
+  payeeAmountMismatch: 'invalid_exact_evm_payee_amount_mismatch',
 } as const
 
 export type EvmRejectionCode = (typeof EVM_REJECTION)[keyof typeof EVM_REJECTION]

@@ -2,7 +2,9 @@ import { BaseError, decodeErrorResult, RpcRequestError, type Address, type Hex }
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { aggregate3Calldata } from './calldata.js'
+import type { PayeeCredit } from './asset-policy.js'
 import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
+import { PAYEE_PROBE_GAS, probePayeeCredit } from './payee-probe.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 
@@ -119,7 +121,7 @@ export async function estimateSettlementGas(
  * fault, a fee below the base fee asks for a new quote, a node that answered nothing is a fault;
  * only a failing call (`failed`) means something of its own to each.
  */
-function whenRefused<T>(runtime: NetworkRuntime, sender: SettlementSender, error: unknown, doing: string, failed: () => T): T | { readonly staleFees: true } | { readonly fault: FacilitatorError } {
+export function whenRefused<T>(runtime: NetworkRuntime, sender: SettlementSender, error: unknown, doing: string, failed: () => T): T | { readonly staleFees: true } | { readonly fault: FacilitatorError } {
   switch (nodeRefusal(error)) {
     case 'unfunded':
       return { fault: unfundedSigner(runtime, sender.from, error) }
@@ -215,6 +217,8 @@ export function deploymentPrice(
  * limit it will be sent with. `undefined` when it succeeds; a rejection when it reverts or
  * runs out of gas. Throws a fault for a sender without gas money (`signer_unfunded`) or a node
  * that cannot be reached; a fee quote below the base fee is renewed once.
+ * With `payee` (a token outside the known table), the same call also proves, in the same batch,
+ * that it credits `payTo` with exactly the amount (see probePayeeCredit), or is refused.
  */
 export async function simulateSettlement(
   runtime: NetworkRuntime,
@@ -222,13 +226,15 @@ export async function simulateSettlement(
   call: { to: Address; data: Hex; gas: bigint },
   signal: AbortSignal,
   renewFees: () => Promise<FeeQuote>,
+  payee?: PayeeCredit,
 ): Promise<{ rejection: Rejection | undefined; fees: FeeQuote }> {
   let fees = sender.fees
   for (let attempt = 0; ; attempt++) {
+    // Issued in the same tick as the call: one batch.
+    const probing = payee ? probePayeeCredit(runtime, { from: sender.from, fees }, [call], payee, call.gas + PAYEE_PROBE_GAS) : undefined
     try {
       const params = [{ from: sender.from, to: call.to, data: call.data, gas: quantity(call.gas), ...feeFields(fees) }, 'latest'] as const
       await withDeadline(runtime.client.request({ method: 'eth_call', params }), signal)
-      return { rejection: undefined, fees }
     } catch (error) {
       const refusal = nodeRefusal(error)
       if (refusal === 'unfunded') throw unfundedSigner(runtime, sender.from, error)
@@ -241,6 +247,13 @@ export async function simulateSettlement(
       }
       throw toRpcFault(error, 'simulating the settlement transaction')
     }
+    if (probing) {
+      const proven = await withDeadline(probing, signal)
+      if ('fault' in proven) throw proven.fault
+      if ('staleFees' in proven) throw new FacilitatorError('rpc_error', 'proving what the payee receives: the node found the fee quote below its base fee; retry')
+      if (proven.rejection) return { rejection: proven.rejection, fees }
+    }
+    return { rejection: undefined, fees }
   }
 }
 
@@ -261,7 +274,7 @@ export function revertReason(data: Hex): string {
 }
 
 /** The revert reason a node's error carries, as data or in its message. */
-function revertReasonOf(error: unknown): string {
+export function revertReasonOf(error: unknown): string {
   const answer = nodeAnswer(error)
   const data = answer?.data
   if (typeof data === 'string' && /^0x(?:[0-9a-fA-F]{2})+$/.test(data)) return revertReason(`0x${data.slice(2)}`)

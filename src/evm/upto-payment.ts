@@ -67,8 +67,8 @@ export function uptoSettleCalldata(payload: UptoPayload, amount: bigint, permit2
  */
 export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: UptoPayload | Rejection): Promise<(PreparedPermit2 & { readonly payload: UptoPayload }) | Rejection> {
   if ('reason' in payload) return payload
-  const check = permit2FieldChecks(ctx, payload, options, { proxy: X402_UPTO_PERMIT2_PROXY, scheme: 'upto', amount: uptoMaximum(ctx), amountName: 'the maximum' })
-  if (check) return check
+  const admission = permit2FieldChecks(ctx, runtime, payload, options, { proxy: X402_UPTO_PERMIT2_PROXY, scheme: 'upto', amount: uptoMaximum(ctx), amountName: 'the maximum' })
+  if ('reason' in admission) return admission
   if (!runtime.signers.some((slot) => sameAddress(slot.signer.address, payload.facilitator))) {
     return { reason: UPTO_REJECTION.facilitatorMismatch, message: `permit2Authorization.witness.facilitator ${payload.facilitator} is not a signer of this facilitator on ${runtime.network.caip2}` }
   }
@@ -76,7 +76,8 @@ export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, 
     return { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${ctx.amount} exceeds the permitted maximum ${payload.amount}` }
   }
   // The permit's value must be the maximum (permitted.amount), whatever the usage settled.
-  const signed = await signedPermit(ctx, payload, options, (p) => hashUptoWitness(runtime.chainId, p))
+  // A token outside the known table must be proven to credit payTo with exactly what this call charges.
+  const signed = await signedPermit(ctx, payload, options, admission, chargedBy(ctx, payload), (p) => hashUptoWitness(runtime.chainId, p))
   if ('reason' in signed) return signed
   return {
     ...signed,

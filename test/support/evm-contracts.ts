@@ -22,7 +22,7 @@ import type { AnvilNode } from './anvil.js'
 const require = createRequire(import.meta.url)
 const CONTRACTS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'contracts')
 const CACHE_DIR = join(process.cwd(), 'node_modules', '.cache', 'x402-facilitator-test')
-const SOURCES = ['TestUSDC.sol', 'TestSmartWallet.sol', 'TestWalletFactory.sol', 'TestGasBurningWallet.sol', 'TestGasBurningToken.sol', 'TestGasPriceWallet.sol'] as const
+const SOURCES = ['TestUSDC.sol', 'TestSmartWallet.sol', 'TestWalletFactory.sol', 'TestGasBurningWallet.sol', 'TestGasBurningToken.sol', 'TestGasPriceWallet.sol', 'TestFeeOnTransferToken.sol'] as const
 
 /** ABI and creation bytecode of one compiled contract. */
 export interface Artifact {
@@ -38,6 +38,7 @@ export type ContractName =
   | 'TestGasBurningWalletFactory'
   | 'TestGasBurningToken'
   | 'TestGasPriceWallet'
+  | 'TestFeeOnTransferToken'
 export type Artifacts = Record<ContractName, Artifact>
 
 interface SolcModule {
@@ -93,6 +94,7 @@ export function compileTestContracts(): Artifacts {
     TestGasBurningWalletFactory: pick('TestGasBurningWallet.sol', 'TestGasBurningWalletFactory'),
     TestGasBurningToken: pick('TestGasBurningToken.sol', 'TestGasBurningToken'),
     TestGasPriceWallet: pick('TestGasPriceWallet.sol', 'TestGasPriceWallet'),
+    TestFeeOnTransferToken: pick('TestFeeOnTransferToken.sol', 'TestFeeOnTransferToken'),
   }
   mkdirSync(CACHE_DIR, { recursive: true })
   writeFileSync(cacheFile, JSON.stringify(artifacts))
@@ -160,6 +162,20 @@ export async function deployGasBurningToken(node: AnvilNode, burnGas: bigint, do
   const version = domain.version ?? '2'
   const address = await deployContract(node, TestGasBurningToken, [name, version, burnGas])
   return { address, abi: TestGasBurningToken.abi, name, version }
+}
+
+/**
+ * Deploys a fee-on-transfer token: a test USDC ("USD Coin" / "2" unless told: EIP-3009, EIP-2612,
+ * approve for Permit2) that burns `feePercent` % (10 by default) of every transfer, so that a payment
+ * of 1,000 credits its recipient 900 (see TestFeeOnTransferToken.sol). Anyone may change the fee
+ * with `setFeePercent`.
+ */
+export async function deployFeeOnTransferToken(node: AnvilNode, options: { feePercent?: bigint; name?: string; version?: string } = {}): Promise<TestToken> {
+  const { TestFeeOnTransferToken } = compileTestContracts()
+  const name = options.name ?? 'USD Coin'
+  const version = options.version ?? '2'
+  const address = await deployContract(node, TestFeeOnTransferToken, [name, version, options.feePercent ?? 10n])
+  return { address, abi: TestFeeOnTransferToken.abi, name, version }
 }
 
 /** Mints `amount` (smallest unit) of the test token to `payer`. */

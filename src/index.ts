@@ -19,7 +19,7 @@ export {
   type SettleOptions,
   type Timeouts,
 } from './core/facilitator.js'
-export type { FacilitatorHooks, HookRejection, PaymentEvent, SettleEvent, VerifyEvent } from './core/hooks.js'
+export type { FacilitatorHooks, HookRejection, PaymentEvent, RefusalEvent, SettleEvent, VerifyEvent } from './core/hooks.js'
 export { loggingHooks, type Logger } from './core/logging-hooks.js'
 export { watchSignerBalances, type SignerBalance, type SignerBalanceWatch, type SignerBalanceWatchOptions } from './core/signer-balance-watch.js'
 export { createRegistry, type Registry, type RegistryMatch } from './core/registry.js'

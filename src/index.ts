@@ -77,16 +77,19 @@ export type { RankedEntry, RankedIncrement, RankOptions, RankRange } from './sto
 export { createLatencyHistogram, latencyBucket, type LatencyHistogram, type LatencySummary } from './stats/latency-histogram.js'
 export { createStatsRecorder, type StatsRecorderOptions } from './stats/stats-recorder.js'
 export { readPublicStats, type ReadStatsOptions } from './stats/stats-reader.js'
+export { REFUSAL_KINDS, refusalOf, type RefusalKind } from './stats/refusals.js'
 export {
   confirmationEntrySchema,
   dailyNetworkSchema,
   latencyEntrySchema,
   publicStatsSchema,
+  refusalTotalsSchema,
   usageTotalsSchema,
   volumeEntrySchema,
   type DailyNetworkEntry,
   type LatencyEntry,
   type PublicStats,
+  type RefusalTotals,
   type UsageTotals,
   type VolumeEntry,
 } from './stats/stats-schema.js'

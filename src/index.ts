@@ -19,7 +19,7 @@ export {
   type SettleOptions,
   type Timeouts,
 } from './core/facilitator.js'
-export type { FacilitatorHooks, HookRejection, PaymentEvent, SettleEvent, VerifyEvent } from './core/hooks.js'
+export type { FacilitatorHooks, HookRejection, PaymentEvent, RefusalEvent, SettleEvent, VerifyEvent } from './core/hooks.js'
 export { loggingHooks, type Logger } from './core/logging-hooks.js'
 export { watchSignerBalances, type SignerBalance, type SignerBalanceWatch, type SignerBalanceWatchOptions } from './core/signer-balance-watch.js'
 export { createRegistry, type Registry, type RegistryMatch } from './core/registry.js'
@@ -77,16 +77,19 @@ export type { RankedEntry, RankedIncrement, RankOptions, RankRange } from './sto
 export { createLatencyHistogram, latencyBucket, type LatencyHistogram, type LatencySummary } from './stats/latency-histogram.js'
 export { createStatsRecorder, type StatsRecorderOptions } from './stats/stats-recorder.js'
 export { readPublicStats, type ReadStatsOptions } from './stats/stats-reader.js'
+export { REFUSAL_KINDS, refusalOf, type RefusalKind } from './stats/refusals.js'
 export {
   confirmationEntrySchema,
   dailyNetworkSchema,
   latencyEntrySchema,
   publicStatsSchema,
+  refusalTotalsSchema,
   usageTotalsSchema,
   volumeEntrySchema,
   type DailyNetworkEntry,
   type LatencyEntry,
   type PublicStats,
+  type RefusalTotals,
   type UsageTotals,
   type VolumeEntry,
 } from './stats/stats-schema.js'

@@ -8,7 +8,7 @@ import type { Store } from '../stores/store.js'
 import type { PaymentContext, ReadinessCheck, SchemeAdapter } from './adapter.js'
 import { dispatch } from './context.js'
 import { withDeadline } from './deadline.js'
-import type { FacilitatorHooks, PaymentEvent, SettleOrigin } from './hooks.js'
+import type { FacilitatorHooks, RefusalEvent, SettleEvent, SettleOrigin, VerifyEvent } from './hooks.js'
 import { createRegistry, type Registry } from './registry.js'
 import { trace } from '@opentelemetry/api'
 import { traced } from './tracing.js'
@@ -76,7 +76,7 @@ export function verify(registry: Registry, body: unknown, options: PaymentOption
 }
 
 async function verifyUntraced(registry: Registry, body: unknown, options: PaymentOptions): Promise<VerifyResponse> {
-  const request = parseOrThrow(body)
+  const request = parseOrRefuse(body, 'verify', options)
   if ('request' in request) labelSpan(request.request)
   const started = performance.now()
   const signal = AbortSignal.timeout(options.timeouts?.verifyMs ?? DEFAULT_VERIFY_MS)
@@ -121,7 +121,7 @@ export function settle(registry: Registry, body: unknown, options: SettleOptions
 }
 
 async function settleUntraced(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
-  const request = parseOrThrow(body)
+  const request = parseOrRefuse(body, 'settle', options)
   if ('request' in request) labelSpan(request.request)
   const started = performance.now()
   const budgetMs = options.timeouts?.settleMs ?? DEFAULT_SETTLE_MS
@@ -329,6 +329,19 @@ function parseOrThrow(body: unknown): ParsedBody {
   throw new FacilitatorError('invalid_request', `${parsed.path}: ${parsed.message}`, { details: { field: parsed.path } })
 }
 
+/** parseOrThrow, telling the after-hooks of a request refused before it could be read as a payment. */
+function parseOrRefuse(body: unknown, operation: RefusalEvent['operation'], options: PaymentOptions): ParsedBody {
+  let parsed: ParsedBody
+  try {
+    parsed = parseOrThrow(body)
+  } catch (error) {
+    notify(options, 'afterRefusal', { operation, reason: 'invalid_request' })
+    throw error
+  }
+  if ('rejection' in parsed) notify(options, 'afterRefusal', { operation, reason: REJECTION.invalidVersion })
+  return parsed
+}
+
 function invalid(invalidReason: string, invalidMessage: string): VerifyResponse {
   return { isValid: false, invalidReason, invalidMessage }
 }
@@ -340,12 +353,14 @@ function asFault(error: unknown, signal: AbortSignal): FacilitatorError {
   return toFacilitatorError(error)
 }
 
+interface AfterHookEvents {
+  afterVerify: VerifyEvent
+  afterSettle: SettleEvent
+  afterRefusal: RefusalEvent
+}
+
 /** Runs after-hooks without delaying the answer; their failures go to onError. */
-function notify<K extends 'afterVerify' | 'afterSettle'>(
-  options: PaymentOptions,
-  name: K,
-  event: PaymentEvent<K extends 'afterVerify' ? VerifyResponse : SettleResponse>,
-): void {
+function notify<K extends keyof AfterHookEvents>(options: PaymentOptions, name: K, event: AfterHookEvents[K]): void {
   for (const hook of options.hooks ?? []) {
     const fn = hook[name] as ((e: typeof event) => unknown) | undefined
     if (!fn) continue

@@ -38,6 +38,17 @@ export type VerifyEvent = PaymentEvent<VerifyResponse>
 export type SettleEvent = PaymentEvent<SettleResponse>
 
 /**
+ * A verify or settle request refused before it could be read as a payment, so without a
+ * PaymentEvent: its body does not fit the x402 schema (`invalid_request`, thrown as a 400), or it
+ * names a protocol version this library does not serve (`invalid_x402_version`). Nothing in it
+ * comes from the request but the operation: counters may use it as a label as it is.
+ */
+export interface RefusalEvent {
+  readonly operation: 'verify' | 'settle'
+  readonly reason: 'invalid_request' | 'invalid_x402_version'
+}
+
+/**
  * What a settlement charged, for the hooks that count money: the answer's `amount` when it states
  * one (`upto`: a resumed settle may have asked another usage than the one sent), else the payment's.
  */
@@ -59,4 +70,6 @@ export interface FacilitatorHooks {
   afterVerify?(event: VerifyEvent): MaybePromise<void>
   beforeSettle?(ctx: PaymentContext): MaybePromise<HookRejection | void>
   afterSettle?(event: SettleEvent): MaybePromise<void>
+  /** A request refused before it could be read as a payment (no afterVerify/afterSettle for it). Optional. */
+  afterRefusal?(event: RefusalEvent): MaybePromise<void>
 }

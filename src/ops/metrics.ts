@@ -1,7 +1,8 @@
 import diagnostics from 'node:diagnostics_channel'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { FacilitatorHooks, SettleEvent, VerifyEvent } from '../core/hooks.js'
+import type { FacilitatorHooks } from '../core/hooks.js'
 import type { ExtraRoute } from '../http/handler.js'
+import { KNOWN_OUTCOMES, metricLabels } from './metric-labels.js'
 import { RPC_RESPONSE_CHANNEL, type RpcResponseEvent } from '../transport/keep-alive-post.js'
 
 /** Options of {@link createMetrics}. */
@@ -12,6 +13,11 @@ export interface MetricsOptions {
   prefix?: string
   /** Also register prom-client's default process metrics (CPU, memory, event loop). @default false */
   processMetrics?: boolean
+  /**
+   * Reason codes of your own (a hook's `reason`, an adapter of yours) to count under their
+   * name; any other code this library does not know counts as `outcome="other"`. @default []
+   */
+  outcomes?: readonly string[]
 }
 
 /** Prometheus metrics of a facilitator: hooks to install, a route to serve, and gauges to set. */
@@ -40,6 +46,13 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  * flight, RPC exchanges by host and outcome (from the transports' diagnostics
  * channel: never a path or an API key), signer balances and store faults.
  * Opt-in: nothing is measured until it is installed.
+ *
+ * Label values never come from a request (see `metricLabels`): `network` and
+ * `scheme` are those of the adapter that served it, or `unsupported` for a
+ * request no adapter served (an unsupported kind or version, a mismatched or
+ * malformed body, counted with its code as `outcome` and no duration);
+ * `outcome` is a code of this library (or of `outcomes`), else `other`. The
+ * series stay as many as the served kinds and codes, whatever clients send.
  *
  * @example
  * // partial
@@ -72,19 +85,15 @@ export function createMetrics(options: MetricsOptions = {}): FacilitatorMetrics 
   }
   diagnostics.subscribe(RPC_RESPONSE_CHANNEL, onRpc)
 
-  const labelsOf = (event: VerifyEvent | SettleEvent) => ({
-    network: event.context?.network ?? event.request.paymentRequirements.network,
-    scheme: event.context?.scheme ?? event.request.paymentRequirements.scheme,
-  })
+  const known = options.outcomes?.length ? new Set([...KNOWN_OUTCOMES, ...options.outcomes]) : KNOWN_OUTCOMES
 
   // Settles counted in flight: a beforeSettle of an earlier hook may refuse one before ours runs.
   const started = new WeakSet<object>()
   const hooks: FacilitatorHooks = {
     afterVerify(event) {
-      const labels = labelsOf(event)
-      const outcome = event.fault?.code ?? (event.result.isValid ? 'valid' : (event.result.invalidReason ?? 'invalid'))
-      verifies.inc({ ...labels, outcome })
-      verifySeconds.observe(labels, event.durationMs / 1000)
+      const { network, scheme, outcome } = metricLabels(event, known)
+      verifies.inc({ network, scheme, outcome })
+      verifySeconds.observe({ network, scheme }, event.durationMs / 1000)
       if (event.fault?.code === 'store_unavailable') storeFaults.inc({ operation: 'verify' })
     },
     beforeSettle(ctx) {
@@ -93,11 +102,14 @@ export function createMetrics(options: MetricsOptions = {}): FacilitatorMetrics 
     },
     afterSettle(event) {
       if (event.context && started.delete(event.context)) inFlight.dec()
-      const labels = labelsOf(event)
-      const outcome = event.fault?.code ?? (event.result.success ? 'success' : (event.result.errorReason ?? 'failed'))
-      settles.inc({ ...labels, outcome })
-      settleSeconds.observe(labels, event.durationMs / 1000)
+      const { network, scheme, outcome } = metricLabels(event, known)
+      settles.inc({ network, scheme, outcome })
+      settleSeconds.observe({ network, scheme }, event.durationMs / 1000)
       if (event.fault?.code === 'store_unavailable') storeFaults.inc({ operation: 'settle' })
+    },
+    afterRefusal(event) {
+      const counter = event.operation === 'verify' ? verifies : settles
+      counter.inc(metricLabels(event, known))
     },
   }
 

@@ -1,7 +1,7 @@
 import type { CatalogListing, CatalogResource } from '../catalog/catalog-schema.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { toCaip2 } from '../networks/networks.js'
-import type { PublicStats, UsageTotals, VolumeEntry } from '../stats/stats-schema.js'
+import type { PublicStats, RefusalTotals, UsageTotals, VolumeEntry } from '../stats/stats-schema.js'
 import { formatTokenUnits } from '../stats/token-units.js'
 import { html, SafeHtml, type HtmlValue } from './html-template.js'
 import { latencyChart, type LatencyGroup } from './latency-chart.js'
@@ -123,6 +123,7 @@ function totalsSection(stats: PublicStats): SafeHtml {
     ['Settlement success rate', (u) => formatPercent(u.settlements.successRate)],
     ['Volume (USD)', (u) => formatUsd(u.volumeUsd)],
     ['Distinct payers', (u) => formatCount(u.payers)],
+    ['Refused before the payment checks', (u) => formatCount(u.refused.total)],
   ]
   return html`<section aria-labelledby="totals-heading">
 <h2 id="totals-heading">Totals</h2>
@@ -133,13 +134,28 @@ ${card('Distinct payers', formatCount(all.payers), `24 h: ${formatCount(day.paye
 ${card('Verifications', formatCount(all.verifications.total), withRate(all.verifications.successRate, 'valid', formatCount(day.verifications.total)))}
 </ul>
 <div class="scroll"><table id="totals">
-<caption>All time and the last 24 hours. Success rates are shares of answers; “no data” when there was nothing to rate.</caption>
+<caption>All time and the last 24 hours. Success rates are shares of answers to payments that reached the payment checks; “no data” when there was nothing to rate. Requests refused before those checks are counted apart.</caption>
 <thead><tr><th scope="col"></th><th scope="col" class="num">All time</th><th scope="col" class="num">Last 24 h</th></tr></thead>
 <tbody>
 ${rows.map(([label, value]) => html`<tr><th scope="row">${label}</th><td class="num">${value(all)}</td><td class="num">${value(day)}</td></tr>`)}
 </tbody>
 </table></div>
+${refusalNote(all.refused)}
 </section>`
+}
+
+/** Why requests were refused before the payment checks (all time), when some were. */
+function refusalNote(refused: RefusalTotals): SafeHtml | null {
+  if (refused.total === 0) return null
+  const parts = [
+    [refused.unsupportedKind, 'for a network or scheme this facilitator does not serve'],
+    [refused.unsupportedVersion, 'for an unsupported x402 version'],
+    [refused.mismatch, 'with a payload for other requirements'],
+    [refused.malformed, 'malformed'],
+  ] as const
+  const reasons = parts.filter(([n]) => n > 0).map(([n, what]) => `${formatCount(n)} ${what}`)
+  const requests = `${formatCount(refused.total)} ${refused.total === 1 ? 'request' : 'requests'}`
+  return html`<p class="note" id="refused">Refused before the payment checks, all time: ${requests} (${reasons.join('; ')}). They are in no other count here and in no success rate.</p>`
 }
 
 /** `98.5% succeeded · 24 h: 12`, without the rate while there is nothing to rate. */

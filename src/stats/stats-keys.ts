@@ -10,7 +10,13 @@
  * - `stats:payers:<scope>:<network>` distinct-payer sketches for the same scopes
  *
  * Field names: `v|<network>|<outcome>`, `s|<network>|<outcome>`,
- * `vol|<network>|<asset>|<hi|lo|n>`, `lat|<operation>|<network>|<bucket>`.
+ * `vol|<network>|<asset>|<hi|lo|n>`, `lat|<operation>|<network>|<bucket>`, and
+ * `r|<operation>|<network>|<kind>` for requests refused before the payment checks
+ * (see `refusalOf`). `<network>` is always the CAIP-2 id of a network an adapter
+ * served, or `unsupported` for requests no adapter served: never a name a
+ * client wrote, so junk requests add no field. (Versions before the `r|` fields
+ * counted those as `v|unsupported|…` and `s|unsupported|…`; the reader counts
+ * such fields as refusals of an unsupported kind.)
  */
 
 export const MINUTE_MS = 60_000
@@ -33,6 +39,9 @@ export const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 
 /** Network label of events that never reached an adapter: their network is untrusted input. */
 export const UNSUPPORTED_NETWORK = 'unsupported'
+
+/** The field counting one refusal before the payment checks. */
+export const refusalField = (operation: 'verify' | 'settle', network: string, kind: string) => `r|${operation}|${network}|${kind}`
 
 /**
  * Amounts are kept as two integer counters, `hi` (whole 1e9 units) and `lo`

@@ -2,8 +2,9 @@ import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { describeNetwork } from '../networks/networks.js'
 import type { Store } from '../stores/store.js'
 import { createLatencyHistogram, type LatencyHistogram } from './latency-histogram.js'
-import { DAY_MS, dayKey, HOUR_MS, hourKey, joinAmount, MINUTE_MS, minuteKey, payersKey, STATS_ALL_KEY, utcDay } from './stats-keys.js'
-import type { LatencyEntry, PublicStats, UsageTotals, VolumeEntry } from './stats-schema.js'
+import { REFUSAL_KINDS, type RefusalKind } from './refusals.js'
+import { DAY_MS, dayKey, HOUR_MS, hourKey, joinAmount, MINUTE_MS, minuteKey, payersKey, STATS_ALL_KEY, UNSUPPORTED_NETWORK, utcDay } from './stats-keys.js'
+import type { LatencyEntry, PublicStats, RefusalTotals, UsageTotals, VolumeEntry } from './stats-schema.js'
 import { formatTokenUnits, usdValue } from './token-units.js'
 
 /** Options of `readPublicStats`. */
@@ -17,6 +18,7 @@ export interface ReadStatsOptions {
 interface VerifyCounts { valid: number; invalid: number; error: number }
 interface SettleCounts { ok: number; fail: number; error: number; pending: number }
 interface VolumeCounts { network: string; asset: string; hi: number; lo: number; n: number }
+type RefusalCounts = Record<'verify' | 'settle', number> & Record<RefusalKind, number>
 
 /** Counters of one or more buckets, parsed from their field names and summed. */
 interface Tally {
@@ -24,6 +26,8 @@ interface Tally {
   settle: Map<string, SettleCounts>
   volume: Map<string, VolumeCounts>
   latency: Map<string, LatencyHistogram>
+  /** Refusals before the payment checks, by network (`unsupported` for those no adapter served). */
+  refused: Map<string, RefusalCounts>
 }
 
 const DAILY_DAYS = 30
@@ -57,7 +61,10 @@ export async function readPublicStats(store: Store, options: ReadStatsOptions = 
   const dayTallies = dayFields.map((fields) => tally([fields]))
   const last24h = tally(hourFields)
 
-  const networks = [...new Set([...allTally.verify.keys(), ...allTally.settle.keys(), ...[...allTally.volume.values()].map((v) => v.network)])].sort()
+  // Served networks only: requests no adapter served are in `refused`, never a network of their own.
+  const networks = [...new Set([...allTally.verify.keys(), ...allTally.settle.keys(), ...allTally.refused.keys(), ...[...allTally.volume.values()].map((v) => v.network)])]
+    .filter((network) => network !== UNSUPPORTED_NETWORK)
+    .sort()
   const payerScopes = {
     all: networks.map((n) => [payersKey('all', n)]),
     last24h: networks.map((n) => hours.map((h) => payersKey(`h:${h}`, n))),
@@ -96,7 +103,7 @@ export async function readPublicStats(store: Store, options: ReadStatsOptions = 
       const day = dayTallies[i]!
       const totals = usage(day, assets, payersDaily[i]!)
       // Distinct payers per network and day would cost one sketch read each: the day's total has them.
-      const dayNetworks = [...new Set([...day.verify.keys(), ...day.settle.keys()])].sort()
+      const dayNetworks = [...new Set([...day.verify.keys(), ...day.settle.keys()])].filter((network) => network !== UNSUPPORTED_NETWORK).sort()
       return {
         date,
         verifications: totals.verifications.total,
@@ -105,6 +112,7 @@ export async function readPublicStats(store: Store, options: ReadStatsOptions = 
         successfulSettlements: totals.settlements.succeeded,
         volumeUsd: totals.volumeUsd,
         payers: totals.payers,
+        refused: totals.refused.total,
         networks: dayNetworks.map((network) => {
           const share = usage(day, assets, 0, network)
           return {
@@ -134,14 +142,34 @@ function range(from: number, to: number): number[] {
 
 /** Sums the counters of several buckets, keyed by what their field names say. */
 function tally(buckets: readonly Record<string, number>[]): Tally {
-  const t: Tally = { verify: new Map(), settle: new Map(), volume: new Map(), latency: new Map() }
+  const t: Tally = { verify: new Map(), settle: new Map(), volume: new Map(), latency: new Map(), refused: new Map() }
+  const refusalsOf = (network: string) => {
+    let counts = t.refused.get(network)
+    if (!counts) t.refused.set(network, (counts = { verify: 0, settle: 0, unsupportedKind: 0, unsupportedVersion: 0, mismatch: 0, malformed: 0 }))
+    return counts
+  }
   for (const fields of buckets) {
     for (const field in fields) {
       const by = fields[field]!
       const parts = field.split('|')
       switch (parts[0]) {
+        case 'r': {
+          const [, operation, network = '', kind] = parts
+          if ((operation !== 'verify' && operation !== 'settle') || !REFUSAL_KINDS.includes(kind as RefusalKind)) break
+          const counts = refusalsOf(network)
+          counts[operation] += by
+          counts[kind as RefusalKind] += by
+          break
+        }
         case 'v': {
           const [, network, outcome] = parts as [string, string, keyof VerifyCounts]
+          if (network === UNSUPPORTED_NETWORK) {
+            // Written before refusals had fields of their own: a request no adapter served.
+            const counts = refusalsOf(network)
+            counts.verify += by
+            counts.unsupportedKind += by
+            break
+          }
           const counts = t.verify.get(network) ?? { valid: 0, invalid: 0, error: 0 }
           if (outcome in counts) counts[outcome] += by
           t.verify.set(network, counts)
@@ -149,6 +177,13 @@ function tally(buckets: readonly Record<string, number>[]): Tally {
         }
         case 's': {
           const [, network, outcome] = parts as [string, string, keyof SettleCounts]
+          if (network === UNSUPPORTED_NETWORK) {
+            // As above (a pending or deduplicated outcome never had one).
+            const counts = refusalsOf(network)
+            counts.settle += by
+            counts.unsupportedKind += by
+            break
+          }
           const counts = t.settle.get(network) ?? { ok: 0, fail: 0, error: 0, pending: 0 }
           if (outcome in counts) counts[outcome] += by
           t.settle.set(network, counts)
@@ -164,6 +199,8 @@ function tally(buckets: readonly Record<string, number>[]): Tally {
         }
         case 'lat': {
           const [, operation, network, bucket] = parts
+          // Response times of requests no adapter served, written by earlier versions: not a network's.
+          if (network === UNSUPPORTED_NETWORK) break
           const key = `${operation}|${network}`
           let histogram = t.latency.get(key)
           if (!histogram) t.latency.set(key, (histogram = createLatencyHistogram()))
@@ -201,6 +238,14 @@ function usage(t: Tally, assets: AssetTable, payers: number, network?: string): 
     })
   }
   volume.sort((a, b) => (b.usd ?? -1) - (a.usd ?? -1) || a.network.localeCompare(b.network) || a.asset.localeCompare(b.asset))
+  const refused: RefusalTotals = { total: 0, verifications: 0, settlements: 0, unsupportedKind: 0, unsupportedVersion: 0, mismatch: 0, malformed: 0 }
+  for (const [net, counts] of t.refused) {
+    if (network && net !== network) continue
+    refused.verifications += counts.verify
+    refused.settlements += counts.settle
+    for (const kind of REFUSAL_KINDS) refused[kind] += counts[kind]
+  }
+  refused.total = refused.verifications + refused.settlements
   const verifications = verify.valid + verify.invalid + verify.error
   const settlements = settle.ok + settle.fail + settle.error
   return {
@@ -209,6 +254,7 @@ function usage(t: Tally, assets: AssetTable, payers: number, network?: string): 
     volume,
     volumeUsd: Math.round(volumeUsd * 1_000_000) / 1_000_000,
     payers,
+    refused,
   }
 }
 

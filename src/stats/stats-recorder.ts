@@ -1,7 +1,8 @@
 import { isPendingSettlement } from '../errors/reasons.js'
-import { chargedAmount, type FacilitatorHooks, type SettleEvent, type VerifyEvent } from '../core/hooks.js'
+import { chargedAmount, type FacilitatorHooks, type RefusalEvent, type SettleEvent, type VerifyEvent } from '../core/hooks.js'
 import type { Store } from '../stores/store.js'
 import { latencyBucket } from './latency-histogram.js'
+import { refusalOf } from './refusals.js'
 import {
   DAY_TTL_MS,
   dayKey,
@@ -13,6 +14,7 @@ import {
   minuteKey,
   onceKey,
   payersKey,
+  refusalField,
   splitAmount,
   STATS_ALL_KEY,
   UNSUPPORTED_NETWORK,
@@ -33,6 +35,11 @@ export interface StatsRecorderOptions {
   dedupeTtlMs?: number
 }
 
+const isEmpty = (fields: Record<string, number>) => {
+  for (const _ in fields) return false
+  return true
+}
+
 // Assets end up in field names: anything else is not an address or mint.
 const ASSET_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -42,6 +49,13 @@ const ASSET_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/
  * event costs four hash increments (plus, for a successful settle, one claim
  * and three sketch updates), all started at once and never awaited by the
  * payment answer.
+ *
+ * A request refused before the payment checks (see `refusalOf`: an unsupported
+ * kind or version, a mismatched or malformed body) is counted apart, as one
+ * refusal of its kind (three increments, no response time): it is in no
+ * verification or settlement count and in no success rate. Fields are keyed by
+ * the network an adapter served, or `unsupported`: never by a name a client
+ * wrote, so memory stays bounded whatever requests arrive.
  *
  * @example
  * // partial
@@ -68,26 +82,36 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
   function write(time: number, usage: Record<string, number>, latency: Record<string, number>): Promise<unknown> {
     const { hour, dayKey: dayBucket } = bucketsOf(time)
     const both = Object.assign({}, usage, latency)
-    const writes = [
-      store.incrementFields(STATS_ALL_KEY, both),
-      store.incrementFields(hourKey(hour), both, { ttlMs: HOUR_TTL_MS }),
-      store.incrementFields(minuteKey(Math.floor(time / MINUTE_MS)), latency, { ttlMs: MINUTE_TTL_MS }),
-    ]
-    for (const _ in usage) {
-      writes.push(store.incrementFields(dayBucket, usage, { ttlMs: DAY_TTL_MS }))
-      break
-    }
+    const writes = [store.incrementFields(STATS_ALL_KEY, both), store.incrementFields(hourKey(hour), both, { ttlMs: HOUR_TTL_MS })]
+    if (!isEmpty(latency)) writes.push(store.incrementFields(minuteKey(Math.floor(time / MINUTE_MS)), latency, { ttlMs: MINUTE_TTL_MS }))
+    if (!isEmpty(usage)) writes.push(store.incrementFields(dayBucket, usage, { ttlMs: DAY_TTL_MS }))
     return Promise.all(writes)
   }
 
+  /** Counts a refusal before the payment checks, if the event is one (then answers its writes). */
+  function refused(event: VerifyEvent | SettleEvent | RefusalEvent): Promise<unknown> | undefined {
+    const kind = refusalOf(event)
+    if (!kind) return undefined
+    const network = ('context' in event && event.context?.network) || UNSUPPORTED_NETWORK
+    return write(now(), { [refusalField(event.operation, network, kind)]: 1 }, {})
+  }
+
   return {
+    async afterRefusal(event: RefusalEvent) {
+      await refused(event)
+    },
+
     async afterVerify(event: VerifyEvent) {
+      const refusal = refused(event)
+      if (refusal) return void (await refusal)
       const network = event.context?.network ?? UNSUPPORTED_NETWORK
       const outcome = event.fault ? 'error' : event.result.isValid ? 'valid' : 'invalid'
       await write(now(), { [`v|${network}|${outcome}`]: 1 }, { [`lat|verify|${network}|${latencyBucket(event.durationMs)}`]: 1 })
     },
 
     async afterSettle(event: SettleEvent) {
+      const refusal = refused(event)
+      if (refusal) return void (await refusal)
       const time = now()
       const context = event.context
       const network = context?.network ?? UNSUPPORTED_NETWORK

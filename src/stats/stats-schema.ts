@@ -16,17 +16,36 @@ export const volumeEntrySchema = z.object({
   usd: z.number().nullable().describe('USD value for an asset with a known price, else null'),
 })
 
-/** Usage over one period (all time, last 24 h). */
+/**
+ * Requests refused before the payment checks over one period: counted here and nowhere else, so
+ * that requests nobody could pay with do not weigh on the success rates.
+ */
+export const refusalTotalsSchema = z.object({
+  total: count.describe('verifications + settlements'),
+  verifications: count.describe('/verify requests refused before the payment checks'),
+  settlements: count.describe('/settle requests refused before the payment checks (nothing was sent)'),
+  unsupportedKind: count.describe('a scheme or network this facilitator does not serve (unsupported_scheme, invalid_network)'),
+  unsupportedVersion: count.describe('an x402 version other than 1 and 2 (invalid_x402_version)'),
+  mismatch: count.describe('the payload names another scheme, network or requirements (invalid_scheme, network_mismatch, accepted_requirements_mismatch)'),
+  malformed: count.describe('a body that does not fit the x402 schema (invalid_request), or a payload or requirements the scheme cannot read (invalid_payload, invalid_payment_requirements, ...)'),
+})
+
+/**
+ * Usage over one period (all time, last 24 h). `verifications` and `settlements` count the
+ * payments that reached the payment checks: read by an adapter of a network and scheme this
+ * facilitator serves, and judged (valid or not, settled or not, or a fault while checking).
+ * Requests refused before that are in `refused` only.
+ */
 export const usageTotalsSchema = z.object({
   verifications: z.object({
-    total: count,
+    total: count.describe('valid + invalid + errors; refusals before the payment checks are in `refused`'),
     valid: count,
-    invalid: count,
+    invalid: count.describe('payments the checks refused (signature, amount, balance, nonce, simulation, a policy hook, ...)'),
     errors: count.describe('faults: unreachable chain, timeout'),
     successRate: percent.describe('valid / total, percent'),
   }),
   settlements: z.object({
-    total: count.describe('succeeded + failed + errors; each transaction counted once'),
+    total: count.describe('succeeded + failed + errors; each transaction counted once; refusals before the payment checks are in `refused`'),
     succeeded: count,
     failed: count,
     errors: count,
@@ -36,6 +55,7 @@ export const usageTotalsSchema = z.object({
   volume: z.array(volumeEntrySchema),
   volumeUsd: z.number().describe('sum of the usd values that are known'),
   payers: count.describe('distinct payers of successful settlements (HyperLogLog estimate, ~1%)'),
+  refused: refusalTotalsSchema.describe('requests refused before the payment checks; per network: only those an adapter of that network refused (a payload it cannot read)'),
 })
 
 /** Response times of one operation on one network over a window. */
@@ -81,7 +101,7 @@ export const publicStatsSchema = z.object({
   usage: z.object({ allTime: usageTotalsSchema, last24h: usageTotalsSchema }),
   networks: z.array(
     z.object({
-      network: z.string().describe('CAIP-2 id, or "unsupported" for requests no adapter served'),
+      network: z.string().describe('CAIP-2 id of a network this facilitator served; requests no adapter served are counted in usage.*.refused only'),
       name: z.string().nullable().describe('x402 v1 name when the network has one'),
       allTime: usageTotalsSchema,
       last24h: usageTotalsSchema,
@@ -97,9 +117,10 @@ export const publicStatsSchema = z.object({
         successfulSettlements: count,
         volumeUsd: z.number(),
         payers: count,
+        refused: count.describe('requests refused before the payment checks that day, in none of the counts above'),
         networks: z
           .array(dailyNetworkSchema)
-          .describe('the same day per network (CAIP-2 id, or "unsupported"), networks without activity that day left out'),
+          .describe('the same day per served network (CAIP-2 id), networks without activity that day left out'),
       }),
     )
     .describe('the last 30 UTC days, oldest first, today included'),
@@ -109,6 +130,7 @@ export const publicStatsSchema = z.object({
 
 export type PublicStats = z.infer<typeof publicStatsSchema>
 export type UsageTotals = z.infer<typeof usageTotalsSchema>
+export type RefusalTotals = z.infer<typeof refusalTotalsSchema>
 export type VolumeEntry = z.infer<typeof volumeEntrySchema>
 export type LatencyEntry = z.infer<typeof latencyEntrySchema>
 export type DailyNetworkEntry = z.infer<typeof dailyNetworkSchema>

@@ -132,6 +132,14 @@ beforeAll(async () => {
     body: JSON.stringify({ x402Version: 2, paymentPayload: await signExactEvmPayment({ signer: broke, requirements }), paymentRequirements: requirements }),
   })
   expect(verifyResponseSchema.parse(await refused.json())).toMatchObject({ isValid: false, invalidReason: 'insufficient_funds' })
+  // One request for a network nobody serves: refused before the payment checks, counted apart.
+  const elsewhere = { ...requirements, network: 'eip155:999999' }
+  const unserved = await fetch(`${facilitatorServer.url}/verify`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ x402Version: 2, paymentPayload: await signExactEvmPayment({ signer: broke, requirements: elsewhere }), paymentRequirements: elsewhere }),
+  })
+  expect(verifyResponseSchema.parse(await unserved.json())).toMatchObject({ isValid: false, invalidReason: 'invalid_network' })
   await facilitator.drain()
   mkdirSync(SCREENSHOTS, { recursive: true })
 }, 120_000)
@@ -178,9 +186,11 @@ async function readJson(): Promise<{ stats: PublicStats; listing: CatalogListing
 describe('statistics page in Chromium, after real payments on anvil and LiteSVM', () => {
   it('shows the numbers of /public/stats: totals, networks, the 30 days per network, response times, Solana timing', async () => {
     const { stats, cacheControl } = await readJson()
-    // The payments above are what the JSON counts: 5 on EVM, 2 on Solana, 1 refused verification.
+    // The payments above are what the JSON counts: 5 on EVM, 2 on Solana, 1 refused verification;
+    // the request for a network nobody serves is counted apart.
     expect(stats.usage.allTime.settlements).toMatchObject({ total: 6, succeeded: 6 })
     expect(stats.usage.allTime.verifications).toMatchObject({ total: 7, invalid: 1 })
+    expect(stats.usage.allTime.refused).toMatchObject({ total: 1, unsupportedKind: 1 })
 
     const pageResponse = await fetch(`${statsHost.url}/`)
     expect(pageResponse.headers.get('cache-control')).toBe(cacheControl)
@@ -203,6 +213,7 @@ describe('statistics page in Chromium, after real payments on anvil and LiteSVM'
       'Settlement success rate': (u) => u.settlements.successRate,
       'Volume (USD)': (u) => u.volumeUsd,
       'Distinct payers': (u) => u.payers,
+      'Refused before the payment checks': (u) => u.refused.total,
     }
     expect(Object.keys(totals)).toEqual(Object.keys(expected))
     for (const [label, value] of Object.entries(expected)) {

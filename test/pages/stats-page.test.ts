@@ -127,6 +127,25 @@ describe('statistics page', () => {
     expect(page).not.toContain('Paid resources')
   })
 
+  it('shows requests refused before the payment checks apart from the success rates', async () => {
+    const { stats, pay, facilitator } = setup({ cacheSeconds: 0 })
+    await pay('https://api.example.com/weather')
+    // Junk: a network nobody serves (twice, one a settle), a version nobody speaks, a malformed body.
+    const junk = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: { scheme: 'exact', network: 'eip155:666', amount: '1', asset: USDC, payTo: '0xshop', maxTimeoutSeconds: 60 }, payload: {} }, paymentRequirements: { scheme: 'exact', network: 'eip155:666', amount: '1', asset: USDC, payTo: '0xshop', maxTimeoutSeconds: 60 } }
+    expect(await facilitator.verify(junk)).toMatchObject({ invalidReason: 'invalid_network' })
+    expect(await facilitator.settle(junk)).toMatchObject({ errorReason: 'invalid_network' })
+    expect(await facilitator.verify({ ...junk, x402Version: 7, paymentPayload: { ...junk.paymentPayload, x402Version: 7 } })).toMatchObject({ invalidReason: 'invalid_x402_version' })
+    await expect(facilitator.verify({ x402Version: 2 })).rejects.toMatchObject({ code: 'invalid_request' })
+    await facilitator.drain()
+    const page = renderStatsPage({ stats: await stats.read() })
+    expect(page).toContain('<tr><th scope="row">Settlement success rate</th><td class="num">100%</td><td class="num">100%</td></tr>')
+    expect(page).toContain('<tr><th scope="row">Refused before the payment checks</th><td class="num">4</td><td class="num">4</td></tr>')
+    expect(page).toContain('Refused before the payment checks, all time: 4 requests (2 for a network or scheme this facilitator does not serve; 1 for an unsupported x402 version; 1 malformed).')
+    // A network nobody serves is no row of the networks table.
+    expect(page).not.toContain('eip155:666')
+    expect(renderStatsPage({ stats: emptyStats() })).not.toContain('id="refused"')
+  })
+
   it('says "no data" rather than drawing empty charts or 0% when nothing happened', async () => {
     const { stats } = setup()
     const page = renderStatsPage({ stats: await stats.read() })
@@ -263,5 +282,6 @@ function emptyUsage() {
     volume: [],
     volumeUsd: 0,
     payers: 0,
+    refused: { total: 0, verifications: 0, settlements: 0, unsupportedKind: 0, unsupportedVersion: 0, mismatch: 0, malformed: 0 },
   }
 }

@@ -59,7 +59,9 @@ describe('public statistics', () => {
     const body = await stats.read()
     expect(publicStatsSchema.parse(body)).toEqual(body)
     const all = body.usage.allTime
-    expect(all.verifications).toEqual({ total: 5, valid: 3, invalid: 2, errors: 0, successRate: 60 })
+    // The verification for a network nobody serves never reached the payment checks: counted apart.
+    expect(all.verifications).toEqual({ total: 4, valid: 3, invalid: 1, errors: 0, successRate: 75 })
+    expect(all.refused).toEqual({ total: 1, verifications: 1, settlements: 0, unsupportedKind: 1, unsupportedVersion: 0, mismatch: 0, malformed: 0 })
     expect(all.settlements).toEqual({ total: 7, succeeded: 6, failed: 1, errors: 0, pending: 0, successRate: 85.71 })
     expect(all.payers).toBe(3)
     const usdc = all.volume.find((v) => v.asset === USDC_BASE_SEPOLIA)!
@@ -73,22 +75,23 @@ describe('public statistics', () => {
     expect(evm.name).toBe('base-sepolia')
     expect(evm.allTime.settlements.succeeded).toBe(5)
     expect(evm.allTime.payers).toBe(2)
-    expect(body.networks.find((n) => n.network === 'unsupported')?.allTime.verifications.invalid).toBe(1)
+    expect(evm.allTime.refused.total).toBe(0)
+    expect(body.networks.map((n) => n.network)).toEqual([EVM, SOLANA_DEVNET])
 
     expect(body.daily).toHaveLength(30)
     expect(body.daily.at(-1)).toEqual({
       date: '2026-11-02',
-      verifications: 5,
+      verifications: 4,
       validVerifications: 3,
       settlements: 7,
       successfulSettlements: 6,
       volumeUsd: 6.25,
       payers: 3,
-      // Per network: the unpriced test token adds settlements but no USD; the unserved network only a verification.
+      refused: 1,
+      // Per network: the unpriced test token adds settlements but no USD; the unserved network is no network of its own.
       networks: [
         { network: EVM, verifications: 4, settlements: 6, successfulSettlements: 5, volumeUsd: 4.25 },
         { network: SOLANA_DEVNET, verifications: 0, settlements: 1, successfulSettlements: 1, volumeUsd: 2 },
-        { network: 'unsupported', verifications: 1, settlements: 0, successfulSettlements: 0, volumeUsd: 0 },
       ],
     })
     // The networks of a day add up to the day.

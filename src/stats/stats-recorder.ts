@@ -126,9 +126,10 @@ export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorH
       let payer: string | undefined
       if (event.fault) usage[`s|${network}|error`] = 1
       else if (!result.success && isPendingSettlement(result.errorReason)) usage[`s|${network}|pending`] = 1
-      else if (event.origin === 'recorded') {
-        // Answered from another call's record (a repeat, a racing duplicate): that call counts the
-        // outcome. Its hook may run after this one, so a repeat must not take the payment's count.
+      else if (event.origin === 'recorded' && !(result.success && result.transaction)) {
+        // Answered from another call's record (a refusal, a failure): that call counts the outcome.
+        // A success answered from the record is counted below, once per transaction, by whichever
+        // hook comes first: the call that settled it may have died (`kill -9`) before its own hook ran.
       } else if (result.transaction && !(await store.set(onceKey(network, result.transaction), '1', { ifAbsent: true, ttlMs: dedupeTtlMs }))) {
         // A repeated settle answered from the record: this payment is already counted.
       } else if (result.success) {

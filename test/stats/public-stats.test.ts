@@ -120,14 +120,29 @@ describe('public statistics', () => {
     const context = { network: EVM, asset: USDC_BASE_SEPOLIA, amount: 1_000_000n, timings: {} } as never
     const transaction = `0x${'ab'.repeat(32)}`
     const base = { operation: 'settle' as const, request: {} as never, context, durationMs: 5 }
-    // The duplicate answered from the winner's record finishes first; then the winner's own event.
-    await hooks.afterSettle!({ ...base, origin: 'recorded', result: { success: false, errorReason: 'duplicate_settlement', transaction, network: EVM } })
-    await hooks.afterSettle!({ ...base, origin: 'sent', result: { success: true, transaction, network: EVM, payer: '0x1111111111111111111111111111111111111111' } })
-    // And a later repeat, answered from the record again.
+    const landed = { success: true, transaction, network: EVM, payer: '0x1111111111111111111111111111111111111111' }
+    // The racer answered from the winner's record finishes first; then the winner's own event.
+    await hooks.afterSettle!({ ...base, origin: 'recorded', result: landed })
+    await hooks.afterSettle!({ ...base, origin: 'sent', result: landed })
+    // A later repeat answered from the record, and a different payment refused as a duplicate of it.
+    await hooks.afterSettle!({ ...base, origin: 'recorded', result: landed })
     await hooks.afterSettle!({ ...base, origin: 'recorded', result: { success: false, errorReason: 'duplicate_settlement', transaction, network: EVM } })
     const body = await stats.read()
     expect(body.usage.allTime.settlements).toMatchObject({ succeeded: 1, failed: 0 })
     expect(body.usage.allTime.volume[0]).toMatchObject({ amount: '1', settlements: 1 })
+  })
+
+  it('counts a landed settlement whose own after-hook never ran (its process died) from the retry answered by its record', async () => {
+    const { stats, store } = setup()
+    const { createStatsRecorder } = await import('../../src/stats/stats-recorder.js')
+    const hooks = createStatsRecorder({ store, now: () => Date.UTC(2026, 10, 2, 12, 0, 0) })
+    const context = { network: EVM, asset: USDC_BASE_SEPOLIA, amount: 2_000_000n, timings: {} } as never
+    const transaction = `0x${'cd'.repeat(32)}`
+    // Only the retry's event arrives: the call that sent it was killed after recording its outcome.
+    await hooks.afterSettle!({ operation: 'settle', request: {} as never, context, durationMs: 3, origin: 'recorded', result: { success: true, transaction, network: EVM, payer: '0x2222222222222222222222222222222222222222' } })
+    const body = await stats.read()
+    expect(body.usage.allTime.settlements).toMatchObject({ succeeded: 1 })
+    expect(body.usage.allTime.volume[0]).toMatchObject({ amount: '2', settlements: 1 })
   })
 
   it('says "no data" rather than 0% when nothing happened', async () => {

@@ -4,6 +4,7 @@ import type { HttpAnswer, HttpCall } from './http-call.js'
 import { createRateLimiter, type RateLimitOptions } from './rate-limit.js'
 import { readJsonBody, readStreamBytes } from './read-body.js'
 import { routePath } from './route-path.js'
+import { settleAmountRefusal } from './settle-amount-refusal.js'
 
 /** The three payment routes, as named to `authenticate`. */
 export type PaymentRoute = 'supported' | 'verify' | 'settle'
@@ -45,6 +46,16 @@ export interface HandlerOptions {
    * client for `rateLimit`. Public extra routes are never asked.
    */
   authenticate?: (request: Request, route: AuthenticatedRoute) => AuthenticateResult | Promise<AuthenticateResult>
+  /**
+   * Settle payments whose settle request sets the amount charged (adapters with
+   * `settleSetsAmount`, such as `upto`) for callers that are not authenticated. Off, a
+   * handler without `authenticate` answers their /settle with `success: false`,
+   * `errorReason: "settle_requires_authentication"`: anyone who can reach /settle, the payer
+   * included, could otherwise settle a payment for 0 before the resource server charges it.
+   * Turn it on only when nothing but your own resource servers can reach /settle (a private
+   * network, a proxy that authenticates). /verify is never affected. @default false
+   */
+  allowUnauthenticatedSettleAmount?: boolean
   /**
    * Per-client limits of `/verify` and `/settle`, counted in the store (instances sharing
    * it share the limits): past them, 429 `{error, code: "rate_limited"}` with `Retry-After`.
@@ -101,6 +112,9 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   const cors = options.cors ? (options.cors === true ? {} : options.cors) : undefined
   const extra = new Map((options.routes ?? []).map((route) => [route.path, route]))
   const rateLimit = options.rateLimit ? createRateLimiter(options.rateLimit) : undefined
+  // Settles that set their own amount are refused to anonymous callers: looked up only when some adapter has them.
+  const registry = (facilitator as { registry?: Facilitator['registry'] }).registry
+  const guardSettleAmounts = !options.authenticate && options.allowUnauthenticatedSettleAmount !== true && registry?.adapters.some((adapter) => adapter.settleSetsAmount === true) === true
 
   const payment: Record<string, { method: 'GET' | 'POST'; route: PaymentRoute }> = {
     '/supported': { method: 'GET', route: 'supported' },
@@ -130,6 +144,10 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     if (rateLimit) await rateLimit(known.route, client ?? clientOf(call))
     const body = await readJsonBody(call, maxBodyBytes, maxJsonDepth)
     if (known.route === 'verify') return jsonAnswer(200, await facilitator.verify(body))
+    if (guardSettleAmounts) {
+      const refusal = settleAmountRefusal(registry!, body)
+      if (refusal) return jsonAnswer(200, refusal)
+    }
     return jsonAnswer(200, await facilitator.settle(body))
   }
 

@@ -168,3 +168,45 @@ describe('web handler', () => {
     expect(await response.json()).toEqual({ error: 'internal error', code: 'internal_error' })
   })
 })
+
+describe('settles whose request sets the amount', () => {
+  /** An exact adapter, and beside it one whose settle request chooses the charge (as upto does), on its own network. */
+  function metered(options: HandlerOptions = {}) {
+    const exact = createLedgerAdapter()
+    const meter = { ...createLedgerAdapter({ network: 'eip155:31338', balances: exact.balances }), settleSetsAmount: true }
+    exact.balances.set('0xpayer', 1_000n)
+    const facilitator = createFacilitator({ schemes: [exact, meter] })
+    const meterBody = (nonce: string) => ledgerBody(meter, { from: '0xpayer', to: '0xshop', value: '10', nonce }, 'eip155:31338')
+    return { exact, meter, meterBody, handle: createHandler(facilitator, options) }
+  }
+
+  it('refuses them on a handler without authenticate, with a code and how to opt in; nothing is settled, /verify and other schemes stay open', async () => {
+    const { exact, meter, meterBody, handle } = metered()
+    const settled = await handle(post('/settle', meterBody('m1')))
+    expect(settled.status).toBe(200)
+    const answer = (await settled.json()) as Record<string, unknown>
+    expect(answer).toMatchObject({ success: false, errorReason: 'settle_requires_authentication', transaction: '', network: 'eip155:31338', amount: '0' })
+    expect(answer.errorMessage).toMatch(/authenticate hook.*API_TOKENS.*allowUnauthenticatedSettleAmount/)
+    expect(meter.applied.size).toBe(0)
+    expect(exact.balances.get('0xpayer')).toBe(1_000n)
+    // Verify stays open: a resource server checks the payment before doing the work.
+    expect(await (await handle(post('/verify', meterBody('m1')))).json()).toEqual({ isValid: true, payer: '0xpayer' })
+    // A payment whose amount the payer signed settles as before.
+    const plain = await handle(post('/settle', ledgerBody(exact, { from: '0xpayer', to: '0xshop', value: '10', nonce: 'e1' })))
+    expect(await plain.json()).toMatchObject({ success: true })
+    // A malformed body keeps its 400 naming the field.
+    expect((await handle(post('/settle', { x402Version: 2 }))).status).toBe(400)
+  })
+
+  it('settles them for callers the authenticate hook admits, and for anyone when the operator opts in', async () => {
+    const authed = metered({ authenticate: (request) => (request.headers.get('authorization') === 'Bearer shop' ? { clientId: 'shop' } : false) })
+    expect((await authed.handle(post('/settle', authed.meterBody('a1')))).status).toBe(401)
+    const settled = await authed.handle(post('/settle', authed.meterBody('a1'), { authorization: 'Bearer shop' }))
+    expect(await settled.json()).toMatchObject({ success: true, network: 'eip155:31338' })
+    expect(authed.meter.applied.size).toBe(1)
+
+    const open = metered({ allowUnauthenticatedSettleAmount: true })
+    expect(await (await open.handle(post('/settle', open.meterBody('o1')))).json()).toMatchObject({ success: true })
+    expect(open.meter.applied.size).toBe(1)
+  })
+})

@@ -9,7 +9,7 @@ import { settleAmountRefusal } from './settle-amount-refusal.js'
 /** The three payment routes, as named to `authenticate`. */
 export type PaymentRoute = 'supported' | 'verify' | 'settle'
 
-/** What `authenticate` is asked about: a payment route, or `'private'` for an extra route with `public: false`. */
+/** What `authenticate` is asked about: a payment route, or `'private'` for an extra route with `public: false` (only without `authorizeAdmin`). */
 export type AuthenticatedRoute = PaymentRoute | 'private'
 
 /** An extra GET route served by the handler (statistics, catalog). */
@@ -18,9 +18,10 @@ export interface ExtraRoute {
   path: string
   handle(request: Request): Response | Promise<Response>
   /**
-   * Public routes skip `authenticate`. A private one (`false`) is served only to
-   * requests that `authenticate` allows (asked with the route name `'private'`), and
-   * answers 401 when the handler has no `authenticate` hook. @default true
+   * Public routes skip authentication. A private one (`false`: the ledger, protected
+   * metrics, admin routes) is served only to requests that `authorizeAdmin` allows (without
+   * it, that `authenticate` allows when asked with the route name `'private'`), and answers
+   * 401 when the handler has neither hook. @default true
    */
   public?: boolean
 }
@@ -40,12 +41,25 @@ export interface HandlerOptions {
   /** Deepest accepted JSON nesting. @default 32 */
   maxJsonDepth?: number
   /**
-   * Decides whether a request may use a payment route, or a private extra route
-   * (asked as `'private'`, e.g. the ledger); `false` answers 401.
+   * Decides whether a request may use a payment route; `false` answers 401.
    * Answering `{ clientId }` (e.g. the API key's name) allows it and names the
-   * client for `rateLimit`. Public extra routes are never asked.
+   * client for `rateLimit`. Public extra routes are never asked; private ones
+   * are asked of `authorizeAdmin` when it is set, else of this hook with the route
+   * name `'private'` (the hook must then tell operators from payment clients).
    */
   authenticate?: (request: Request, route: AuthenticatedRoute) => AuthenticateResult | Promise<AuthenticateResult>
+  /**
+   * Decides whether a request may use the private extra routes (`public: false`: the ledger,
+   * protected metrics, admin routes); anything but `true` answers 401. Kept apart from
+   * `authenticate` so that a payment client's credentials never open them: a client of
+   * /settle must not read other clients' payments. When set, `authenticate` is not asked
+   * about private routes. @default private routes ask `authenticate` with `'private'`
+   *
+   * @example
+   * // partial
+   * createHandler(facilitator, { authorizeAdmin: (request) => request.headers.get('authorization') === `Bearer ${process.env.ADMIN_TOKEN}` })
+   */
+  authorizeAdmin?: (request: Request) => boolean | Promise<boolean>
   /**
    * Settle payments whose settle request sets the amount charged (adapters with
    * `settleSetsAmount`, such as `upto`) for callers that are not authenticated. Off, a
@@ -126,11 +140,7 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     const extraRoute = extra.get(path)
     if (extraRoute) {
       if (call.method !== 'GET' && call.method !== 'HEAD') throw methodNotAllowed('GET')
-      if (extraRoute.public === false) {
-        // Never served to everyone by default: a private route without a hook is closed.
-        if (!options.authenticate) throw new FacilitatorError('unauthorized', 'this route is private and the server has no authenticate hook')
-        await authenticate(call, 'private', options.authenticate)
-      }
+      if (extraRoute.public === false) await authorizePrivate(call)
       return extraRoute.handle(call.request())
     }
     const known = payment[path]
@@ -149,6 +159,23 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
       if (refusal) return jsonAnswer(200, refusal)
     }
     return jsonAnswer(200, await facilitator.settle(body))
+  }
+
+  /** Throws 401 unless the caller may use a private route: admins only, never by default. */
+  async function authorizePrivate(call: HttpCall): Promise<void> {
+    if (!options.authorizeAdmin) {
+      if (!options.authenticate) throw new FacilitatorError('unauthorized', 'this route is private and the server has no authorizeAdmin hook')
+      await authenticate(call, 'private', options.authenticate)
+      return
+    }
+    let allowed: unknown = false
+    try {
+      allowed = await options.authorizeAdmin(call.request())
+    } catch (error) {
+      throw new FacilitatorError('unauthorized', 'authentication failed', { cause: error })
+    }
+    // Exactly true: a payment client's `{ clientId }` from a shared helper must not open an admin route.
+    if (allowed !== true) throw new FacilitatorError('unauthorized', 'this route takes an admin credential; payment clients\' credentials do not open it')
   }
 
   /** Throws 401 unless the hook allows the call; answers the client it names (as `key:<id>`). */

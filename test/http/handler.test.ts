@@ -210,3 +210,47 @@ describe('settles whose request sets the amount', () => {
     expect(open.meter.applied.size).toBe(1)
   })
 })
+
+describe('private routes', () => {
+  const ledgerRows = { path: '/ledger', public: false, handle: () => Response.json({ entries: ['row'] }) }
+  const authenticate = (request: Request) => {
+    const token = request.headers.get('authorization')
+    return token === 'Bearer shop-a' ? { clientId: 'shop-a' } : token === 'Bearer shop-b' ? { clientId: 'shop-b' } : false
+  }
+  const get = (headers: Record<string, string> = {}) => new Request('http://facilitator.test/ledger', { headers })
+
+  it('take an admin credential from authorizeAdmin: a payment client\'s token gets 401, and authenticate is not asked', async () => {
+    const asked: string[] = []
+    const { handle } = setup({
+      authenticate: (request, route) => (asked.push(route), authenticate(request)),
+      authorizeAdmin: (request) => request.headers.get('authorization') === 'Bearer admin',
+      routes: [ledgerRows],
+    })
+    const client = await handle(get({ authorization: 'Bearer shop-b' }))
+    expect(client.status).toBe(401)
+    expect((await errorOf(client)).error).toMatch(/admin credential/)
+    expect((await handle(get())).status).toBe(401)
+    const admin = await handle(get({ authorization: 'Bearer admin' }))
+    expect(admin.status).toBe(200)
+    expect(await admin.json()).toEqual({ entries: ['row'] })
+    expect(asked).toEqual([])
+    // The admin credential does not open the payment routes.
+    expect((await handle(new Request('http://facilitator.test/supported', { headers: { authorization: 'Bearer admin' } }))).status).toBe(401)
+  })
+
+  it('admit only exactly true from authorizeAdmin, and answer 401 without leaking when it throws', async () => {
+    const named = setup({ authorizeAdmin: (() => ({ clientId: 'shop-a' })) as unknown as () => boolean, routes: [ledgerRows] })
+    expect((await named.handle(get({ authorization: 'Bearer shop-a' }))).status).toBe(401)
+    const throwing = setup({ authorizeAdmin: () => { throw new Error('vault down SECRET') }, routes: [ledgerRows] })
+    const failed = await throwing.handle(get())
+    expect(failed.status).toBe(401)
+    expect(await failed.text()).not.toContain('SECRET')
+  })
+
+  it('without authorizeAdmin ask authenticate with "private" as before, and are closed with neither hook', async () => {
+    const legacy = setup({ authenticate: (request, route) => (route === 'private' ? request.headers.get('authorization') === 'Bearer admin' : true), routes: [ledgerRows] })
+    expect((await legacy.handle(get({ authorization: 'Bearer shop-a' }))).status).toBe(401)
+    expect((await legacy.handle(get({ authorization: 'Bearer admin' }))).status).toBe(200)
+    expect((await setup({ routes: [ledgerRows] }).handle(get({ authorization: 'Bearer admin' }))).status).toBe(401)
+  })
+})

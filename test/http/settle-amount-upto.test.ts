@@ -78,7 +78,7 @@ describe('upto settles over HTTP', () => {
     expect((await post(open, 'verify', maximum)).json).toMatchObject({ isValid: true })
 
     const sent = await sentByFacilitator()
-    const payee = await tokenBalance(world.node, world.token, requirements.payTo)
+    const payee = await tokenBalance(world.node, world.token, requirements.payTo as `0x${string}`)
     const grab = await post(open, 'settle', { ...maximum, paymentRequirements: { ...requirements, amount: '0' } })
     expect(grab.status).toBe(200)
     expect(grab.json).toMatchObject({ success: false, errorReason: SETTLE_REQUIRES_AUTHENTICATION, amount: '0', transaction: '' })
@@ -89,7 +89,7 @@ describe('upto settles over HTTP', () => {
     expect((await post(authed, 'settle', { ...maximum, paymentRequirements: { ...requirements, amount: '3000' } })).status).toBe(401)
     const charged = await post(authed, 'settle', { ...maximum, paymentRequirements: { ...requirements, amount: '3000' } }, { authorization: `Bearer ${SHOP_TOKEN}` })
     expect(charged.json).toMatchObject({ success: true, amount: '3000' })
-    expect(await tokenBalance(world.node, world.token, requirements.payTo)).toBe(payee + 3000n)
+    expect(await tokenBalance(world.node, world.token, requirements.payTo as `0x${string}`)).toBe(payee + 3000n)
   })
 
   it('an open handler still settles payments whose amount the payer signed: EIP-3009 and Permit2 exact', async () => {

@@ -1,5 +1,6 @@
 import type { Facilitator } from '../core/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
+import { proxiedClientAddress, type TrustProxy } from './client-address.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'
 import { createRateLimiter, type RateLimitOptions } from './rate-limit.js'
 import { readJsonBody, readStreamBytes } from './read-body.js'
@@ -83,11 +84,20 @@ export interface HandlerOptions {
   rateLimit?: RateLimitOptions
   /**
    * The client's address, for `rateLimit` when `authenticate` names no client. The node
-   * listener gives the socket's remote address; behind a proxy, or on a runtime whose
-   * `Request` carries no address, read it here (e.g. from a header your proxy sets).
+   * listener gives the socket's remote address; on a runtime whose `Request` carries no
+   * address, read it here. Answering `undefined` falls back to the socket's address.
+   * Behind reverse proxies, prefer `trustProxy`. Not with `trustProxy`.
    * @default the socket's address under createNodeListener, else 'unknown' (one bucket for all)
    */
   clientAddress?: (request: Request) => string | undefined
+  /**
+   * Behind reverse proxies: `{ hops: n }` takes the client's address `n` entries from the
+   * right end of `X-Forwarded-For` (`{ hops: 1 }`: one proxy in front), `{ header }` from a
+   * header your proxy overwrites (`cf-connecting-ip`, `x-real-ip`). Never the left end of
+   * `X-Forwarded-For`, which the client writes. A request without a usable address falls back
+   * to the socket's. Not with `clientAddress`. @default the socket's address
+   */
+  trustProxy?: TrustProxy
   /** Adds CORS headers and answers preflight requests. @default false */
   cors?: boolean | CorsOptions
   routes?: readonly ExtraRoute[]
@@ -126,6 +136,8 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   const cors = options.cors ? (options.cors === true ? {} : options.cors) : undefined
   const extra = new Map((options.routes ?? []).map((route) => [route.path, route]))
   const rateLimit = options.rateLimit ? createRateLimiter(options.rateLimit) : undefined
+  if (options.clientAddress && options.trustProxy) throw new FacilitatorError('misconfigured', 'createHandler: give clientAddress or trustProxy, not both')
+  const proxied = options.trustProxy ? proxiedClientAddress(options.trustProxy) : undefined
   // Settles that set their own amount are refused to anonymous callers: looked up only when some adapter has them.
   const registry = (facilitator as { registry?: Facilitator['registry'] }).registry
   const guardSettleAmounts = !options.authenticate && options.allowUnauthenticatedSettleAmount !== true && registry?.adapters.some((adapter) => adapter.settleSetsAmount === true) === true
@@ -194,11 +206,12 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   function clientOf(call: HttpCall): string {
     let address: string | undefined
     try {
-      address = options.clientAddress ? options.clientAddress(call.request()) : call.clientAddress
+      if (proxied) address = proxied((name) => call.header(name))
+      else if (options.clientAddress) address = options.clientAddress(call.request())
     } catch {
       address = undefined
     }
-    return `addr:${address || 'unknown'}`
+    return `addr:${address || call.clientAddress || 'unknown'}`
   }
 
   const answer: CallAnswerer = async (call) => {

@@ -47,6 +47,8 @@ export interface HandlerOptions {
    * client for `rateLimit`. Public extra routes are never asked; private ones
    * are asked of `authorizeAdmin` when it is set, else of this hook with the route
    * name `'private'` (the hook must then tell operators from payment clients).
+   * With this hook, /settle serves payments whose settle request sets the amount (`upto`)
+   * to the callers it admits to `'settle'`: admit only your resource servers there.
    */
   authenticate?: (request: Request, route: AuthenticatedRoute) => AuthenticateResult | Promise<AuthenticateResult>
   /**

@@ -20,14 +20,17 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: 'SOLANA_FEE_PAYER_KEYS', description: 'fee payers of the Solana networks: a 64-byte keypair as solana-keygen writes it (JSON array), a JSON array of such, or comma-separated base58 keypairs' },
   { name: 'ASSETS_<NETWORK>', description: 'tokens accepted on a network besides its built-in USDC, comma-separated (EVM: address:name:version, the EIP-712 domain; Solana: mint)', example: 'ASSETS_BASE=0xabc…:My Token:1' },
   { name: 'RESTRICT_ASSETS', description: 'accept only the built-in and listed tokens (false: any token, at your gas)', default: 'true' },
+  { name: 'SCHEMES', description: 'schemes to serve, comma-separated: exact (always; EIP-3009 and Permit2 on EVM, SPL transfers on Solana), and upto on the EVM networks (Permit2: the client signs a maximum and the settle request charges the usage, so it needs API_TOKENS)', default: 'exact', example: 'SCHEMES=exact,upto' },
   { name: 'HOST', description: 'address to listen on', default: '0.0.0.0' },
   { name: 'PORT', description: 'port of /supported, /verify, /settle, /healthz, /readyz, /metrics', default: '4020' },
   { name: 'STATS_PORT', description: 'port of the public statistics and catalog (/public/stats, /public/resources, /discovery/resources); unset: served on PORT' },
   { name: 'STORE_URL', description: 'sqlite:<file> (one process, kept across restarts), redis://… or postgres://… (several instances), or memory (forgets on restart)', default: 'sqlite:./data/x402-facilitator.db' },
-  { name: 'API_TOKENS', description: 'bearer tokens for /verify, /settle and /metrics, comma-separated, each name:token (the name keys the rate limits); unset: open to anyone' },
+  { name: 'API_TOKENS', description: 'bearer tokens of payment clients (resource servers) for /supported, /verify and /settle, comma-separated, each name:token of at least 16 characters (the name keys the rate limits); unset: open to anyone (logged as a warning at start)' },
+  { name: 'ADMIN_TOKENS', description: 'bearer tokens of operators for /ledger and /metrics, comma-separated name:token, each different from every API_TOKENS token (a payment client\'s token never opens them); unset: /ledger is closed, and /metrics too when API_TOKENS is set' },
   { name: 'RATE_LIMIT_VERIFY', description: 'verifies a client may ask per minute (0: no limit)', default: '600' },
   { name: 'RATE_LIMIT_SETTLE', description: 'settles a client may ask per minute (0: no limit)', default: '120' },
-  { name: 'TRUST_PROXY', description: 'take the client address from X-Forwarded-For (only behind a proxy that sets it)', default: 'false' },
+  { name: 'TRUST_PROXY', description: 'behind reverse proxies that append to X-Forwarded-For, how many: the client address is that many entries from its right end (true: 1), never its client-written left end; false: the socket\'s address', default: 'false', example: 'TRUST_PROXY=1' },
+  { name: 'CLIENT_IP_HEADER', description: 'instead of TRUST_PROXY, a header your proxy overwrites with the client address', example: 'CLIENT_IP_HEADER=cf-connecting-ip' },
   { name: 'MAX_IN_FLIGHT_SETTLES_PER_SIGNER', description: 'settlements one signer may have in flight; past it 503 signer_busy', default: '256' },
   { name: 'BALANCE_INTERVAL_MS', description: 'how often signers\' gas money is read (a metric, and a warning when below the adapters\' thresholds)', default: '60000' },
   { name: 'SHUTDOWN_TIMEOUT_MS', description: 'on SIGTERM, how long in-flight requests may finish before the process exits', default: '30000' },
@@ -49,19 +52,32 @@ export interface CliConfig {
   /** 64-byte Solana keypairs. */
   readonly solanaFeePayerKeys: readonly Uint8Array[]
   readonly restrictAssets: boolean
+  /** Schemes served (`exact` always first when present). */
+  readonly schemes: readonly CliScheme[]
   readonly host: string
   readonly port: number
   readonly statsPort: number | undefined
   readonly storeUrl: string
+  /** Payment clients' tokens, token → name. */
   readonly apiTokens: ReadonlyMap<string, string>
+  /** Operators' tokens (private routes), token → name. */
+  readonly adminTokens: ReadonlyMap<string, string>
   readonly rateLimitVerify: number
   readonly rateLimitSettle: number
-  readonly trustProxy: boolean
+  /** Proxies in front that append to X-Forwarded-For; 0: none trusted. */
+  readonly trustProxyHops: number
+  /** A header the proxy overwrites with the client's address. */
+  readonly clientIpHeader: string | undefined
   readonly maxInFlightSettlesPerSigner: number
   readonly shutdownTimeoutMs: number
   readonly balanceIntervalMs: number
   readonly logLevel: string
 }
+
+/** A scheme the command can serve. */
+export type CliScheme = 'exact' | 'upto'
+
+const SCHEMES: readonly CliScheme[] = ['exact', 'upto']
 
 /** The outcome of reading the environment: the configuration, or one line per problem. */
 export type CliConfigResult = { ok: true; config: CliConfig } | { ok: false; problems: string[] }
@@ -153,14 +169,51 @@ export function readCliConfig(env: Readonly<Record<string, string | undefined>>)
     problems.push('STORE_URL must be sqlite:<file>, a redis:// or rediss:// URL, a postgres:// URL, or memory')
   }
 
-  const apiTokens = new Map<string, string>()
-  list('API_TOKENS').forEach((entry, index) => {
-    const at = entry.indexOf(':')
-    const name = entry.slice(0, at)
-    const token = entry.slice(at + 1)
-    if (at <= 0 || token.length < 16) problems.push(`API_TOKENS (entry ${index + 1}) must be name:token with a token of at least 16 characters`)
-    else apiTokens.set(token, name)
+  const tokens = (variable: string) => {
+    const read = new Map<string, string>()
+    list(variable).forEach((entry, index) => {
+      const at = entry.indexOf(':')
+      const name = entry.slice(0, at)
+      const token = entry.slice(at + 1)
+      if (at <= 0 || token.length < 16) problems.push(`${variable} (entry ${index + 1}) must be name:token with a token of at least 16 characters`)
+      else read.set(token, name)
+    })
+    return read
+  }
+  const apiTokens = tokens('API_TOKENS')
+  const adminTokens = tokens('ADMIN_TOKENS')
+  // One token in both lists would let a payment client read every client's ledger rows.
+  ;[...adminTokens.keys()].forEach((token, index) => {
+    if (apiTokens.has(token)) problems.push(`ADMIN_TOKENS (entry ${index + 1}) repeats a token of API_TOKENS: operators' tokens must differ from payment clients'`)
   })
+
+  const schemes: CliScheme[] = []
+  for (const name of list('SCHEMES').map((scheme) => scheme.toLowerCase())) {
+    if (!SCHEMES.includes(name as CliScheme)) problems.push(`SCHEMES names an unknown scheme "${name.slice(0, 40)}" (use ${SCHEMES.join(', ')})`)
+    else if (!schemes.includes(name as CliScheme)) schemes.push(name as CliScheme)
+  }
+  if (schemes.length === 0 && !problems.some((problem) => problem.startsWith('SCHEMES'))) schemes.push('exact')
+  schemes.sort((a, b) => SCHEMES.indexOf(a) - SCHEMES.indexOf(b))
+  if (schemes.includes('upto')) {
+    if (!networks.some((network) => network.family === 'eip155') && names.length > 0) problems.push('SCHEMES includes upto, which only EVM networks serve: name one in NETWORKS')
+    // An upto settle request sets the amount charged: anyone who may call /settle sets the price.
+    if (apiTokens.size === 0) problems.push('SCHEMES includes upto, which needs API_TOKENS: an upto settle request sets the amount charged, so only your resource servers may call /settle')
+  }
+  // The exact adapters own the networks' readiness checks and connections; upto is served beside them.
+  if (!schemes.includes('exact') && schemes.length > 0) problems.push('SCHEMES must include exact (upto is served beside it), e.g. SCHEMES=exact,upto')
+
+  let trustProxyHops = 0
+  const trustProxy = text('TRUST_PROXY')?.toLowerCase()
+  if (trustProxy === undefined || ['false', 'no', '0'].includes(trustProxy)) trustProxyHops = 0
+  else if (['true', 'yes'].includes(trustProxy)) trustProxyHops = 1
+  else if (/^\d{1,2}$/.test(trustProxy) && Number(trustProxy) >= 1 && Number(trustProxy) <= 16) trustProxyHops = Number(trustProxy)
+  else problems.push('TRUST_PROXY must be false, true (one proxy) or the number of proxies in front that append to X-Forwarded-For (1 to 16)')
+  const clientIpHeader = text('CLIENT_IP_HEADER')?.toLowerCase()
+  if (clientIpHeader !== undefined) {
+    if (clientIpHeader === 'x-forwarded-for') problems.push('CLIENT_IP_HEADER cannot be x-forwarded-for (the client writes its left end): set TRUST_PROXY to the number of proxies in front instead')
+    else if (!/^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$/.test(clientIpHeader)) problems.push('CLIENT_IP_HEADER must be a header name, e.g. cf-connecting-ip or x-real-ip')
+    if (trustProxyHops > 0) problems.push('set TRUST_PROXY or CLIENT_IP_HEADER, not both')
+  }
 
   const logLevel = text('LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.has(logLevel)) problems.push(`LOG_LEVEL must be one of ${[...LOG_LEVELS].join(', ')}`)
@@ -173,14 +226,17 @@ export function readCliConfig(env: Readonly<Record<string, string | undefined>>)
     evmPrivateKeys: evmPrivateKeys as `0x${string}`[],
     solanaFeePayerKeys: solanaKeys,
     restrictAssets: boolean('RESTRICT_ASSETS', true),
+    schemes,
     host: text('HOST') ?? '0.0.0.0',
     port,
     statsPort,
     storeUrl,
     apiTokens,
+    adminTokens,
     rateLimitVerify: integer('RATE_LIMIT_VERIFY', 600, 0, 1_000_000),
     rateLimitSettle: integer('RATE_LIMIT_SETTLE', 120, 0, 1_000_000),
-    trustProxy: boolean('TRUST_PROXY', false),
+    trustProxyHops,
+    clientIpHeader,
     maxInFlightSettlesPerSigner: integer('MAX_IN_FLIGHT_SETTLES_PER_SIGNER', 256, 1, 100_000),
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', 30_000, 0, 600_000),
     balanceIntervalMs: integer('BALANCE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
@@ -257,6 +313,11 @@ export function helpText(): string {
     lines.push(`  ${variable.name}${variable.default === undefined ? '' : ` (default ${variable.default})`}`)
     lines.push(`      ${variable.description}${variable.example ? `; e.g. ${variable.example}` : ''}`)
   }
-  lines.push('', 'Routes: GET /supported, POST /verify, POST /settle, GET /healthz, GET /readyz, GET /metrics;', 'public: GET /public/stats, /public/resources, /discovery/resources.')
+  lines.push(
+    '',
+    'Routes: GET /supported, POST /verify, POST /settle (API_TOKENS); GET /ledger, GET /metrics (ADMIN_TOKENS; /metrics',
+    'public when no token is set); public: GET /healthz, GET /readyz (a check at most 5 s old), GET /public/stats,',
+    '/public/resources, /discovery/resources.',
+  )
   return lines.join('\n')
 }

@@ -37,22 +37,22 @@ async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAd
   const evmNetworks = config.networks.filter((network) => network.family === 'eip155')
   if (evmNetworks.length > 0) {
     const evm = await load(() => import('../evm/index.js'), 'an EVM network', 'viem')
-    schemes.push(
-      evm.exactEvm({
-        networks: evmNetworks.map((network) => ({
-          network: network.name,
-          rpcUrls: network.rpcUrls,
-          restrictAssets: config.restrictAssets,
-          assets: network.assets.map((entry) => {
-            const [address, name, version] = entry.split(':') as [`0x${string}`, string, string]
-            return { address, name, version }
-          }),
-        })),
-        signers: config.evmPrivateKeys.map((key) => evm.privateKeySigner(key)),
-        maxInFlightSettlesPerSigner: config.maxInFlightSettlesPerSigner,
-        logger,
-      }),
-    )
+    // exact serves EIP-3009 and Permit2; with upto, evmSchemes builds both on one configuration (signers and their nonces shared).
+    const evmConfig = {
+      networks: evmNetworks.map((network) => ({
+        network: network.name,
+        rpcUrls: network.rpcUrls,
+        restrictAssets: config.restrictAssets,
+        assets: network.assets.map((entry) => {
+          const [address, name, version] = entry.split(':') as [`0x${string}`, string, string]
+          return { address, name, version }
+        }),
+      })),
+      signers: config.evmPrivateKeys.map((key) => evm.privateKeySigner(key)),
+      maxInFlightSettlesPerSigner: config.maxInFlightSettlesPerSigner,
+      logger,
+    }
+    schemes.push(...(config.schemes.includes('upto') ? evm.evmSchemes(evmConfig) : [evm.exactEvm(evmConfig)]))
   }
   const solanaNetworks = config.networks.filter((network) => network.family === 'solana')
   if (solanaNetworks.length > 0) {
@@ -74,7 +74,7 @@ async function buildSchemes(config: CliConfig, logger: Logger): Promise<SchemeAd
       }),
     )
   }
-  logger.info({ event: 'configured', networks: config.networks.map((network) => network.name), restrictAssets: config.restrictAssets }, 'facilitator configured')
+  logger.info({ event: 'configured', networks: config.networks.map((network) => network.name), schemes: config.schemes, restrictAssets: config.restrictAssets }, 'facilitator configured')
   return schemes
 }
 
@@ -105,6 +105,20 @@ function listen(server: Server, port: number, host: string): Promise<number> {
       resolve(typeof address === 'object' && address ? address.port : port)
     })
   })
+}
+
+/** Says at start what is open to anyone, and which private routes no one can read. */
+function warnOpenService(config: CliConfig, logger: Logger, served: { ledger: boolean; metricsPublic: boolean }): void {
+  if (config.apiTokens.size === 0) {
+    logger.warn({ event: 'settle_open', variable: 'API_TOKENS' }, 'POST /verify and /settle are open to anyone (API_TOKENS is not set): anyone who reaches this port can have the facilitator send settlements at its gas cost')
+    if (['0.0.0.0', '::', ''].includes(config.host)) {
+      logger.warn({ event: 'listening_open', host: config.host, variable: 'API_TOKENS' }, `listening on every interface (HOST=${config.host || '(all)'}) with no API_TOKENS: bind HOST=127.0.0.1 behind your own gateway, or set API_TOKENS`)
+    }
+  }
+  if (config.adminTokens.size === 0) {
+    const closed = [...(served.ledger ? ['/ledger'] : []), ...(served.metricsPublic ? [] : ['/metrics'])]
+    if (closed.length > 0) logger.info({ event: 'admin_routes_closed', routes: closed, variable: 'ADMIN_TOKENS' }, `${closed.join(' and ')} answer 401 to everyone: set ADMIN_TOKENS to read them`)
+  }
 }
 
 /**
@@ -142,19 +156,26 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     facilitator = createFacilitator({ schemes: await buildSchemes(config, logger), store, hooks, logger })
     const publicRoutes: ExtraRoute[] = [stats.route(), ...catalog.routes()]
     const tokens = config.apiTokens
+    const adminTokens = config.adminTokens
+    const bearer = (request: Request) => /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1]
+    // A service open to anyone keeps /metrics open as before; with any token set it is an operator's route.
+    const metricsPublic = tokens.size === 0 && adminTokens.size === 0
     const handler = createHandler(facilitator, {
-      // With API_TOKENS, /metrics asks for one as /verify does; without, the service is open and so is /metrics.
-      // The ledger is private: served only with an API token (closed when there are none).
-      routes: [...healthRoutes(facilitator), metrics.route('/metrics', { public: tokens.size === 0 }), ...(ledger ? [ledgerRoute(ledger)] : []), ...(config.statsPort === undefined ? publicRoutes : [])],
+      routes: [...healthRoutes(facilitator), metrics.route('/metrics', { public: metricsPublic }), ...(ledger ? [ledgerRoute(ledger)] : []), ...(config.statsPort === undefined ? publicRoutes : [])],
       ...(tokens.size > 0
         ? {
             authenticate: (request: Request) => {
-              const token = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1]
+              const token = bearer(request)
               const name = token === undefined ? undefined : tokens.get(token)
               return name === undefined ? false : { clientId: name }
             },
           }
         : {}),
+      // Private routes (/ledger, a protected /metrics) take ADMIN_TOKENS only, never a payment client's token; none set: closed.
+      authorizeAdmin: (request: Request) => {
+        const token = bearer(request)
+        return token !== undefined && adminTokens.has(token)
+      },
       ...(config.rateLimitVerify > 0 || config.rateLimitSettle > 0
         ? {
             rateLimit: {
@@ -164,7 +185,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
             },
           }
         : {}),
-      ...(config.trustProxy ? { clientAddress: (request: Request) => request.headers.get('x-forwarded-for')?.split(',')[0]?.trim() || undefined } : {}),
+      ...(config.trustProxyHops > 0 ? { trustProxy: { hops: config.trustProxyHops } } : config.clientIpHeader ? { trustProxy: { header: config.clientIpHeader } } : {}),
       onError: (fault) => logger.error({ event: 'http_fault', code: fault.code, status: fault.status, reason: fault.message }, 'request failed'),
     })
     const servers: Server[] = [createNodeServer(handler)]
@@ -175,6 +196,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       servers.push(statsServer)
       statsPort = await listen(statsServer, config.statsPort, config.host)
     }
+    warnOpenService(config, logger, { ledger: ledger !== undefined, metricsPublic })
     logger.info({ event: 'listening', host: config.host, port, statsPort }, `facilitator listening on ${config.host}:${port}`)
     // Signers' gas money, read off the payment path: a gauge, and a warning when one runs low.
     const watch = watchSignerBalances(facilitator, {

@@ -109,6 +109,14 @@ export interface SchemeAdapter {
   readonly versions?: readonly (1 | 2)[]
   /** Addresses that sign or pay fees, listed in supported(). */
   signers(): readonly string[]
+  /**
+   * True when the settle request, not the payer's signature alone, decides what is charged
+   * (`upto`: the payer signs a maximum, the settle request names the usage). Whoever may call
+   * settle then sets the price, a payer included (it could settle its own payment for 0 before
+   * the resource server does), so the HTTP handler settles such payments only for authenticated
+   * callers unless told otherwise (`allowUnauthenticatedSettleAmount`). @default false
+   */
+  readonly settleSetsAmount?: boolean
   /** Names of the payload extensions this adapter honours (e.g. `eip2612GasSponsoring`), listed in supported(). Optional. */
   readonly extensions?: readonly string[]
   /** Checks a payment; never throws for a bad payment, only for faults. */

@@ -527,6 +527,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   const upto: SchemeAdapter = {
     scheme: 'upto',
     family: 'eip155',
+    settleSetsAmount: true,
     networks: [...runtimes.values()].map((r) => ({ ...r.network, extra: { facilitatorAddress: r.signers[0]!.signer.address } })),
     versions: [2],
     // Readiness and connections belong to the exact adapter (the same networks and signers).

@@ -1,14 +1,16 @@
 import type { Facilitator } from '../core/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
+import { proxiedClientAddress, type TrustProxy } from './client-address.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'
 import { createRateLimiter, type RateLimitOptions } from './rate-limit.js'
 import { readJsonBody, readStreamBytes } from './read-body.js'
 import { routePath } from './route-path.js'
+import { settleAmountRefusal } from './settle-amount-refusal.js'
 
 /** The three payment routes, as named to `authenticate`. */
 export type PaymentRoute = 'supported' | 'verify' | 'settle'
 
-/** What `authenticate` is asked about: a payment route, or `'private'` for an extra route with `public: false`. */
+/** What `authenticate` is asked about: a payment route, or `'private'` for an extra route with `public: false` (only without `authorizeAdmin`). */
 export type AuthenticatedRoute = PaymentRoute | 'private'
 
 /** An extra GET route served by the handler (statistics, catalog). */
@@ -17,9 +19,10 @@ export interface ExtraRoute {
   path: string
   handle(request: Request): Response | Promise<Response>
   /**
-   * Public routes skip `authenticate`. A private one (`false`) is served only to
-   * requests that `authenticate` allows (asked with the route name `'private'`), and
-   * answers 401 when the handler has no `authenticate` hook. @default true
+   * Public routes skip authentication. A private one (`false`: the ledger, protected
+   * metrics, admin routes) is served only to requests that `authorizeAdmin` allows (without
+   * it, that `authenticate` allows when asked with the route name `'private'`), and answers
+   * 401 when the handler has neither hook. @default true
    */
   public?: boolean
 }
@@ -39,12 +42,37 @@ export interface HandlerOptions {
   /** Deepest accepted JSON nesting. @default 32 */
   maxJsonDepth?: number
   /**
-   * Decides whether a request may use a payment route, or a private extra route
-   * (asked as `'private'`, e.g. the ledger); `false` answers 401.
+   * Decides whether a request may use a payment route; `false` answers 401.
    * Answering `{ clientId }` (e.g. the API key's name) allows it and names the
-   * client for `rateLimit`. Public extra routes are never asked.
+   * client for `rateLimit`. Public extra routes are never asked; private ones
+   * are asked of `authorizeAdmin` when it is set, else of this hook with the route
+   * name `'private'` (the hook must then tell operators from payment clients).
+   * With this hook, /settle serves payments whose settle request sets the amount (`upto`)
+   * to the callers it admits to `'settle'`: admit only your resource servers there.
    */
   authenticate?: (request: Request, route: AuthenticatedRoute) => AuthenticateResult | Promise<AuthenticateResult>
+  /**
+   * Decides whether a request may use the private extra routes (`public: false`: the ledger,
+   * protected metrics, admin routes); anything but `true` answers 401. Kept apart from
+   * `authenticate` so that a payment client's credentials never open them: a client of
+   * /settle must not read other clients' payments. When set, `authenticate` is not asked
+   * about private routes. @default private routes ask `authenticate` with `'private'`
+   *
+   * @example
+   * // partial
+   * createHandler(facilitator, { authorizeAdmin: (request) => request.headers.get('authorization') === `Bearer ${process.env.ADMIN_TOKEN}` })
+   */
+  authorizeAdmin?: (request: Request) => boolean | Promise<boolean>
+  /**
+   * Settle payments whose settle request sets the amount charged (adapters with
+   * `settleSetsAmount`, such as `upto`) for callers that are not authenticated. Off, a
+   * handler without `authenticate` answers their /settle with `success: false`,
+   * `errorReason: "settle_requires_authentication"`: anyone who can reach /settle, the payer
+   * included, could otherwise settle a payment for 0 before the resource server charges it.
+   * Turn it on only when nothing but your own resource servers can reach /settle (a private
+   * network, a proxy that authenticates). /verify is never affected. @default false
+   */
+  allowUnauthenticatedSettleAmount?: boolean
   /**
    * Per-client limits of `/verify` and `/settle`, counted in the store (instances sharing
    * it share the limits): past them, 429 `{error, code: "rate_limited"}` with `Retry-After`.
@@ -58,11 +86,20 @@ export interface HandlerOptions {
   rateLimit?: RateLimitOptions
   /**
    * The client's address, for `rateLimit` when `authenticate` names no client. The node
-   * listener gives the socket's remote address; behind a proxy, or on a runtime whose
-   * `Request` carries no address, read it here (e.g. from a header your proxy sets).
+   * listener gives the socket's remote address; on a runtime whose `Request` carries no
+   * address, read it here. Answering `undefined` falls back to the socket's address.
+   * Behind reverse proxies, prefer `trustProxy`. Not with `trustProxy`.
    * @default the socket's address under createNodeListener, else 'unknown' (one bucket for all)
    */
   clientAddress?: (request: Request) => string | undefined
+  /**
+   * Behind reverse proxies: `{ hops: n }` takes the client's address `n` entries from the
+   * right end of `X-Forwarded-For` (`{ hops: 1 }`: one proxy in front), `{ header }` from a
+   * header your proxy overwrites (`cf-connecting-ip`, `x-real-ip`). Never the left end of
+   * `X-Forwarded-For`, which the client writes. A request without a usable address falls back
+   * to the socket's. Not with `clientAddress`. @default the socket's address
+   */
+  trustProxy?: TrustProxy
   /** Adds CORS headers and answers preflight requests. @default false */
   cors?: boolean | CorsOptions
   routes?: readonly ExtraRoute[]
@@ -101,6 +138,11 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   const cors = options.cors ? (options.cors === true ? {} : options.cors) : undefined
   const extra = new Map((options.routes ?? []).map((route) => [route.path, route]))
   const rateLimit = options.rateLimit ? createRateLimiter(options.rateLimit) : undefined
+  if (options.clientAddress && options.trustProxy) throw new FacilitatorError('misconfigured', 'createHandler: give clientAddress or trustProxy, not both')
+  const proxied = options.trustProxy ? proxiedClientAddress(options.trustProxy) : undefined
+  // Settles that set their own amount are refused to anonymous callers: looked up only when some adapter has them.
+  const registry = (facilitator as { registry?: Facilitator['registry'] }).registry
+  const guardSettleAmounts = !options.authenticate && options.allowUnauthenticatedSettleAmount !== true && registry?.adapters.some((adapter) => adapter.settleSetsAmount === true) === true
 
   const payment: Record<string, { method: 'GET' | 'POST'; route: PaymentRoute }> = {
     '/supported': { method: 'GET', route: 'supported' },
@@ -112,11 +154,7 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     const extraRoute = extra.get(path)
     if (extraRoute) {
       if (call.method !== 'GET' && call.method !== 'HEAD') throw methodNotAllowed('GET')
-      if (extraRoute.public === false) {
-        // Never served to everyone by default: a private route without a hook is closed.
-        if (!options.authenticate) throw new FacilitatorError('unauthorized', 'this route is private and the server has no authenticate hook')
-        await authenticate(call, 'private', options.authenticate)
-      }
+      if (extraRoute.public === false) await authorizePrivate(call)
       return extraRoute.handle(call.request())
     }
     const known = payment[path]
@@ -130,7 +168,28 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     if (rateLimit) await rateLimit(known.route, client ?? clientOf(call))
     const body = await readJsonBody(call, maxBodyBytes, maxJsonDepth)
     if (known.route === 'verify') return jsonAnswer(200, await facilitator.verify(body))
+    if (guardSettleAmounts) {
+      const refusal = settleAmountRefusal(registry!, body)
+      if (refusal) return jsonAnswer(200, refusal)
+    }
     return jsonAnswer(200, await facilitator.settle(body))
+  }
+
+  /** Throws 401 unless the caller may use a private route: admins only, never by default. */
+  async function authorizePrivate(call: HttpCall): Promise<void> {
+    if (!options.authorizeAdmin) {
+      if (!options.authenticate) throw new FacilitatorError('unauthorized', 'this route is private and the server has no authorizeAdmin hook')
+      await authenticate(call, 'private', options.authenticate)
+      return
+    }
+    let allowed: unknown = false
+    try {
+      allowed = await options.authorizeAdmin(call.request())
+    } catch (error) {
+      throw new FacilitatorError('unauthorized', 'authentication failed', { cause: error })
+    }
+    // Exactly true: a payment client's `{ clientId }` from a shared helper must not open an admin route.
+    if (allowed !== true) throw new FacilitatorError('unauthorized', 'this route takes an admin credential; payment clients\' credentials do not open it')
   }
 
   /** Throws 401 unless the hook allows the call; answers the client it names (as `key:<id>`). */
@@ -149,11 +208,12 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   function clientOf(call: HttpCall): string {
     let address: string | undefined
     try {
-      address = options.clientAddress ? options.clientAddress(call.request()) : call.clientAddress
+      if (proxied) address = proxied((name) => call.header(name))
+      else if (options.clientAddress) address = options.clientAddress(call.request())
     } catch {
       address = undefined
     }
-    return `addr:${address || 'unknown'}`
+    return `addr:${address || call.clientAddress || 'unknown'}`
   }
 
   const answer: CallAnswerer = async (call) => {

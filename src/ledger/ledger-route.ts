@@ -35,14 +35,16 @@ export const ledgerRouteQuerySchema = z.strictObject({
  * `network`, `status` (`settled` | `failed` | `pending`), `order` (`desc` | `asc`),
  * `limit` (1 to 1,000, default 100), `cursor`.
  *
- * The route is private (`public: false`): the handler asks its `authenticate` hook
- * (with the route name `'private'`) and answers 401 when it has none, so it is never
- * served to everyone by default.
+ * The route is private (`public: false`): the handler asks its `authorizeAdmin` hook
+ * (without one, its `authenticate` hook with the route name `'private'`) and answers 401
+ * when it has neither, so it is never served to everyone by default. Its rows name every
+ * client's payers, payees and resources: give it operators' credentials, never the
+ * tokens of payment clients (their `/verify` and `/settle` credentials).
  *
  * @example
  * // partial
  * const handler = createHandler(facilitator, {
- *   authenticate: (request, route) => route !== 'private' || request.headers.get('authorization') === `Bearer ${process.env.ADMIN_TOKEN}`,
+ *   authorizeAdmin: (request) => request.headers.get('authorization') === `Bearer ${process.env.ADMIN_TOKEN}`,
  *   routes: [ledgerRoute(store.ledger)],
  * })
  * // curl -H "authorization: Bearer $ADMIN_TOKEN" 'http://localhost:4020/ledger?status=failed&format=csv'

@@ -17,6 +17,7 @@ import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import { startRedisServer, type RedisServer } from '../support/redis-server.js'
 import { createPaymentScenario, scenarioPaymentBody, startSolanaTestRpc, type PaymentScenario } from '../support/svm-fixtures.js'
+import { killCliProcesses, startCli } from './cli-process.js'
 
 let world: EvmFixture
 let chain: LiteSvmRpc
@@ -41,10 +42,12 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL')
+  killCliProcesses()
   await Promise.all([world?.stop(), chain?.close(), redis?.stop()])
 })
 
-const TOKEN = 'ops:0123456789abcdef0123456789'
+const TOKEN = 'shop:0123456789abcdef0123456789'
+const ADMIN_TOKEN = 'ops:fedcba9876543210fedcba9876'
 
 function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -61,52 +64,15 @@ function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
     STATS_PORT: '0',
     STORE_URL: `${redis.url}`,
     API_TOKENS: TOKEN,
+    ADMIN_TOKENS: ADMIN_TOKEN,
     LOG_LEVEL: 'info',
     ...extra,
   }
 }
 
-interface Running {
-  child: ChildProcess
-  url: string
-  statsUrl: string
-  logs: () => Record<string, unknown>[]
-  stderr: () => string
-  exited: Promise<number | null>
-}
-
-/** Starts the command and waits for its `listening` log line. */
-async function start(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.push(child)
-  const lines: Record<string, unknown>[] = []
-  let stdout = ''
-  let stderr = ''
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk
-      let at: number
-      while ((at = stdout.indexOf('\n')) >= 0) {
-        const line = stdout.slice(0, at)
-        stdout = stdout.slice(at + 1)
-        try {
-          const entry = JSON.parse(line) as Record<string, unknown>
-          lines.push(entry)
-          if (entry.event === 'listening') resolve(entry)
-        } catch {
-          // not a log line
-        }
-      }
-    })
-    void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)))
-  })
-  const ready = await listening
-  return { child, url: `http://127.0.0.1:${ready.port}`, statsUrl: `http://127.0.0.1:${ready.statsPort}`, logs: () => lines, stderr: () => stderr, exited }
-}
-
-const auth = { authorization: `Bearer ${TOKEN.slice(TOKEN.indexOf(':') + 1)}`, 'content-type': 'application/json' }
+const bearer = (entry: string) => ({ authorization: `Bearer ${entry.slice(entry.indexOf(':') + 1)}` })
+const auth = { ...bearer(TOKEN), 'content-type': 'application/json' }
+const admin = bearer(ADMIN_TOKEN)
 const post = async (url: string, body: unknown) => {
   const answer = await fetch(url, { method: 'POST', headers: auth, body: JSON.stringify(body) })
   return { status: answer.status, json: (await answer.json()) as Record<string, unknown> }
@@ -114,7 +80,7 @@ const post = async (url: string, body: unknown) => {
 
 describe('x402-facilitator command', () => {
   it('serves payments on EVM and Solana from environment variables, with health, metrics and statistics', async () => {
-    const running = await start(baseEnv())
+    const running = await startCli(baseEnv())
     try {
       const supported = (await (await fetch(`${running.url}/supported`, { headers: auth })).json()) as { kinds: { network: string }[] }
       expect(supported.kinds.map((kind) => kind.network)).toEqual(expect.arrayContaining(['eip155:84532', 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1']))
@@ -133,7 +99,13 @@ describe('x402-facilitator command', () => {
       expect((await fetch(`${running.url}/healthz`)).status).toBe(200)
       const ready = await fetch(`${running.url}/readyz`)
       expect(ready.status).toBe(200)
-      const metrics = await (await fetch(`${running.url}/metrics`, { headers: auth })).text()
+      // Rapid calls answer from the one cached check.
+      const checkedAt = new Set<string>()
+      for (let i = 0; i < 20; i++) checkedAt.add(((await (await fetch(`${running.url}/readyz`)).json()) as { checkedAt: string }).checkedAt)
+      expect(checkedAt.size).toBe(1)
+      // /metrics takes an operator's token, not a payment client's.
+      expect((await fetch(`${running.url}/metrics`, { headers: auth })).status).toBe(401)
+      const metrics = await (await fetch(`${running.url}/metrics`, { headers: admin })).text()
       expect(metrics).toMatch(/x402_settle_total\{network="eip155:84532",scheme="exact",outcome="success"\} 1/)
       expect(metrics).toContain("x402_rpc_requests_total")
       expect(metrics).toMatch(/x402_signer_balance\{network="eip155:84532",signer="0x[0-9a-fA-F]{40}"\} \d/)
@@ -147,7 +119,11 @@ describe('x402-facilitator command', () => {
       expect(events).toEqual(expect.arrayContaining(['configured', 'listening', 'shutting_down', 'stopped']))
       const everything = JSON.stringify(running.logs()) + running.stderr()
       expect(everything).not.toContain(evmKey.slice(2))
-      expect(everything).not.toContain(TOKEN.slice(4))
+      expect(everything).not.toContain(TOKEN.slice(5))
+      expect(everything).not.toContain(ADMIN_TOKEN.slice(4))
+      // Tokens are set and the host is loopback: no warning about an open service.
+      expect(events).not.toContain('settle_open')
+      expect(events).not.toContain('listening_open')
     } finally {
       running.child.kill('SIGKILL')
     }
@@ -182,7 +158,7 @@ describe('x402-facilitator command', () => {
   it('SIGTERM in the middle of a settle on the default SQLite store: the settle finishes, the process exits 0, and a retry after restart answers its transaction; the ledger has it', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'x402-cli-'))
     const sqliteEnv = () => baseEnv({ STORE_URL: `sqlite:${join(dataDir, 'facilitator.db')}` })
-    const running = await start(sqliteEnv())
+    const running = await startCli(sqliteEnv())
     const payer = await world.newPayer(10_000n)
     const requirements = world.requirementsV2({ amount: '1000' })
     const body = { x402Version: 2, paymentPayload: await signExactEvmPayment({ signer: payer, requirements }), paymentRequirements: requirements }
@@ -205,13 +181,14 @@ describe('x402-facilitator command', () => {
     expect(answer.json).toMatchObject({ success: true })
     expect(await running.exited).toBe(0)
 
-    const again = await start(sqliteEnv())
+    const again = await startCli(sqliteEnv())
     try {
       const retry = await post(`${again.url}/settle`, body)
       expect(retry.json).toMatchObject({ success: true, transaction: answer.json.transaction })
-      // The ledger survived the restart, and is served only with a token.
+      // The ledger survived the restart, and is served only with an operator's token.
       expect((await fetch(`${again.url}/ledger`)).status).toBe(401)
-      const ledger = (await (await fetch(`${again.url}/ledger`, { headers: auth })).json()) as { entries: { transaction?: string; status: string }[] }
+      expect((await fetch(`${again.url}/ledger`, { headers: auth })).status).toBe(401)
+      const ledger = (await (await fetch(`${again.url}/ledger`, { headers: admin })).json()) as { entries: { transaction?: string; status: string }[] }
       expect(ledger.entries).toContainEqual(expect.objectContaining({ transaction: answer.json.transaction, status: 'settled' }))
     } finally {
       again.child.kill('SIGTERM')

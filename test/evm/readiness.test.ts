@@ -22,7 +22,8 @@ describe('EVM readiness', () => {
     const facilitator = createFacilitator({
       schemes: [exactEvm(world.adapterConfig({ networks: [{ network: 'eip155:84532', rpcUrls: [proxy.url] }], rpcTimeoutMs: 500 }))],
     })
-    const readyz = createHandler(facilitator, { routes: healthRoutes(facilitator) })
+    // Every call runs its checks here: the route's cache (readyCacheMs) has its own test in test/http/health-routes.test.ts.
+    const readyz = createHandler(facilitator, { routes: healthRoutes(facilitator, { readyCacheMs: 0 }) })
     const signer = world.signers[0]!.address
     const ready = await readyz(new Request('http://x/readyz'))
     expect(ready.status).toBe(200)

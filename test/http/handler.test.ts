@@ -168,3 +168,89 @@ describe('web handler', () => {
     expect(await response.json()).toEqual({ error: 'internal error', code: 'internal_error' })
   })
 })
+
+describe('settles whose request sets the amount', () => {
+  /** An exact adapter, and beside it one whose settle request chooses the charge (as upto does), on its own network. */
+  function metered(options: HandlerOptions = {}) {
+    const exact = createLedgerAdapter()
+    const meter = { ...createLedgerAdapter({ network: 'eip155:31338', balances: exact.balances }), settleSetsAmount: true }
+    exact.balances.set('0xpayer', 1_000n)
+    const facilitator = createFacilitator({ schemes: [exact, meter] })
+    const meterBody = (nonce: string) => ledgerBody(meter, { from: '0xpayer', to: '0xshop', value: '10', nonce }, 'eip155:31338')
+    return { exact, meter, meterBody, handle: createHandler(facilitator, options) }
+  }
+
+  it('refuses them on a handler without authenticate, with a code and how to opt in; nothing is settled, /verify and other schemes stay open', async () => {
+    const { exact, meter, meterBody, handle } = metered()
+    const settled = await handle(post('/settle', meterBody('m1')))
+    expect(settled.status).toBe(200)
+    const answer = (await settled.json()) as Record<string, unknown>
+    expect(answer).toMatchObject({ success: false, errorReason: 'settle_requires_authentication', transaction: '', network: 'eip155:31338', amount: '0' })
+    expect(answer.errorMessage).toMatch(/authenticate hook.*API_TOKENS.*allowUnauthenticatedSettleAmount/)
+    expect(meter.applied.size).toBe(0)
+    expect(exact.balances.get('0xpayer')).toBe(1_000n)
+    // Verify stays open: a resource server checks the payment before doing the work.
+    expect(await (await handle(post('/verify', meterBody('m1')))).json()).toEqual({ isValid: true, payer: '0xpayer' })
+    // A payment whose amount the payer signed settles as before.
+    const plain = await handle(post('/settle', ledgerBody(exact, { from: '0xpayer', to: '0xshop', value: '10', nonce: 'e1' })))
+    expect(await plain.json()).toMatchObject({ success: true })
+    // A malformed body keeps its 400 naming the field.
+    expect((await handle(post('/settle', { x402Version: 2 }))).status).toBe(400)
+  })
+
+  it('settles them for callers the authenticate hook admits, and for anyone when the operator opts in', async () => {
+    const authed = metered({ authenticate: (request) => (request.headers.get('authorization') === 'Bearer shop' ? { clientId: 'shop' } : false) })
+    expect((await authed.handle(post('/settle', authed.meterBody('a1')))).status).toBe(401)
+    const settled = await authed.handle(post('/settle', authed.meterBody('a1'), { authorization: 'Bearer shop' }))
+    expect(await settled.json()).toMatchObject({ success: true, network: 'eip155:31338' })
+    expect(authed.meter.applied.size).toBe(1)
+
+    const open = metered({ allowUnauthenticatedSettleAmount: true })
+    expect(await (await open.handle(post('/settle', open.meterBody('o1')))).json()).toMatchObject({ success: true })
+    expect(open.meter.applied.size).toBe(1)
+  })
+})
+
+describe('private routes', () => {
+  const ledgerRows = { path: '/ledger', public: false, handle: () => Response.json({ entries: ['row'] }) }
+  const authenticate = (request: Request) => {
+    const token = request.headers.get('authorization')
+    return token === 'Bearer shop-a' ? { clientId: 'shop-a' } : token === 'Bearer shop-b' ? { clientId: 'shop-b' } : false
+  }
+  const get = (headers: Record<string, string> = {}) => new Request('http://facilitator.test/ledger', { headers })
+
+  it('take an admin credential from authorizeAdmin: a payment client\'s token gets 401, and authenticate is not asked', async () => {
+    const asked: string[] = []
+    const { handle } = setup({
+      authenticate: (request, route) => (asked.push(route), authenticate(request)),
+      authorizeAdmin: (request) => request.headers.get('authorization') === 'Bearer admin',
+      routes: [ledgerRows],
+    })
+    const client = await handle(get({ authorization: 'Bearer shop-b' }))
+    expect(client.status).toBe(401)
+    expect((await errorOf(client)).error).toMatch(/admin credential/)
+    expect((await handle(get())).status).toBe(401)
+    const admin = await handle(get({ authorization: 'Bearer admin' }))
+    expect(admin.status).toBe(200)
+    expect(await admin.json()).toEqual({ entries: ['row'] })
+    expect(asked).toEqual([])
+    // The admin credential does not open the payment routes.
+    expect((await handle(new Request('http://facilitator.test/supported', { headers: { authorization: 'Bearer admin' } }))).status).toBe(401)
+  })
+
+  it('admit only exactly true from authorizeAdmin, and answer 401 without leaking when it throws', async () => {
+    const named = setup({ authorizeAdmin: (() => ({ clientId: 'shop-a' })) as unknown as () => boolean, routes: [ledgerRows] })
+    expect((await named.handle(get({ authorization: 'Bearer shop-a' }))).status).toBe(401)
+    const throwing = setup({ authorizeAdmin: () => { throw new Error('vault down SECRET') }, routes: [ledgerRows] })
+    const failed = await throwing.handle(get())
+    expect(failed.status).toBe(401)
+    expect(await failed.text()).not.toContain('SECRET')
+  })
+
+  it('without authorizeAdmin ask authenticate with "private" as before, and are closed with neither hook', async () => {
+    const legacy = setup({ authenticate: (request, route) => (route === 'private' ? request.headers.get('authorization') === 'Bearer admin' : true), routes: [ledgerRows] })
+    expect((await legacy.handle(get({ authorization: 'Bearer shop-a' }))).status).toBe(401)
+    expect((await legacy.handle(get({ authorization: 'Bearer admin' }))).status).toBe(200)
+    expect((await setup({ routes: [ledgerRows] }).handle(get({ authorization: 'Bearer admin' }))).status).toBe(401)
+  })
+})

@@ -134,14 +134,14 @@ describe('health routes', () => {
     expect((await handler(new Request('http://x/healthz'))).status).toBe(200)
     const ready = await handler(new Request('http://x/readyz'))
     expect(ready.status).toBe(200)
-    expect(await ready.json()).toEqual({ status: 'ready', checks: [{ name: 'store', ok: true }] })
+    expect(await ready.json()).toEqual({ status: 'ready', checks: [{ name: 'store', ok: true }], checkedAt: expect.any(String) })
 
     const failing = { ...createMemoryStore(), set: () => Promise.reject(new Error('redis://:password@host down')) }
     const bad = createFacilitator({ schemes: [adapter], store: failing })
     const answer = await createHandler(bad, { routes: healthRoutes(bad) })(new Request('http://x/readyz'))
     expect(answer.status).toBe(503)
     const text = await answer.text()
-    expect(JSON.parse(text)).toEqual({ status: 'not_ready', checks: [{ name: 'store', ok: false, detail: 'the store failed a write or a read' }] })
+    expect(JSON.parse(text)).toEqual({ status: 'not_ready', checks: [{ name: 'store', ok: false, detail: 'the store failed a write or a read' }], checkedAt: expect.any(String) })
     expect(text).not.toContain('password')
   })
 })

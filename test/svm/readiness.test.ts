@@ -22,7 +22,8 @@ describe('Solana readiness', () => {
     const facilitator = createFacilitator({
       schemes: [exactSvm({ networks: [{ network: 'solana-devnet', rpcUrl: chain.url }], feePayers: [rich, poor], rpcTimeoutMs: 1_000 })],
     })
-    const readyz = createHandler(facilitator, { routes: healthRoutes(facilitator) })
+    // Every call runs its checks here: the route's cache (readyCacheMs) has its own test in test/http/health-routes.test.ts.
+    const readyz = createHandler(facilitator, { routes: healthRoutes(facilitator, { readyCacheMs: 0 }) })
     const report = await facilitator.readiness()
     expect(report.ready).toBe(false)
     expect(report.checks).toMatchObject([

@@ -1,0 +1,65 @@
+/**
+ * The x402-facilitator command as a child process for the CLI tests: started from environment
+ * variables only, its JSON log lines collected, its refusals to start read from stderr.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+
+/** A running command. */
+export interface RunningCli {
+  child: ChildProcess
+  url: string
+  statsUrl: string
+  logs: () => Record<string, unknown>[]
+  stderr: () => string
+  exited: Promise<number | null>
+}
+
+const children: ChildProcess[] = []
+
+/** Kills every command a test file started (its afterAll). */
+export function killCliProcesses(): void {
+  for (const child of children) child.kill('SIGKILL')
+}
+
+/** Starts the command and waits for its `listening` log line. */
+export async function startCli(env: Record<string, string>): Promise<RunningCli> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  const lines: Record<string, unknown>[] = []
+  let stdout = ''
+  let stderr = ''
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      let at: number
+      while ((at = stdout.indexOf('\n')) >= 0) {
+        const line = stdout.slice(0, at)
+        stdout = stdout.slice(at + 1)
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>
+          lines.push(entry)
+          if (entry.event === 'listening') resolve(entry)
+        } catch {
+          // not a log line
+        }
+      }
+    })
+    void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)))
+  })
+  const ready = await listening
+  return { child, url: `http://127.0.0.1:${ready.port}`, statsUrl: `http://127.0.0.1:${ready.statsPort}`, logs: () => lines, stderr: () => stderr, exited }
+}
+
+/** Runs the command until it exits on its own (a refusal to start): its exit code and stderr. */
+export async function refusedCli(env: Record<string, string>, args: readonly string[] = []): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  let stderr = ''
+  let stdout = ''
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  return { code, stderr, stdout }
+}

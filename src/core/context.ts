@@ -51,9 +51,10 @@ export function dispatch(
     const v1 = request.paymentRequirements as { resource?: string; description?: string; mimeType?: string }
     resource = v1.resource ? { url: v1.resource, description: v1.description, mimeType: v1.mimeType } : undefined
   } else {
-    // `upto` is the one exception: the client accepted a maximum, and a settle request carries the usage
-    // to charge in `amount`, which may be lower (the adapter refuses more than the permitted maximum).
-    const differing = differingAcceptedField(payload.accepted, requirements as Record<string, unknown>, scheme === 'upto' ? ['amount'] : [])
+    // A scheme whose settle request sets the charge (`upto`) is the one exception: the client accepted a
+    // maximum, and a settle request carries the usage in `amount`, which may be lower (the adapter
+    // refuses more than the permitted maximum).
+    const differing = differingAcceptedField(payload.accepted, requirements as Record<string, unknown>, match.adapter.settleSetsAmount ? ['amount'] : [])
     if (differing) {
       return {
         rejection: {

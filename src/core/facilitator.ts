@@ -127,6 +127,7 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
   const budgetMs = options.timeouts?.settleMs ?? DEFAULT_SETTLE_MS
   const signal = AbortSignal.timeout(budgetMs)
   let context: PaymentContext | undefined
+  let routedAdapter: SchemeAdapter | undefined
   let result: SettleResponse
   // Requests that never reach settleOnce are refused before anything is sent.
   const trace: { origin?: SettleOrigin } = { origin: 'refused' }
@@ -143,6 +144,7 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
         const ctx = routed.context
         context = ctx
         const adapter = routed.match.adapter
+        routedAdapter = adapter
         const reserve = adapter.reserveSettlement?.bind(adapter)
         const rejection = await firstRejection(options.hooks, 'beforeSettle', ctx)
         result = rejection
@@ -165,9 +167,9 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
     if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code, message: fault.message, status: fault.status } })
     throw fault
   }
-  // An upto settle answer always says what was charged, also when the core answered it: nothing when
+  // The answer of a settle that sets its charge (upto) always says what was charged, also when the core answered it: nothing when
   // refused, the usage when it landed or may still land (pending).
-  if (context?.scheme === 'upto' && result.amount === undefined) {
+  if (context && routedAdapter?.settleSetsAmount && result.amount === undefined) {
     result = { ...result, amount: result.success || result.errorReason === REJECTION.settlementPending ? String(context.amount) : '0' }
   }
   if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started, origin: trace.origin })

@@ -147,7 +147,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   // What this payment's transaction charges, where the settle request sets it (`upto`: the usage).
   // A record of another call's broadcast of the same authorization brings its own: a repeat that
   // states another usage is answered with what was sent, never with what it asked.
-  let charged = context.scheme === 'upto' ? context.amount.toString() : undefined
+  let charged = adapter.settleSetsAmount ? context.amount.toString() : undefined
   const as = (origin: SettleOrigin, answer: SettleResponse): SettleResponse => {
     if (input.trace) input.trace.origin = origin
     if (charged !== undefined && (answer.success || answer.errorReason === REJECTION.settlementPending)) return { ...answer, amount: charged }

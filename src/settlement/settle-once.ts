@@ -265,7 +265,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /**
    * Settles under a claim this call took over (an orphaned claim that sent nothing, or a journaled
    * transaction that never reached the chain): the payment is verified again, so only one still
-   * unspent and valid is sent; one the chain shows spent or expired is recorded failed with why.
+   * unspent and valid is sent. One that no longer verifies is refused with why, and the claim is
+   * freed: nothing of it is on chain, so a later retry is judged afresh (a spent or expired
+   * authorization keeps failing verify; a balance topped up passes).
    */
   async function settleAnew(): Promise<SettleResponse> {
     try {
@@ -274,10 +276,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       verifiedSince = Date.now()
       verified = await input.verify()
       if (!verified.isValid) {
-        const refused = settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer)
-        keeper.letGo()
-        await keeper.serial(() => write({ state: 'failed', transaction: '', errorReason: refused.errorReason!, errorMessage: refused.errorMessage, payer: refused.payer }, recordTtlMs))
-        return as('resumed', refused)
+        await release()
+        return as('refused', settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer))
       }
       return await settleClaimed(verified.payer)
     } catch (error) {

@@ -426,7 +426,7 @@ describe('crash recovery', () => {
     expect(failures).not.toContain('transaction_dropped')
   })
 
-  it('records a dropped transaction failed only when the payment no longer checks out, and does not suspend the payer for it', async () => {
+  it('refuses a dropped transaction\'s payment while it no longer checks out, without suspending the payer, and settles it once it does', async () => {
     const adapter = setup()
     adapter.balances.set(payer, 100n)
     const dying: SchemeAdapter = {
@@ -444,12 +444,13 @@ describe('crash recovery', () => {
     // Meanwhile the payer spent its balance elsewhere: the payment no longer checks out.
     adapter.balances.set(payer, 0n)
     expect(await facilitator.settle(body)).toMatchObject({ success: false, errorReason: 'insufficient_funds', transaction: '' })
-    // The answer is final and recorded, and the payer's failure budget was not charged.
-    expect(await facilitator.settle(body)).toMatchObject({ success: false, errorReason: 'insufficient_funds' })
+    // Nothing of it is on chain: the payer's failure budget (1) was not charged, and once the balance
+    // covers it again the same payment settles, once.
     adapter.balances.set(payer, 1_000n)
-    const honest: SchemeAdapter = { ...adapter }
-    const next = createFacilitator({ schemes: [honest], store })
+    const next = createFacilitator({ schemes: [{ ...adapter }], store })
     expect(await next.settle(ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 'after' }))).toMatchObject({ success: true })
+    expect(await next.settle(body)).toMatchObject({ success: true })
+    expect(adapter.applied.size).toBe(2)
   })
 })
 

@@ -37,6 +37,8 @@ const FUNDS = 1_000_000n
 let world: EvmFixture
 let facilitatorServer: { url: string; close(): Promise<void> }
 let shop: LoopbackServer
+/** The resource server's credential at the facilitator. */
+const FACILITATOR_TOKEN = 'shop-token-0123456789abcdef'
 const verified: VerifyEvent[] = []
 const settled: SettleEvent[] = []
 
@@ -48,9 +50,13 @@ beforeAll(async () => {
     hooks: [{ afterVerify: (event) => void verified.push(event), afterSettle: (event) => void settled.push(event) }],
   })
   await world.warmUp(facilitator)
-  facilitatorServer = await startNodeHttpServer(facilitator)
-
-  const server = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorServer.url }))
+  // The resource server authenticates to the facilitator, as it must for upto: an anonymous settle of
+  // an upto payment would let a payer set its own charge (settle_requires_authentication).
+  facilitatorServer = await startNodeHttpServer(facilitator, { authenticate: (request) => request.headers.get('authorization') === `Bearer ${FACILITATOR_TOKEN}` })
+  const headers = { Authorization: `Bearer ${FACILITATOR_TOKEN}` }
+  const server = new x402ResourceServer(
+    new HTTPFacilitatorClient({ url: facilitatorServer.url, createAuthHeaders: async () => ({ verify: headers, settle: headers, supported: headers }) }),
+  )
   server.register(NETWORK, new ExactEvmServerScheme())
   server.register(NETWORK, new UptoEvmServerScheme())
   // An explicit asset: the official USDC tables know nothing of our test token.
@@ -134,7 +140,7 @@ const sentByFacilitator = async () => {
 }
 
 async function supportedUptoFacilitator(): Promise<string> {
-  const supported = (await (await fetch(`${facilitatorServer.url}/supported`)).json()) as { kinds: { scheme: string; network: string; extra?: { facilitatorAddress?: string } }[] }
+  const supported = (await (await fetch(`${facilitatorServer.url}/supported`, { headers: { authorization: `Bearer ${FACILITATOR_TOKEN}` } })).json()) as { kinds: { scheme: string; network: string; extra?: { facilitatorAddress?: string } }[] }
   const kind = supported.kinds.find((k) => k.scheme === 'upto' && k.network === NETWORK)
   if (!kind?.extra?.facilitatorAddress) throw new Error('our /supported lists no upto kind with a facilitatorAddress')
   return kind.extra.facilitatorAddress

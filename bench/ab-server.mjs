@@ -12,7 +12,7 @@
  *
  * The spec comes in BENCH_AB_SERVER, JSON:
  *   { dist, label, chain: 'evm' | 'svm', rpcUrl,
- *     evm?: { network, key, asset: { address, name, version } }, svm?: { feePayerSeed }, profileDir? }
+ *     evm?: { network, key, asset?: { address, name, version } }, svm?: { feePayerSeed }, profileDir? }
  * Parent -> child: 'stats', { profile: 'start' | 'stop', name }, 'exit'.
  * Child -> parent: { ready: url } or { failed: message }, { stats: { requests, cpuMs } }, { profiled: file | null }.
  */
@@ -59,10 +59,10 @@ async function main() {
     const evm = await load('evm/index.js')
     const exactEvm = need(evm, 'exactEvm', 'x402-facilitator/evm')
     const privateKeySigner = need(evm, 'privateKeySigner', 'x402-facilitator/evm')
-    // Only options every compared commit knows, everything else at its default, as a user starts it.
-    scheme = configured(spec.label, 'exactEvm', () =>
-      exactEvm({ networks: [{ network: e.network, rpcUrls: [spec.rpcUrl], assets: [e.asset] }], signers: [privateKeySigner(e.key)] }),
-    )
+    // Only options every compared commit knows, everything else at its default, as a user starts it. Without
+    // `asset` (--unknown-token), the test token is one outside the known table.
+    const assets = e.asset ? { assets: [e.asset] } : {}
+    scheme = configured(spec.label, 'exactEvm', () => exactEvm({ networks: [{ network: e.network, rpcUrls: [spec.rpcUrl], ...assets }], signers: [privateKeySigner(e.key)] }))
   } else {
     const svm = await load('svm/index.js')
     const exactSvm = need(svm, 'exactSvm', 'x402-facilitator/svm')

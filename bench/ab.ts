@@ -4,7 +4,12 @@
  *   npm run bench -- --against 0ab9a2c            # EVM and Solana rows
  *   npm run bench -- --against main evm           # EVM rows only
  *   npm run bench -- --against main --rounds 3    # fewer rounds per build (7 by default, at least 3)
- *   npm run bench -- --against main --profile     # also CPU profiles of each server, per row and round
+ *   npm run bench -- --against main --unknown-token   # EVM: the test token not listed in `assets`
+ *   npm run bench -- --against main --profile     # also CPU profiles of each server and the RPC calls of
+ *                                                 # each request, per row and round (bench/profile-summary.ts reads them)
+ *
+ * The EVM test token is listed in `assets` (a known token, as USDC is built in) unless
+ * --unknown-token: then verify and settle take the path of a token outside the known table.
  *
  * Both builds are built packages (bench/builds.ts: the working tree's dist/, the other commit's
  * built from `git archive` into a cache folder by sha), each served over node:http in a process
@@ -33,6 +38,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { SOLANA_DEVNET } from '../src/index.js'
 import { signExactEvmPayment } from '../src/evm/index.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
+import { startFaultProxy, type FaultProxy } from '../test/support/fault-proxy.js'
 import { median, summarize, type AbRound, type AbRowRounds, type AbRowSummary } from './ab-table.js'
 import { buildOf, workingTreeBuild, type Build } from './builds.js'
 import { ANVIL_KEY, mineClock } from './evm.js'
@@ -64,6 +70,12 @@ export interface AbOptions {
   readonly rounds: number
   /** Write a CPU profile of each server for each row and round here. */
   readonly profileDir?: string
+  /**
+   * EVM: serve the test token as one outside the known table (no `assets`): verify prices the
+   * settlement by an estimate, as for any token a facilitator does not list. By default it is
+   * listed, as USDC is built in.
+   */
+  readonly unknownToken?: boolean
 }
 
 export interface AbResult {
@@ -104,6 +116,8 @@ interface World {
   beforeRound(): Promise<void>
   readonly a: Served
   readonly b: Served
+  /** With --profile: a proxy between each build and the chain, recording the calls of each request. */
+  readonly proxies?: { readonly a: FaultProxy; readonly b: FaultProxy }
   stop(): Promise<void>
 }
 
@@ -122,7 +136,7 @@ export async function benchAgainst(options: AbOptions): Promise<AbResult> {
   const rows: AbRowRounds[] = []
   try {
     for (const chain of options.chains) {
-      const world = chain === 'evm' ? await evmWorld(a, b, options.profileDir) : await svmWorld(a, b, options.profileDir)
+      const world = chain === 'evm' ? await evmWorld(a, b, options.profileDir, options.unknownToken ?? false) : await svmWorld(a, b, options.profileDir)
       try {
         rows.push(...(await runWorld(world, load, counts, dir, options.profileDir)))
       } finally {
@@ -191,10 +205,17 @@ async function runWorld(world: World, load: LoadGenerator, c: typeof AB_COUNTS, 
         const profileName = profileDir ? `${side.toUpperCase()}-${served.build.sha.slice(0, 7)}-${world.name}-${spec.key}-round${round + 1}` : undefined
         const bodiesFile = files[i]![round]![side]
         const before = { server: await served.stats(), chain: processCpuMs(world.chainPid) }
+        const proxy = world.proxies?.[side]
+        const callsBefore = proxy?.calls.length ?? 0
         if (profileName) await served.profile('start', profileName)
         const result = await load.run({ url: served.url, path: spec.path, count: spec.count, concurrency: spec.concurrency, bodiesFile })
         if (profileName) await served.profile('stop', profileName)
         const after = { server: await served.stats(), chain: processCpuMs(world.chainPid) }
+        if (profileName && proxy) {
+          const requests = proxy.calls.slice(callsBefore).map(requestShape)
+          const tally = Object.fromEntries([...new Set(requests)].map((shape) => [shape, requests.filter((r) => r === shape).length]))
+          writeFileSync(join(profileDir!, `${profileName}.rpc.json`), `${JSON.stringify({ operations: spec.count, requests: requests.length, tally, sequence: requests.slice(0, 40) }, null, 2)}\n`)
+        }
         rounds[i]![side].push({
           okPerSecond: (result.ok * 1000) / result.elapsedMs,
           p50Ms: percentile(result.durations, 50),
@@ -209,6 +230,19 @@ async function runWorld(world: World, load: LoadGenerator, c: typeof AB_COUNTS, 
   const out = specs.map((spec, i) => ({ name: spec.name, a: rounds[i]!.a, b: rounds[i]!.b }))
   for (const row of out) progress(`${row.name}: ${median(row.a.map((r) => r.okPerSecond)).toFixed(1)} → ${median(row.b.map((r) => r.okPerSecond)).toFixed(1)} ok/s`)
   return out
+}
+
+/**
+ * What one RPC request asked, for the --profile tallies: its method, or a batch's methods in
+ * order; an eth_call or eth_estimateGas with the 4-byte selector it calls.
+ */
+export function requestShape(calls: readonly { method: string; params: unknown }[]): string {
+  const name = ({ method, params }: { method: string; params: unknown }) => {
+    const data = Array.isArray(params) ? (params[0] as { data?: unknown; input?: unknown } | undefined) : undefined
+    const input = typeof data?.data === 'string' ? data.data : typeof data?.input === 'string' ? data.input : undefined
+    return input && (method === 'eth_call' || method === 'eth_estimateGas') ? `${method}(${input.slice(0, 10)})` : method
+  }
+  return calls.length === 1 ? name(calls[0]!) : `[${calls.map(name).join(', ')}]`
 }
 
 /** Forks bench/ab-server.mjs for `build` with plain node (no tsx: see there) and waits until it serves. */
@@ -268,13 +302,14 @@ async function serve(build: Build, spec: Record<string, unknown>): Promise<Serve
  * (zeroed, it stays). Measured here: 2-3 ms of anvil CPU per settle on a fresh token, 7-9 ms
  * once 4,600 payers were funded, which would have made every settle row mostly anvil's.
  */
-async function evmWorld(a: Build, b: Build, profileDir: string | undefined): Promise<World> {
+async function evmWorld(a: Build, b: Build, profileDir: string | undefined, unknownToken: boolean): Promise<World> {
   const world = await startEvmFixture({ signerCount: 2 })
   const served: Served[] = []
+  const proxies = profileDir ? { a: await startFaultProxy(world.node.rpcUrl), b: await startFaultProxy(world.node.rpcUrl) } : undefined
   try {
-    const common = { chain: 'evm', rpcUrl: world.node.rpcUrl, ...(profileDir ? { profileDir } : {}) }
     for (const [index, build] of [a, b].entries()) {
-      served.push(await serve(build, { ...common, evm: { network: EVM_NETWORK, key: ANVIL_KEY(index + 1), asset: world.knownAsset } }))
+      const rpcUrl = proxies?.[index === 0 ? 'a' : 'b'].url ?? world.node.rpcUrl
+      served.push(await serve(build, { chain: 'evm', rpcUrl, ...(profileDir ? { profileDir } : {}), evm: { network: EVM_NETWORK, key: ANVIL_KEY(index + 1), ...(unknownToken ? {} : { asset: world.knownAsset }) } }))
     }
     const requirements = world.requirementsV2({ amount: '1000' })
     const payers = Array.from({ length: EVM_PAYERS }, () => privateKeyToAccount(generatePrivateKey()))
@@ -285,6 +320,7 @@ async function evmWorld(a: Build, b: Build, profileDir: string | undefined): Pro
       chainPid: world.node.pid,
       a: served[0]!,
       b: served[1]!,
+      ...(proxies ? { proxies } : {}),
       beforeRound: () => mineClock(world),
       async bodies(count) {
         const signed: Body[] = []
@@ -296,11 +332,13 @@ async function evmWorld(a: Build, b: Build, profileDir: string | undefined): Pro
       },
       async stop() {
         await Promise.all(served.map((s) => s.close()))
+        await Promise.all([proxies?.a.close(), proxies?.b.close()])
         await world.stop()
       },
     }
   } catch (error) {
     await Promise.all(served.map((s) => s.close()))
+    await Promise.all([proxies?.a.close(), proxies?.b.close()])
     await world.stop()
     throw error
   }
@@ -346,9 +384,12 @@ async function fundEvmPayers(world: EvmFixture, payers: readonly LocalAccount[],
 async function svmWorld(a: Build, b: Build, profileDir: string | undefined): Promise<World> {
   const chain = await startSolanaChain()
   const served: Served[] = []
+  const proxies = profileDir ? { a: await startFaultProxy(chain.url), b: await startFaultProxy(chain.url) } : undefined
   try {
-    const common = { chain: 'svm', rpcUrl: chain.url, svm: { feePayerSeed: chain.feePayerSeed }, ...(profileDir ? { profileDir } : {}) }
-    for (const build of [a, b]) served.push(await serve(build, common))
+    for (const [index, build] of [a, b].entries()) {
+      const rpcUrl = proxies?.[index === 0 ? 'a' : 'b'].url ?? chain.url
+      served.push(await serve(build, { chain: 'svm', rpcUrl, svm: { feePayerSeed: chain.feePayerSeed }, ...(profileDir ? { profileDir } : {}) }))
+    }
     const s = chain.scenario
     const requirements = { scheme: 'exact', network: SOLANA_DEVNET, amount: '1000', asset: s.mint, payTo: s.payTo, maxTimeoutSeconds: 60, extra: { feePayer: s.feePayer.address } }
     return {
@@ -356,6 +397,7 @@ async function svmWorld(a: Build, b: Build, profileDir: string | undefined): Pro
       chainPid: chain.pid,
       a: served[0]!,
       b: served[1]!,
+      ...(proxies ? { proxies } : {}),
       beforeRound: async () => undefined,
       async bodies(count) {
         const payers = await Promise.all(Array.from({ length: count }, () => generateKeyPairSigner()))
@@ -372,11 +414,13 @@ async function svmWorld(a: Build, b: Build, profileDir: string | undefined): Pro
       },
       async stop() {
         await Promise.all(served.map((x) => x.close()))
+        await Promise.all([proxies?.a.close(), proxies?.b.close()])
         await chain.close()
       },
     }
   } catch (error) {
     await Promise.all(served.map((x) => x.close()))
+    await Promise.all([proxies?.a.close(), proxies?.b.close()])
     await chain.close()
     throw error
   }

@@ -60,6 +60,7 @@ function parseArguments(argv: readonly string[]) {
   let against: string | undefined
   let rounds = AB_COUNTS.rounds
   let profile = false
+  let unknownToken = false
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     const value = () => {
@@ -71,11 +72,13 @@ function parseArguments(argv: readonly string[]) {
     else if (arg.startsWith('--against=')) against = arg.slice('--against='.length)
     else if (arg === '--rounds') rounds = Number(value())
     else if (arg === '--profile') profile = true
-    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg} (known: --against <git ref>, --rounds <n>, --profile)`)
+    else if (arg === '--unknown-token') unknownToken = true
+    else if (arg.startsWith('--')) throw new Error(`unknown option ${arg} (known: --against <git ref>, --rounds <n>, --profile, --unknown-token)`)
     else sections.push(arg)
   }
   if (!Number.isInteger(rounds) || rounds < 3) throw new Error('--rounds takes a whole number of at least 3')
-  return { sections, against, rounds, profile }
+  if (against === undefined && (profile || unknownToken || argv.includes('--rounds'))) throw new Error('--rounds, --profile and --unknown-token go with --against <git ref>')
+  return { sections, against, rounds, profile, unknownToken }
 }
 
 async function runSections(requested: readonly string[]): Promise<void> {
@@ -124,26 +127,29 @@ async function runSections(requested: readonly string[]): Promise<void> {
 }
 
 /** `--against <ref>`: the A/B of bench/ab.ts on the chains named (evm, svm; both by default). */
-async function runAgainst(against: string, sections: readonly string[], rounds: number, profile: boolean): Promise<void> {
+async function runAgainst(against: string, sections: readonly string[], rounds: number, profile: boolean, unknownToken: boolean): Promise<void> {
   const chains = sections.length > 0 ? sections : ['evm', 'svm']
   const unknown = chains.filter((name) => name !== 'evm' && name !== 'svm')
   if (unknown.length > 0) throw new Error(`--against runs the evm and svm rows only (not ${unknown.join(', ')})`)
   const started = performance.now()
   const stamp = new Date().toISOString()
   const profileDir = profile ? join(BUILD_CACHE, 'profiles', stamp.replace(/[:.]/g, '-')) : undefined
-  const result = await benchAgainst({ against, chains: chains as AbChain[], rounds, ...(profileDir ? { profileDir } : {}) })
+  const result = await benchAgainst({ against, chains: chains as AbChain[], rounds, unknownToken, ...(profileDir ? { profileDir } : {}) })
   const totalSeconds = (performance.now() - started) / 1000
   const band = ratioBand(result.summary)
   const heading = `x402-facilitator A/B, ${stamp.slice(0, 16).replace('T', ' ')} UTC — ${machine.nproc} cores, ${machine.cpu}, Node ${machine.node}, load average ${machine.loadAverageAtStart.join(' ')} at start, ${totalSeconds.toFixed(0)} s`
   const table = formatAbTable(result.summary, { a: result.a.label, b: result.b.label })
   const notes = [
     `Each build served over HTTP from its dist/ (node:http, createHandler) in its own process; one load generator; one anvil and one LiteSVM RPC for both.`,
+    unknownToken ? 'EVM: the test token is not listed in `assets` (--unknown-token): priced by an estimate, as any token outside the known table.' : 'EVM: the test token is listed in `assets`, a known token as USDC is built in.',
     `${result.counts.rounds} rounds of each build per row, alternating (A B, B A, ...); no payer pays twice at once (Solana: one payer per payment; EVM: 256 payers taking turns).`,
     `B / A of single rounds ranged ${band.low.toFixed(2)}x to ${band.high.toFixed(2)}x${profileDir ? `; CPU profiles in ${profileDir} (the figures of a profiled run are slower)` : ''}.`,
   ]
   console.log(`\n${heading}\n\n${table}\n\n${notes.join('\n')}`)
+  // A profiled run's figures are the profiler's too: they are not saved as the comparison's.
+  if (profileDir) return progress(`profiles and RPC tallies in ${profileDir}: node --import tsx bench/profile-summary.ts ${profileDir}`)
   mkdirSync('bench/results', { recursive: true })
-  const base = `bench/results/against-${result.a.sha.slice(0, 7)}`
+  const base = `bench/results/against-${result.a.sha.slice(0, 7)}${unknownToken ? '-unknown-token' : ''}`
   writeFileSync(`${base}.md`, `# ${heading}\n\n${table}\n\n${notes.join('\n')}\n`)
   writeFileSync(
     `${base}.json`,
@@ -154,7 +160,8 @@ async function runAgainst(against: string, sections: readonly string[], rounds: 
 
 // One line for whatever ends the run, no stack: the cause is in the message.
 const fail = (error: unknown) => {
-  process.stderr.write(`[bench] failed: ${error instanceof Error ? error.message : String(error)}\n`)
+  const message = (error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, '; ')
+  process.stderr.write(`[bench] failed: ${message.length > 600 ? `${message.slice(0, 600)}…` : message}\n`)
   process.exit(1)
 }
 process.on('uncaughtException', fail)
@@ -162,7 +169,7 @@ process.on('unhandledRejection', fail)
 
 try {
   const args = parseArguments(process.argv.slice(2))
-  if (args.against !== undefined) await runAgainst(args.against, args.sections, args.rounds, args.profile)
+  if (args.against !== undefined) await runAgainst(args.against, args.sections, args.rounds, args.profile, args.unknownToken)
   else await runSections(args.sections)
 } catch (error) {
   fail(error)

@@ -32,8 +32,13 @@ export interface AbRowSummary {
   readonly name: string
   readonly a: AbMedians
   readonly b: AbMedians
-  /** Median ok/s of B over median ok/s of A. */
+  /**
+   * The median of `roundRatios`: each pair of rounds ran back to back, so a neighbour's load that
+   * comes and goes weighs on both of a pair alike; the median drops the pairs it split.
+   */
   readonly ratio: number
+  /** Median ok/s of B over median ok/s of A (more exposed to load that changed between rounds). */
+  readonly ratioOfMedians: number
   /** B / A of each pair of rounds (round i of B over round i of A): the spread says how noisy the row was. */
   readonly roundRatios: readonly number[]
 }
@@ -63,7 +68,7 @@ export function summarize(row: AbRowRounds): AbRowSummary {
   const b = medians(row.b)
   const pairs = Math.min(row.a.length, row.b.length)
   const roundRatios = Array.from({ length: pairs }, (_, i) => row.b[i]!.okPerSecond / row.a[i]!.okPerSecond)
-  return { name: row.name, a, b, ratio: b.okPerSecond / a.okPerSecond, roundRatios }
+  return { name: row.name, a, b, ratio: median(roundRatios), ratioOfMedians: b.okPerSecond / a.okPerSecond, roundRatios }
 }
 
 /** Figures to three significant digits or so, as the bench's other tables print them. */
@@ -108,7 +113,7 @@ export function formatAbTable(rows: readonly AbRowSummary[], labels: { a: string
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
   const render = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`
   return [
-    `A = ${labels.a}, B = ${labels.b}; medians of the rounds; B / A above 1 means B is faster.`,
+    `A = ${labels.a}, B = ${labels.b}; ok/s, p50 and per-op figures are medians of the rounds; B / A is the median of the rounds' B / A (above 1: B is faster).`,
     '',
     render(header),
     `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,

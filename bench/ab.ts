@@ -3,7 +3,7 @@
  *
  *   npm run bench -- --against 0ab9a2c            # EVM and Solana rows
  *   npm run bench -- --against main evm           # EVM rows only
- *   npm run bench -- --against main --rounds 3    # fewer rounds per build (7 by default, at least 3)
+ *   npm run bench -- --against main --rounds 3    # fewer rounds per build (9 by default, at least 3)
  *   npm run bench -- --against main --unknown-token   # EVM: the test token not listed in `assets`
  *   npm run bench -- --against main --profile     # also CPU profiles of each server and the RPC calls of
  *                                                 # each request, per row and round (bench/profile-summary.ts reads them)
@@ -23,7 +23,7 @@
  * Rounds alternate between the builds, the first of each pair swapped every round (A B, B A,
  * A B, ...), so a machine that speeds up or slows down over the run (a neighbour's tests, a
  * chain growing one block per settle) weighs on both alike. The table gives the medians of
- * the rounds, B / A of the medians, and B / A of each pair of rounds (the noise).
+ * the rounds, and B / A of each pair of rounds (back to back) with their median as the row's ratio.
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -50,12 +50,12 @@ export const AB_COUNTS = {
    * Rounds of each build on each row (`--rounds`, at least 3). Many short rounds: on a shared
    * machine a neighbour's burst then spoils a round or two of a row, which the medians drop.
    */
-  rounds: 7,
-  verifySequential: 150,
-  verifyConcurrent: 500,
+  rounds: 9,
+  verifySequential: 120,
+  verifyConcurrent: 400,
   verifyConcurrency: 32,
-  settleSequential: 40,
-  settleConcurrent: 120,
+  settleSequential: 30,
+  settleConcurrent: 100,
   settleConcurrency: 10,
   /** Untimed operations of each build before the rounds, so V8 has compiled the hot code. */
   warmupVerifies: 400,

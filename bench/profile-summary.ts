@@ -8,6 +8,7 @@
  * hands the core to its reader shows as the write's own. Compare two builds of the same run.
  *
  *   node --import tsx bench/profile-summary.ts <profile folder> [row, e.g. EVM-verify-1] [--top N]
+ *   node --import tsx bench/profile-summary.ts <profile folder> [row] --diff    # B − A, function by function
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { SourceMap } from 'node:module'
@@ -100,6 +101,15 @@ export function costs(profiles: readonly CpuProfile[]) {
   return { self, inclusive, groups, total }
 }
 
+/** Operations of a group of profiles: from the RPC tallies written beside them, else today's AB_COUNTS. */
+function operationsOf(folder: string, files: readonly string[]): number {
+  return files.reduce((sum, file) => {
+    const tally = join(folder, file.replace(/\.cpuprofile$/, '.rpc.json'))
+    if (existsSync(tally)) return sum + (JSON.parse(readFileSync(tally, 'utf8')) as { operations: number }).operations
+    return sum + (OPS[/-(verify|settle)-\d+-round\d+\.cpuprofile$/.exec(file)?.[0].slice(1).replace(/-round.*$/, '') ?? ''] ?? 1)
+  }, 0)
+}
+
 const OPS: Record<string, number> = {
   'verify-1': AB_COUNTS.verifySequential,
   [`verify-${AB_COUNTS.verifyConcurrency}`]: AB_COUNTS.verifyConcurrent,
@@ -107,12 +117,36 @@ const OPS: Record<string, number> = {
   [`settle-${AB_COUNTS.settleConcurrency}`]: AB_COUNTS.settleConcurrent,
 }
 
+/** A place without its line (lines move between commits): `src/evm/exact-evm.ts verify`. */
+const withoutLine = (where: string) => where.replace(/:\d+ /, ' ')
+
+/** Per operation, what B spent more (or less) than A on each function (self) and each origin, largest first. */
+function printDiff(label: string, a: ReturnType<typeof costs>, b: ReturnType<typeof costs>, opsA: number, opsB: number, top: number): void {
+  const byPlace = (c: ReturnType<typeof costs>, ops: number, map: Map<string, number>) => {
+    const out = new Map<string, number>()
+    for (const [where, ms] of map) out.set(withoutLine(where), (out.get(withoutLine(where)) ?? 0) + (ms / ops) * 1000)
+    return out
+  }
+  const section = (title: string, pa: Map<string, number>, pb: Map<string, number>) => {
+    const keys = [...new Set([...pa.keys(), ...pb.keys()])]
+    const rows = keys.map((k) => ({ k, a: pa.get(k) ?? 0, b: pb.get(k) ?? 0 })).sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a))
+    console.log(` ${title}:`)
+    for (const r of rows.slice(0, top)) console.log(`  ${(r.b - r.a >= 0 ? '+' : '') + (r.b - r.a).toFixed(0).padStart(5)} µs  (${r.a.toFixed(0).padStart(4)} → ${r.b.toFixed(0).padStart(4)})  ${r.k}`)
+  }
+  console.log(`\n${label}: B − A per operation, ${((a.total / opsA) * 1000).toFixed(0)} → ${((b.total / opsB) * 1000).toFixed(0)} µs in all`)
+  section('by origin', byPlace(a, opsA, a.groups), byPlace(b, opsB, b.groups))
+  section('self, by function', byPlace(a, opsA, a.self), byPlace(b, opsB, b.self))
+  section('with callees, by function', byPlace(a, opsA, a.inclusive), byPlace(b, opsB, b.inclusive))
+}
+
 function main(): void {
   const args = process.argv.slice(2)
   const topAt = args.indexOf('--top')
   const top = topAt >= 0 ? Number(args.splice(topAt, 2)[1]) : 15
+  const diffAt = args.indexOf('--diff')
+  const diff = diffAt >= 0 && args.splice(diffAt, 1).length > 0
   const [folder, only] = args
-  if (!folder) throw new Error('usage: bench/profile-summary.ts <profile folder> [row, e.g. EVM-verify-1] [--top N]')
+  if (!folder) throw new Error('usage: bench/profile-summary.ts <profile folder> [row, e.g. EVM-verify-1] [--top N] [--diff]')
   // Files are <A|B>-<sha>-<chain>-<row>-round<n>.cpuprofile.
   const files = readdirSync(folder).filter((f) => f.endsWith('.cpuprofile') && (!only || f.includes(`-${only}-round`)))
   const grouped = new Map<string, string[]>()
@@ -120,9 +154,20 @@ function main(): void {
     const key = file.replace(/-round\d+\.cpuprofile$/, '')
     grouped.set(key, [...(grouped.get(key) ?? []), file])
   }
+  if (diff) {
+    // Pairs of A-<sha>-<row> and B-<sha>-<row> groups.
+    const rowOf = (key: string) => key.replace(/^[AB]-[0-9a-f]+-/, '')
+    for (const row of [...new Set([...grouped.keys()].map(rowOf))].sort()) {
+      const [aKey, bKey] = ['A', 'B'].map((side) => [...grouped.keys()].find((key) => key.startsWith(`${side}-`) && rowOf(key) === row))
+      if (!aKey || !bKey) continue
+      const load = (key: string) => costs(grouped.get(key)!.map((file) => JSON.parse(readFileSync(join(folder, file), 'utf8')) as CpuProfile))
+      const opsOf = (key: string) => operationsOf(folder, grouped.get(key)!)
+      printDiff(`${row} (${aKey.split('-').slice(0, 2).join(' ')} → ${bKey.split('-').slice(0, 2).join(' ')})`, load(aKey), load(bKey), opsOf(aKey), opsOf(bKey), top)
+    }
+    return
+  }
   for (const [key, group] of [...grouped].sort(([x], [y]) => x.localeCompare(y))) {
-    const row = /-(verify|settle)-\d+$/.exec(key)?.[0].slice(1) ?? ''
-    const ops = (OPS[row] ?? 1) * group.length
+    const ops = operationsOf(folder, group)
     const { self, inclusive, groups, total } = costs(group.map((file) => JSON.parse(readFileSync(join(folder, file), 'utf8')) as CpuProfile))
     const perOp = (ms: number) => `${((ms / ops) * 1000).toFixed(0).padStart(5)} µs`
     const list = (map: Map<string, number>, n: number) =>

@@ -4,31 +4,14 @@
  * dist/ first (npx tsup) when it is missing or older than src/.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { ensureBuilt } from './builds.js'
 import { percentile, progress, row, type Row } from './measure.js'
 
 export const COLD_START_COUNTS = { runs: 7 }
 
 const ROOT = process.cwd()
-
-function newestMtime(dir: string): number {
-  let newest = 0
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name)
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
-  }
-  return newest
-}
-
-function ensureBuilt(): string {
-  const built = join(ROOT, 'dist', 'index.js')
-  if (existsSync(built) && statSync(built).mtimeMs >= newestMtime(join(ROOT, 'src'))) return 'dist/ up to date'
-  progress('cold start: dist/ is missing or stale, running npx tsup')
-  execFileSync('npx', ['tsup'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] })
-  return 'dist/ rebuilt with tsup'
-}
 
 /** Median milliseconds to import `specifier` in a fresh process (measured inside it, Node startup excluded). */
 function importTime(specifier: string): number {

@@ -4,12 +4,10 @@
  * bodies, at the same concurrency. The load generator runs in its own
  * process (bench/http-load.ts) so the server process does only server work.
  */
-import { fork, type ChildProcess } from 'node:child_process'
 import diagnostics from 'node:diagnostics_channel'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { startNodeHttpServer } from '../examples/node-http/server.js'
 import { createFacilitator, type Facilitator } from '../src/index.js'
 import { parsePaymentRequest } from '../src/schemas/parse-request.js'
@@ -18,11 +16,9 @@ import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy, type FaultProxy } from '../test/support/fault-proxy.js'
 import { listen } from '../test/support/listen.js'
-import { check, ownCpuMs, percentile, progress, row, runConcurrent, type Row } from './measure.js'
+import { check, ownCpuMs, percentile, progress, row, runConcurrent, startLoadGenerator, type LoadGenerator, type Row } from './measure.js'
 
 export const HTTP_COUNTS = { bodies: 200, rounds: 8, perRound: 1_000, concurrency: 32, instantRounds: 20, instantPerRound: 5_000, rpcDelayMs: 20, farRounds: 4, farSequential: 100 }
-
-const LOAD = fileURLToPath(new URL('./http-load.ts', import.meta.url))
 
 export async function benchHttp(): Promise<Row[]> {
   const c = HTTP_COUNTS
@@ -35,7 +31,7 @@ export async function benchHttp(): Promise<Row[]> {
   const instantBare = { close: async () => undefined } as { url?: string; close(): Promise<void> }
   const farServer = { close: async () => undefined } as { url?: string; close(): Promise<void> }
   let proxy: FaultProxy | undefined
-  let load: ChildProcess | undefined
+  let load: LoadGenerator | undefined
   // Requests to anvil, as our transport publishes them (the load generator's process publishes none here).
   let rpcRequests = 0
   const countRpc = () => void rpcRequests++
@@ -69,18 +65,10 @@ export async function benchHttp(): Promise<Row[]> {
     }
     Object.assign(instantServer, await startNodeHttpServer(instant as Facilitator))
     Object.assign(instantBare, await startBareServer(instant))
-    const generator = fork(LOAD, [bodiesFile], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+    const generator = await startLoadGenerator(bodiesFile)
     load = generator
-    await new Promise<void>((resolve) => generator.once('message', () => resolve()))
     // One round of POST /verify from the load generator; every answer must be 200 isValid:true.
-    const post = async (url: string, count = c.perRound, concurrency = c.concurrency) => {
-      const result = await new Promise<{ elapsedMs: number; ok: number; failed: number }>((resolve) => {
-        generator.once('message', (answer) => resolve(answer as { elapsedMs: number; ok: number; failed: number }))
-        generator.send({ url, count, concurrency })
-      })
-      check(result.failed === 0, `every POST /verify to ${url} answers 200 isValid:true (${result.failed} did not)`)
-      return result
-    }
+    const post = (url: string, count = c.perRound, concurrency = c.concurrency) => generator.run({ url, count, concurrency })
     // The same round in this process, straight through verify(); every answer must be valid.
     const verifyAll = async (target: Pick<Facilitator, 'verify'>, count = c.perRound, concurrency = c.concurrency) => {
       const result = await runConcurrent(count, concurrency, async (i) => {
@@ -203,7 +191,7 @@ export async function benchHttp(): Promise<Row[]> {
     ]
   } finally {
     diagnostics.unsubscribe(RPC_REQUEST_CHANNEL, countRpc)
-    load?.send('exit')
+    load?.close()
     await Promise.all([bare.close(), server.close(), instantServer.close(), instantBare.close(), farServer.close()])
     await proxy?.close()
     await world.stop()

@@ -3,10 +3,12 @@
  * runner, and the result rows (ours, theirs, ratio) printed as a table and
  * written as JSON.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, fork } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { createConnectionPool, postKeepAlive } from '../src/transport/keep-alive-post.js'
+import type { LoadResult, LoadRound } from './http-load.js'
 
 /** One figure of the suite. `theirs` is the official x402 facilitator (or another named reference). */
 export interface Row {
@@ -220,5 +222,37 @@ export async function settleInBursts<P>(
       if (!answer.success) throw new Error(answer.errorReason)
     })
     check(burst.errors.length === 0, `every warm-up settle of ${who} lands (${String(burst.errors[0])})`)
+  }
+}
+
+/** The HTTP load generator (bench/http-load.ts) in its own process. */
+export interface LoadGenerator {
+  readonly pid: number | undefined
+  /** One round; every answer must be accepted (200 and isValid or success), or it throws with the first refusal. */
+  run(round: LoadRound): Promise<LoadResult>
+  close(): void
+}
+
+/** Forks the load generator (argv `bodiesFile`: the bodies of rounds that name none) and waits until it is ready. */
+export async function startLoadGenerator(bodiesFile?: string): Promise<LoadGenerator> {
+  const script = fileURLToPath(new URL('./http-load.ts', import.meta.url))
+  const child = fork(script, bodiesFile ? [bodiesFile] : [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve())
+    child.once('exit', (code) => reject(new Error(`the load generator exited before it was ready (${code})`)))
+  })
+  return {
+    pid: child.pid,
+    async run(round) {
+      const result = await new Promise<LoadResult>((resolve) => {
+        child.once('message', (answer) => resolve(answer as LoadResult))
+        child.send(round)
+      })
+      check(result.failed === 0, `every POST ${round.path ?? '/verify'} to ${round.url} is accepted (${result.failed} of ${round.count} were not; first: ${result.firstFailure ?? ''})`)
+      return result
+    },
+    close: () => {
+      if (child.connected) child.send('exit')
+    },
   }
 }

@@ -4,11 +4,13 @@
  * the payment scenario set up for keys the parent hands over. Its CPU is then
  * not charged to the facilitator under test.
  *
- * Parent -> child messages: 'reset-stats', 'stats', 'close'.
- * Child -> parent: { ready, url, mint, payTo }, { reset }, { stats: { requests, cpuMs } }.
+ * Parent -> child messages: 'reset-stats', 'stats', 'close', { fund: addresses } (each gets a token
+ * account holding tokens of the scenario's mint: payers of their own, as a resource server sees them).
+ * Child -> parent: { ready, url, mint, payTo, pid }, { reset }, { stats: { requests, cpuMs } }, { funded }.
  */
-import { createKeyPairSignerFromPrivateKeyBytes, lamports } from '@solana/kit'
-import { createPaymentScenario, startSolanaTestRpc } from '../test/support/svm-fixtures.js'
+import { address, createKeyPairSignerFromPrivateKeyBytes, lamports, type Address } from '@solana/kit'
+import { findAssociatedTokenPda, getCreateAssociatedTokenIdempotentInstruction, getMintToCheckedInstruction } from '@solana-program/token'
+import { createPaymentScenario, execute, startSolanaTestRpc, type PaymentScenario } from '../test/support/svm-fixtures.js'
 import { ownCpuMs } from './measure.js'
 
 const [feePayerSeed, payerSeed] = (process.env.BENCH_SOLANA_SEEDS ?? '').split(',')
@@ -23,8 +25,34 @@ const scenario = await createPaymentScenario(chain.svm, {
   feePayer,
   payer: await createKeyPairSignerFromPrivateKeyBytes(Buffer.from(payerSeed, 'hex')),
 })
+/** Token accounts with `amount` for each owner, six owners to a transaction, paid and signed by the mint authority. */
+async function fund(s: PaymentScenario, owners: readonly Address[], amount: bigint): Promise<void> {
+  // The rent of each new token account (165 bytes), and some for the fees.
+  chain.svm.airdrop(s.authority.address, lamports(BigInt(owners.length) * chain.svm.minimumBalanceForRentExemption(165n) + 10n ** 9n))
+  for (let from = 0; from < owners.length; from += 6) {
+    const instructions = await Promise.all(
+      owners.slice(from, from + 6).map(async (owner) => {
+        const [ata] = await findAssociatedTokenPda({ mint: s.mint, owner, tokenProgram: s.tokenProgram })
+        return [
+          getCreateAssociatedTokenIdempotentInstruction({ payer: s.authority, ata, owner, mint: s.mint, tokenProgram: s.tokenProgram }),
+          getMintToCheckedInstruction({ mint: s.mint, token: ata, mintAuthority: s.authority, amount, decimals: s.decimals }, { programAddress: s.tokenProgram }),
+        ]
+      }),
+    )
+    await execute(chain.svm, s.authority, instructions.flat())
+  }
+}
+
 process.on('message', (message) => {
-  if (message === 'reset-stats') {
+  if (typeof message === 'object' && message !== null && 'fund' in message) {
+    const owners = (message as { fund: string[] }).fund.map((owner) => address(owner))
+    void fund(scenario, owners, 10n ** 12n).then(
+      () => send({ funded: owners.length }),
+      // LiteSVM's failures print the whole transaction's metadata: its first line says enough.
+      (error: unknown) => send({ fundFailed: String(error).slice(0, 300) }),
+    )
+  }
+  else if (message === 'reset-stats') {
     chain.resetStats()
     send({ reset: true })
   }
@@ -35,4 +63,4 @@ process.on('message', (message) => {
 })
 // The parent going away ends the node too.
 process.on('disconnect', () => void chain.close().finally(() => process.exit(0)))
-send({ ready: true, url: chain.url, mint: scenario.mint, payTo: scenario.payTo })
+send({ ready: true, url: chain.url, mint: scenario.mint, payTo: scenario.payTo, pid: process.pid })

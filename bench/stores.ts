@@ -9,21 +9,21 @@
  *   npm run bench -- stores                                  # every store
  *   BENCH_STORES=sqlite,postgres npm run bench -- stores     # some (memory always)
  */
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { bytesToHex, type Hex, type LocalAccount } from 'viem'
-import { mnemonicToAccount } from 'viem/accounts'
+import type { LocalAccount } from 'viem'
 import { createCatalog, createFacilitator, createLedgerRecorder, createMemoryLedger, createMemoryStore, createPublicStats, type FacilitatorHooks, type SettlementLedger, type Store } from '../src/index.js'
 import { exactEvm, privateKeySigner, signExactEvmPayment } from '../src/evm/index.js'
 import type { PaymentPayload } from '../src/schemas/payload.js'
 import { createPostgresStore } from '../src/stores/postgres/postgres-store.js'
 import { createRedisStore } from '../src/stores/redis-store.js'
 import { createSqliteStore } from '../src/stores/sqlite/sqlite-store.js'
-import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
-import { startPostgresServer } from '../test/support/postgres-server.js'
-import { startRedisServer } from '../test/support/redis-server.js'
+import { startPostgresServer, type PostgresServer } from '../test/support/postgres-server.js'
+import { startRedisServer, type RedisServer } from '../test/support/redis-server.js'
+import { ANVIL_KEY } from './evm.js'
 import { check, ownCpuMs, percentile, processCpuMs, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const STORES_COUNTS = {
@@ -45,7 +45,7 @@ export const STORES_COUNTS = {
 type StoreKind = 'memory' | 'sqlite' | 'sqlite-full' | 'redis' | 'postgres' | 'postgres-nosync'
 const ALL_KINDS: readonly StoreKind[] = ['memory', 'sqlite', 'sqlite-full', 'redis', 'postgres', 'postgres-nosync']
 /** BENCH_STORES=memory,postgres measures some stores only (memory, the reference, is always in). */
-const KINDS: readonly StoreKind[] = process.env.BENCH_STORES
+const WANTED: readonly StoreKind[] = process.env.BENCH_STORES
   ? ALL_KINDS.filter((kind) => kind === 'memory' || process.env.BENCH_STORES!.split(',').includes(kind))
   : ALL_KINDS
 const LABEL: Record<StoreKind, string> = {
@@ -70,7 +70,41 @@ interface Burst {
   failures: number
 }
 
-const ANVIL_KEY = (index: number): Hex => bytesToHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!)
+/** One line for a reason a server did not start (an Error's message may run over several). */
+const oneLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n').map((line) => line.trim()).filter(Boolean).join('; ')
+
+/**
+ * The servers the wanted stores need. One that cannot start here (redis-server or PostgreSQL not
+ * installed, say) leaves its stores out of the section, each with the reason on one line.
+ */
+async function startStoreServers(): Promise<{ redis?: RedisServer; postgres?: PostgresServer; postgresNoSync?: PostgresServer; skipped: Map<StoreKind, string> }> {
+  const skipped = new Map<StoreKind, string>()
+  const skip = (kinds: readonly StoreKind[], why: string) => {
+    for (const kind of kinds.filter((k) => WANTED.includes(k))) {
+      skipped.set(kind, why)
+      progress(`stores: ${LABEL[kind]} skipped: ${why}`)
+    }
+  }
+  let redis: RedisServer | undefined
+  let postgres: PostgresServer | undefined
+  let postgresNoSync: PostgresServer | undefined
+  if (WANTED.includes('redis')) {
+    // spawn() of a missing binary fails in an 'error' event nobody awaits: ask first.
+    if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error) skip(['redis'], 'redis-server is not installed (apt-get install -y redis-server)')
+    else redis = await startRedisServer().catch((error: unknown) => void skip(['redis'], oneLine(error)))
+  }
+  if (WANTED.includes('postgres') || WANTED.includes('postgres-nosync')) {
+    // The second PostgreSQL skips its disk flushes: not a way to run one, a measure of what they cost here.
+    const started = await Promise.allSettled([startPostgresServer({ durable: true }), startPostgresServer({ durable: false })])
+    for (const [i, outcome] of started.entries()) {
+      if (outcome.status === 'fulfilled') {
+        if (i === 0) postgres = outcome.value
+        else postgresNoSync = outcome.value
+      } else skip([i === 0 ? 'postgres' : 'postgres-nosync'], oneLine(outcome.reason))
+    }
+  }
+  return { ...(redis ? { redis } : {}), ...(postgres ? { postgres } : {}), ...(postgresNoSync ? { postgresNoSync } : {}), skipped }
+}
 
 /** CPU of a process and its children (PostgreSQL runs a backend process per connection), in ms. */
 function processTreeCpuMs(pid: number | undefined): number {
@@ -122,10 +156,10 @@ function counted(store: Store): { store: Store; take(): { calls: number; ms: num
 
 export async function benchStores(): Promise<Row[]> {
   const c = STORES_COUNTS
+  const { redis, postgres, postgresNoSync, skipped } = await startStoreServers()
+  const KINDS = WANTED.filter((kind) => !skipped.has(kind))
   progress(`stores: ${c.settle} settles at concurrency ${c.concurrency.join(' and ')} per burst, ${c.rounds} rounds per store on ${KINDS.join(', ')}; statistics, catalog and ledger recorders on`)
   const dir = mkdtempSync(join(tmpdir(), 'x402-bench-stores-'))
-  // The second PostgreSQL skips its disk flushes: not a way to run one, a measure of what they cost here.
-  const [redis, postgres, postgresNoSync] = await Promise.all([startRedisServer(), startPostgresServer({ durable: true }), startPostgresServer({ durable: false })])
   // One store of each kind for the whole section, as a running server keeps its own: its pool's
   // connections (and PostgreSQL's compiled functions) are warm after the warm-up burst.
   const opened = new Map<StoreKind, { store: Store; ledger: SettlementLedger | undefined; pid: number | undefined }>()
@@ -147,11 +181,11 @@ export async function benchStores(): Promise<Row[]> {
         }
         case 'redis':
           // No ledger in Redis (see docs/stores.md): this row has none.
-          made = { store: createRedisStore({ url: redis.url, keyPrefix: 'bench:' }), ledger: undefined, pid: redis.pid }
+          made = { store: createRedisStore({ url: redis!.url, keyPrefix: 'bench:' }), ledger: undefined, pid: redis!.pid }
           break
         case 'postgres':
         case 'postgres-nosync': {
-          const server = kind === 'postgres' ? postgres : postgresNoSync
+          const server = (kind === 'postgres' ? postgres : postgresNoSync)!
           const store = createPostgresStore({ connectionString: server.url, schema: 'bench' })
           await store.ready()
           made = { store, ledger: store.ledger, pid: server.pid }
@@ -237,7 +271,7 @@ export async function benchStores(): Promise<Row[]> {
         failures: bursts.reduce((sum, b) => sum + b.failures, 0),
       }
     }
-    const rows: Row[] = []
+    const rows: Row[] = [...skipped].map(([kind, why]) => row('Stores', `settle throughput, ${LABEL[kind]}`, 'settle/s', 'higher', null, null, `skipped: ${why}`))
     for (const concurrency of c.concurrency) {
       const memory = figures('memory', concurrency)
       rows.push(
@@ -263,7 +297,7 @@ export async function benchStores(): Promise<Row[]> {
     return rows
   } finally {
     for (const { store } of opened.values()) await store.close?.()
-    await Promise.all([redis.stop(), postgres.stop(), postgresNoSync.stop()])
+    await Promise.all([redis?.stop(), postgres?.stop(), postgresNoSync?.stop()])
     rmSync(dir, { recursive: true, force: true })
   }
 }

@@ -256,9 +256,15 @@ async function chainFloor(url: string, bodies: readonly Body[], feePayer: KeyPai
   return rate
 }
 
-interface SolanaChain {
+export interface SolanaChain {
   readonly url: string
+  /** The chain process, for CPU figures. */
+  readonly pid: number | undefined
   readonly scenario: { mint: string; payTo: string; feePayer: KeyPairSigner; payer: KeyPairSigner }
+  /** The fee payer's 32-byte seed (hex), for a facilitator in another process. */
+  readonly feePayerSeed: string
+  /** Gives each owner a token account holding tokens of the scenario's mint. */
+  fund(owners: readonly string[]): Promise<void>
   resetStats(): Promise<void>
   /** HTTP requests the RPC server saw since the last reset, and the CPU time its process used so far. */
   stats(): Promise<{ requests: number; cpuMs: number }>
@@ -266,7 +272,7 @@ interface SolanaChain {
 }
 
 /** Starts bench/solana-chain.ts in a child process with keys made here, and waits until it serves. */
-async function startSolanaChain(): Promise<SolanaChain> {
+export async function startSolanaChain(): Promise<SolanaChain> {
   const seeds = [randomBytes(32), randomBytes(32)] as const
   const child = fork(fileURLToPath(new URL('./solana-chain.ts', import.meta.url)), [], {
     execArgv: ['--import', 'tsx'],
@@ -290,7 +296,15 @@ async function startSolanaChain(): Promise<SolanaChain> {
   const [feePayer, payer] = await Promise.all(seeds.map((seed) => createKeyPairSignerFromPrivateKeyBytes(seed)))
   return {
     url: ready.url,
+    pid: child.pid,
+    feePayerSeed: seeds[0].toString('hex'),
     scenario: { mint: ready.mint, payTo: ready.payTo, feePayer: feePayer!, payer: payer! },
+    async fund(owners) {
+      const done = next((m) => (m.funded !== undefined || m.fundFailed !== undefined ? m : undefined))
+      child.send({ fund: owners })
+      const answer = await done
+      if (answer.fundFailed !== undefined) throw new Error(`the Solana chain could not fund the payers: ${String(answer.fundFailed)}`)
+    },
     async resetStats() {
       const done = next((m) => (m.reset ? true : undefined))
       child.send('reset-stats')

@@ -27,6 +27,7 @@ const ADDRESS = /^[0-9A-Fa-f:.[\]]{2,64}$/
  * `undefined` when there is none or it is not an address.
  *
  * @example
+ * import { forwardedClientAddress } from 'x402-facilitator/http'
  * // The client sent "X-Forwarded-For: 1.2.3.4"; the proxy appended the address it saw.
  * forwardedClientAddress('1.2.3.4, 203.0.113.7', 1) // '203.0.113.7'
  */
@@ -43,8 +44,10 @@ export function forwardedClientAddress(forwardedFor: string | null | undefined, 
  * not a plain header name (or is `x-forwarded-for`, which takes `hops`).
  *
  * @example
+ * import { proxiedClientAddress } from 'x402-facilitator/http'
  * const address = proxiedClientAddress({ hops: 1 })
- * address((name) => request.headers.get(name)) // the address the proxy saw
+ * const request = new Request('http://localhost/', { headers: { 'x-forwarded-for': '1.2.3.4, 203.0.113.7' } })
+ * address((name) => request.headers.get(name)) // '203.0.113.7': the address the proxy saw
  */
 export function proxiedClientAddress(trust: TrustProxy): (header: (name: string) => string | null) => string | undefined {
   if ('hops' in trust) {

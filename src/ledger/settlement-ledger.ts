@@ -47,9 +47,9 @@ export const ledgerEntrySchema = z.object({
    * gas price (plus an OP-stack chain's L1 data fee), Solana the signature and priority fees. Set once
    * the chain shows the outcome, landed or not (a reverted transaction costs its gas too); `null` when
    * nothing was sent, while a transaction is pending (the row that finishes it carries its cost), and
-   * in rows written before this column existed.
+   * in rows written before this column existed (a body without the field, from an older server, reads as `null`).
    */
-  cost: z.string().regex(/^\d+$/).nullable(),
+  cost: z.string().regex(/^\d+$/).nullable().default(null),
 })
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>
 

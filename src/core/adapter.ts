@@ -39,6 +39,15 @@ export interface PaymentContext {
   readonly signal: AbortSignal
   /** Durations an adapter wants statistics to see, e.g. `{ confirmationMs }`. */
   readonly timings: Record<string, number>
+  /**
+   * What the transactions this call sent (or finished) for the payment cost the facilitator, in the
+   * chain's native smallest unit (wei, lamports). The adapter adds each transaction's fee once the
+   * chain shows its outcome (landed or failed): EVM gas used × effective gas price (plus the L1 data
+   * fee an OP-stack receipt states), Solana the signature and priority fees. `undefined` while no sent
+   * transaction's outcome is known: nothing was sent, or it is still pending. The ledger and the
+   * metrics read it in their after-settle hooks.
+   */
+  cost?: bigint
 }
 
 /** What settle must record before a transaction leaves the process. */

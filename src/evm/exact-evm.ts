@@ -408,7 +408,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
         let fees: FeeQuote | undefined
         // A plain account on a known token goes with the fixed limit; anything else as its estimate priced it.
         if (!(payment.kind === 'eoa' && payment.knownToken)) {
-          const priced = await estimatedGas(runtime, slot, payment, ready.estimate, ctx.signal).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
+          const priced = await estimatedGas(runtime, slot, payment, ready.estimate, ctx.signal, (cost) => addCost(ctx, cost)).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
           if ('reason' in priced) return failure(ctx, priced, payment.payer)
           ;({ gas, fees } = priced)
         }
@@ -600,6 +600,8 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     payment: PreparedPayment,
     verified: VerifiedPayment['estimate'],
     signal: AbortSignal,
+    /** The cost of a wallet deployment sent first (it is the facilitator's, whatever becomes of the payment). */
+    spent: (cost: bigint) => void,
   ): Promise<{ gas: bigint; fees: FeeQuote } | Rejection> {
     const from = slot.signer.address
     let sender: SettlementSender = { from, fees: await withDeadline(runtime.fees(), signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) }
@@ -631,6 +633,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       const gas = deploymentLimit < maxDeploymentGas ? deploymentLimit : maxDeploymentGas
       const sent = await signAndSend(runtime, slot, { to: deployment.factory, data: deployment.data, gas, fees: sender.fees }, signal, async () => undefined)
       const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(signal), rebroadcastIntervalMs)
+      if (outcome.status !== 'pending' && outcome.cost !== undefined) spent(outcome.cost)
       if (outcome.status === 'pending') {
         throw new FacilitatorError('rpc_timeout', 'the payer wallet deployment was not confirmed in time; nothing was paid, retry later')
       }
@@ -785,6 +788,7 @@ async function hasCode(runtime: NetworkRuntime, address: Address, signal: AbortS
 }
 
 function answer(ctx: PaymentContext, transaction: Hex, outcome: ReceiptOutcome, payer: string | undefined): SettleResponse {
+  if (outcome.status !== 'pending' && outcome.cost !== undefined) addCost(ctx, outcome.cost)
   switch (outcome.status) {
     case 'success':
       return { success: true, transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
@@ -793,6 +797,11 @@ function answer(ctx: PaymentContext, transaction: Hex, outcome: ReceiptOutcome, 
     case 'pending':
       return settlementPending(ctx, transaction, payer)
   }
+}
+
+/** Adds a mined transaction's cost (wei) to what this settle spent (see `PaymentContext.cost`). */
+function addCost(ctx: PaymentContext, cost: bigint): void {
+  ctx.cost = (ctx.cost ?? 0n) + cost
 }
 
 function failure(ctx: PaymentContext, rejection: Rejection, payer: string | undefined, transaction = ''): SettleResponse {

@@ -4,10 +4,33 @@ import type { Hex } from 'viem'
 export interface ReceiptSummary {
   readonly status: string
   readonly blockNumber: string
+  /** Hex quantities of the receipt that price it (see `receiptCost`). */
+  readonly gasUsed?: string
+  readonly effectiveGasPrice?: string
+  /** OP-stack chains (Base, Optimism): the L1 data fee the sender also paid. */
+  readonly l1Fee?: string | null
 }
 
-/** Outcome of waiting for a receipt. */
-export type ReceiptOutcome = { status: 'success' | 'reverted'; blockNumber: bigint } | { status: 'pending' }
+/**
+ * Outcome of waiting for a receipt. `cost` is what the sender paid for the transaction, in wei
+ * (see `receiptCost`), when the receipt says.
+ */
+export type ReceiptOutcome = { status: 'success' | 'reverted'; blockNumber: bigint; cost?: bigint } | { status: 'pending' }
+
+/**
+ * What a mined transaction cost its sender, in wei: `gasUsed × effectiveGasPrice`, plus the
+ * `l1Fee` an OP-stack receipt carries; `undefined` when the receipt lacks the first two.
+ *
+ * @example
+ * receiptCost({ status: '0x1', blockNumber: '0x5', gasUsed: '0x5208', effectiveGasPrice: '0x3b9aca00' }) // 21000000000000n
+ */
+export function receiptCost(receipt: ReceiptSummary): bigint | undefined {
+  const quantity = (value: unknown) => (typeof value === 'string' && /^0x[0-9a-fA-F]{1,64}$/.test(value) ? BigInt(value) : undefined)
+  const gasUsed = quantity(receipt.gasUsed)
+  const price = quantity(receipt.effectiveGasPrice)
+  if (gasUsed === undefined || price === undefined) return undefined
+  return gasUsed * price + (quantity(receipt.l1Fee) ?? 0n)
+}
 
 /** The bounds of one wait. */
 export interface ReceiptWait {
@@ -124,7 +147,8 @@ export function createReceiptPoller(lookup: (hash: Hex) => Promise<ReceiptSummar
       waiter.checking = false
       if (!waiters.has(waiter)) continue
       if (receipt) {
-        waiter.finish({ status: receipt.status === '0x1' ? 'success' : 'reverted', blockNumber: BigInt(receipt.blockNumber) })
+        const cost = receiptCost(receipt)
+        waiter.finish({ status: receipt.status === '0x1' ? 'success' : 'reverted', blockNumber: BigInt(receipt.blockNumber), ...(cost === undefined ? {} : { cost }) })
       } else if (now >= waiter.deadline) {
         waiter.finish({ status: 'pending' })
       } else if (blocksSeen > waiter.askedAtBlocks) {

@@ -1,6 +1,6 @@
 import type { LedgerEntry } from './settlement-ledger.js'
 
-/** The CSV columns, in order: every field of a ledger entry. */
+/** The CSV columns, in order: every field of a ledger entry (`cost`, added later, last). */
 export const LEDGER_CSV_COLUMNS = [
   'id',
   'recordedAt',
@@ -18,6 +18,8 @@ export const LEDGER_CSV_COLUMNS = [
   'amount',
   'transaction',
   'resourceUrl',
+  // Last, so that readers of the columns before it keep their places.
+  'cost',
 ] as const satisfies readonly (keyof LedgerEntry)[]
 
 // A spreadsheet runs a cell that starts with one of these as a formula (also after blanks,

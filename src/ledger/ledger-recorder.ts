@@ -67,5 +67,7 @@ export function ledgerEntryOf(event: SettleEvent, recordedAt: number): NewLedger
     transaction: result.transaction || null,
     // Origin and path only: a query string may carry a customer's token.
     resourceUrl: (context.resource?.url && resourceId(context.resource.url)) || null,
+    // What this call's transactions cost, once the chain showed their outcome (see PaymentContext.cost).
+    cost: typeof context.cost === 'bigint' ? context.cost.toString() : null,
   }
 }

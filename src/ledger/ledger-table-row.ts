@@ -21,6 +21,8 @@ export interface LedgerTableRow<Id, Time, Flag> {
   amount: string
   transaction_id: string | null
   resource_url: string | null
+  /** Absent from a row read through an older schema's column list. */
+  cost?: string | null
 }
 
 /** How one database's column types read back: the id as a number, a time as ISO 8601, the flag as a boolean. */
@@ -49,5 +51,6 @@ export function ledgerEntryFromRow<Id, Time, Flag>(row: LedgerTableRow<Id, Time,
     amount: row.amount,
     transaction: row.transaction_id,
     resourceUrl: row.resource_url,
+    cost: row.cost ?? null,
   }
 }

@@ -41,6 +41,15 @@ export const ledgerEntrySchema = z.object({
   /** The transaction id, when one was sent (or known). */
   transaction: z.string().nullable(),
   resourceUrl: z.string().nullable(),
+  /**
+   * What the transactions this settle sent (or finished) cost the facilitator, in the chain's native
+   * smallest unit (wei on EVM chains, lamports on Solana), a decimal string: EVM gas used × effective
+   * gas price (plus an OP-stack chain's L1 data fee), Solana the signature and priority fees. Set once
+   * the chain shows the outcome, landed or not (a reverted transaction costs its gas too); `null` when
+   * nothing was sent, while a transaction is pending (the row that finishes it carries its cost), and
+   * in rows written before this column existed (a body without the field, from an older server, reads as `null`).
+   */
+  cost: z.string().regex(/^\d+$/).nullable().default(null),
 })
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>
 
@@ -51,10 +60,11 @@ export const ledgerPageSchema = z.object({
 })
 export type LedgerPage = z.infer<typeof ledgerPageSchema>
 
-/** A row to append: an entry without its id, times in epoch milliseconds. */
-export interface NewLedgerEntry extends Omit<LedgerEntry, 'id' | 'recordedAt' | 'startedAt'> {
+/** A row to append: an entry without its id, times in epoch milliseconds, `cost` optional (`null`). */
+export interface NewLedgerEntry extends Omit<LedgerEntry, 'id' | 'recordedAt' | 'startedAt' | 'cost'> {
   recordedAt: number
   startedAt: number
+  cost?: string | null
 }
 
 /** What to read from the ledger. Every filter is optional; they combine with AND. */
@@ -154,13 +164,16 @@ export function ledgerPage(rows: LedgerEntry[], filter: LedgerFilter): LedgerPag
   return { entries, nextCursor: encodeCursor(filter.order, entries[entries.length - 1]!.id) }
 }
 
-/** An append's row made safe and comparable: addresses normalised, URL reduced, times checked. */
-export function ledgerRow(entry: NewLedgerEntry): NewLedgerEntry {
+/** An append's row made safe and comparable: addresses normalised, the cost checked (absent: `null`). */
+export function ledgerRow(entry: NewLedgerEntry): NewLedgerEntry & { cost: string | null } {
+  const cost = entry.cost ?? null
+  if (cost !== null && !/^\d{1,78}$/.test(cost)) throw new FacilitatorError('invalid_request', 'cost: must be a decimal integer string (the chain\'s smallest unit)', { details: { field: 'cost' } })
   return {
     ...entry,
     payer: entry.payer === null ? null : ledgerAddress(entry.payer),
     payTo: ledgerAddress(entry.payTo),
     asset: ledgerAddress(entry.asset),
+    cost,
   }
 }
 

@@ -80,3 +80,22 @@ function outcomeOf(event: VerifyEvent | SettleEvent): string {
   const { result } = event as SettleEvent
   return result.success ? 'success' : (result.errorReason ?? 'failed')
 }
+
+/** What became of a settlement's transactions, for the cost they had: the label of `settlement_cost_total`. */
+export type CostOutcome = 'landed' | 'reverted' | 'failed'
+
+/**
+ * The outcome a settle's cost is counted under: `landed` when the payment settled, `reverted` when
+ * its transaction was included and failed (`transaction_failed`: an EVM revert, a Solana instruction
+ * error), `failed` for any other answer that cost something (a smart-wallet deployment paid before
+ * the payment was refused, a fault after a transaction landed). Three values, whatever the traffic.
+ *
+ * @example
+ * // partial
+ * costOutcome(event) // 'reverted' for { success: false, errorReason: 'transaction_failed' }
+ */
+export function costOutcome(event: SettleEvent): CostOutcome {
+  if (event.fault) return 'failed'
+  if (event.result.success) return 'landed'
+  return event.result.errorReason === REJECTION.transactionFailed ? 'reverted' : 'failed'
+}

@@ -2,7 +2,7 @@ import diagnostics from 'node:diagnostics_channel'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { FacilitatorHooks } from '../core/hooks.js'
 import type { ExtraRoute } from '../http/handler.js'
-import { KNOWN_OUTCOMES, metricLabels } from './metric-labels.js'
+import { costOutcome, KNOWN_OUTCOMES, metricLabels } from './metric-labels.js'
 import { RPC_RESPONSE_CHANNEL, type RpcResponseEvent } from '../transport/keep-alive-post.js'
 
 /** Options of {@link createMetrics}. */
@@ -43,8 +43,10 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /**
  * Prometheus metrics through `prom-client` (an optional peer): verifies and
  * settles by network, scheme and outcome code, their latency, settles in
- * flight, RPC exchanges by host and outcome (from the transports' diagnostics
- * channel: never a path or an API key), signer balances and store faults.
+ * flight, what the transactions sent cost (`settlement_cost_total` by network
+ * and `landed` / `reverted` / `failed`, in wei or lamports), RPC exchanges by
+ * host and outcome (from the transports' diagnostics channel: never a path or
+ * an API key), signer balances and store faults.
  * Opt-in: nothing is measured until it is installed.
  *
  * Label values never come from a request (see `metricLabels`): `network` and
@@ -73,6 +75,12 @@ export function createMetrics(options: MetricsOptions = {}): FacilitatorMetrics 
   const rpc = new Counter({ name: `${p}rpc_requests_total`, help: 'RPC exchanges by host and outcome (ok, http_error, timeout, error)', labelNames: ['host', 'outcome'], registers })
   const rpcSeconds = new Histogram({ name: `${p}rpc_duration_seconds`, help: 'Time of an RPC exchange', labelNames: ['host'], buckets: LATENCY_BUCKETS, registers })
   const storeFaults = new Counter({ name: `${p}store_faults_total`, help: 'Verifies and settles that failed because the store did not answer', labelNames: ['operation'], registers })
+  const spent = new Counter({
+    name: `${p}settlement_cost_total`,
+    help: 'What the settlement transactions sent cost the facilitator, in the network\'s native smallest unit (wei, lamports), by network and outcome (landed, reverted, failed)',
+    labelNames: ['network', 'outcome'],
+    registers,
+  })
   const balances = new Gauge({ name: `${p}signer_balance`, help: 'Gas balance of a signer, in the chain\'s smallest unit', labelNames: ['network', 'signer'], registers })
   if (options.processMetrics) {
     void import('prom-client').then(({ collectDefaultMetrics }) => collectDefaultMetrics({ register: registry, prefix: p }))
@@ -106,6 +114,8 @@ export function createMetrics(options: MetricsOptions = {}): FacilitatorMetrics 
       settles.inc({ network, scheme, outcome })
       settleSeconds.observe({ network, scheme }, event.durationMs / 1000)
       if (event.fault?.code === 'store_unavailable') storeFaults.inc({ operation: 'settle' })
+      const cost = event.context?.cost
+      if (typeof cost === 'bigint' && cost > 0n) spent.inc({ network, outcome: costOutcome(event) }, Number(cost))
     },
     afterRefusal(event) {
       const counter = event.operation === 'verify' ? verifies : settles

@@ -73,6 +73,11 @@ export type Paywall = (request: Request, work: PaidWork) => Promise<Response>
  * `extra.facilitatorAddress` of an `upto` offer is taken from the facilitator's `supported()`
  * (asked once, on the first request) unless the offer sets it.
  *
+ * The offers are checked at once: an offer without a `payTo` (missing, empty or blank, as an unset
+ * environment variable leaves it), `asset`, `network` or `scheme`, or with an `amount` that is not
+ * a decimal integer string, throws `FacilitatorError('misconfigured')` naming the offer, instead of
+ * serving a 402 nobody can pay (or that pays nobody).
+ *
  * Nothing is charged when the work answers an error status (>= 400). Mistakes of the work are
  * answered 500 `{code: "misconfigured"}`, with nothing charged and its response withheld: a usage
  * above the maximum or below zero, a usage reported for a fixed price that differs from it, and a
@@ -90,6 +95,7 @@ export type Paywall = (request: Request, work: PaidWork) => Promise<Response>
  *   })
  */
 export function createPaywall(options: PaywallOptions): Paywall {
+  checkOffers(options.offers)
   let resolved: Promise<readonly PaymentOffer[]> | undefined
   const offers = () => {
     resolved ??= resolveOffers(options).catch((error: unknown) => {
@@ -115,7 +121,8 @@ export function createPaywall(options: PaywallOptions): Paywall {
  * payment header, runs the work, settles, and adds the settlement header.
  * The one-call form of {@link createPaywall} (same rules); an `upto` offer without
  * `extra.facilitatorAddress` asks the facilitator's `supported()` on every call,
- * which `createPaywall` does once.
+ * which `createPaywall` does once. A misconfigured offer (no `payTo`, ...) is answered
+ * 500 `{code: "misconfigured"}` naming it, the work never run.
  *
  * @example
  * // partial
@@ -123,16 +130,42 @@ export function createPaywall(options: PaywallOptions): Paywall {
  *   withPayment(request, { facilitator, offers: [offer] }, async () => Response.json({ weather: 'sunny' }))
  */
 export async function withPayment(request: Request, options: PaywallOptions, work: PaidWork): Promise<Response> {
-  return createPaywall(options)(request, work)
+  let paywall: Paywall
+  try {
+    paywall = createPaywall(options)
+  } catch (error) {
+    const fault = toFacilitatorError(error)
+    if (fault.code === 'misconfigured') return workMistake(fault.message)
+    throw error
+  }
+  return paywall(request, work)
+}
+
+/**
+ * Refuses offers that no payment could satisfy or that would pay nobody, naming the offer: the
+ * fields every offer needs, non-empty and without surrounding blanks, and an amount in the
+ * asset's smallest unit.
+ */
+function checkOffers(offers: readonly PaymentOffer[]): void {
+  if (!Array.isArray(offers) || offers.length === 0) throw new FacilitatorError('misconfigured', 'createPaywall: offers is empty; list at least one offer')
+  offers.forEach((offer, index) => {
+    const name = `offers[${index}] (${String(offer?.scheme)} on ${String(offer?.network)})`
+    for (const field of ['scheme', 'network', 'asset', 'payTo'] as const) {
+      const value: unknown = offer?.[field]
+      if (typeof value !== 'string' || value.trim() === '') {
+        const what = field === 'payTo' ? ': set the address the payment goes to' : ''
+        throw new FacilitatorError('misconfigured', `createPaywall: ${name} has no ${field} (${value === undefined ? 'missing' : JSON.stringify(value)})${what}`)
+      }
+      if (value.trim() !== value) throw new FacilitatorError('misconfigured', `createPaywall: ${name} has ${field} ${JSON.stringify(value)} with blanks around it`)
+    }
+    if (typeof offer.amount !== 'string' || !/^\d{1,78}$/.test(offer.amount)) {
+      throw new FacilitatorError('misconfigured', `createPaywall: ${name} has amount ${JSON.stringify(offer.amount)}: write it in the asset's smallest unit, as a decimal integer string`)
+    }
+  })
 }
 
 /** Fills in what the facilitator knows: `extra.facilitatorAddress` (and Permit2 on EVM) of `upto` offers. */
 async function resolveOffers(options: PaywallOptions): Promise<readonly PaymentOffer[]> {
-  for (const offer of options.offers) {
-    if (!/^\d{1,78}$/.test(offer.amount)) {
-      throw new FacilitatorError('misconfigured', `the ${offer.scheme} offer on ${offer.network} has amount ${JSON.stringify(offer.amount)}: write it in the asset's smallest unit, as a decimal integer string`)
-    }
-  }
   const needsAddress = (offer: PaymentOffer) => isMeteredOffer(offer) && typeof offer.extra?.facilitatorAddress !== 'string'
   let kinds: SupportedResponse['kinds'] = []
   if (options.offers.some(needsAddress)) {

@@ -14,6 +14,7 @@ import { settleFailure, settlementPending } from '../settlement/settle-answers.j
 import { createAssociatedTokenCache } from './associated-token-cache.js'
 import { checkRpcUrls } from '../networks/rpc-urls.js'
 import { encodeBase58 } from './base58.js'
+import { transactionFee } from './transaction-fee.js'
 import { createEd25519Verifier, type FeePayerSigning, feePayerSigning } from './ed25519.js'
 import { ALLOWABLE_MINT_EXTENSIONS, judgeToken2022Mint, type MintExtensionName, readToken2022Mint } from './mint-extensions.js'
 import { SVM_REASON, type SvmReason } from './reasons.js'
@@ -570,7 +571,9 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const refusal = finalRefusalOf(sendOutcome)
     if (refusal) return settleFailure(ctx, SVM_REASON.signatureInvalid, refusal, payment.payer, signature)
     // Any other refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
-    return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt })
+    const decoded = decodedOf(ctx)?.transaction
+    const fee = decoded ? transactionFee(decoded) : undefined
+    return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt, fee })
   }
 
   async function resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse> {
@@ -583,6 +586,7 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       // The payer is the second signer (the first is the fee payer).
       payer: transaction.accounts[1],
       sentAt: performance.now(),
+      fee: transactionFee(transaction),
       // Offered at once if the chain has not seen it (a crash between the record and the send).
       ...(record.raw ? { wire: record.raw } : {}),
     })
@@ -597,6 +601,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     wire?: string
     /** When a node last accepted the bytes; never: they are offered at the first look. */
     offeredAt?: number
+    /** What the transaction costs the fee payer once processed, in lamports (see `transactionFee`). */
+    fee?: bigint
   }
 
   /** Polls the signature status until confirmed, expired (blockhash no longer valid) or out of time. */
@@ -626,6 +632,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
       if (status) {
         if (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized') {
           ctx.timings.confirmationMs = performance.now() - c.sentAt
+          // Processed, landed or failed: the fee payer paid its fee either way.
+          if (c.fee !== undefined) ctx.cost = (ctx.cost ?? 0n) + c.fee
           if (status.err !== null && status.err !== undefined) {
             return settleFailure(ctx, REJECTION.transactionFailed, `the transaction failed on chain: ${describeTransactionError(status.err)}`, c.payer, c.signature)
           }

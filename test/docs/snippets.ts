@@ -9,12 +9,18 @@ export interface Snippet {
   /** 1-based line of the snippet's first code line in `file`. */
   line: number
   code: string
-  /** Deliberately an excerpt: it must parse, it is not type-checked. */
+  /** Deliberately an excerpt: it must parse, it is not type-checked (nor run). */
   partial: boolean
+  /** Why a complete block is type-checked but not run (it needs what the test does not reach), when marked so. */
+  notRun?: string
+  /** Compiled as an ES module (a copy of a block also compiled as CommonJS): said in its problems. */
+  esm?: boolean
 }
 
 /** The marker, on the line right before a fence, of a markdown block that is deliberately an excerpt. */
 export const MARKDOWN_PARTIAL = '<!-- snippet: partial -->'
+/** The marker of a complete markdown block that is type-checked but not run, with the reason: `<!-- snippet: not run: it reads Base mainnet -->`. */
+export const MARKDOWN_NOT_RUN = /^<!-- snippet: not run: (.*\S.*) -->$/
 /** The first line of an `@example` that is deliberately an excerpt. */
 export const EXAMPLE_PARTIAL = '// partial'
 
@@ -28,12 +34,14 @@ export function markdownSnippets(path: string, root: string): Snippet[] {
     const fence = open[2] as string
     let previous = index - 1
     while (previous >= 0 && (lines[previous] as string).trim() === '') previous--
-    const partial = previous >= 0 && (lines[previous] as string).trim() === MARKDOWN_PARTIAL
+    const marker = previous >= 0 ? (lines[previous] as string).trim() : ''
+    const partial = marker === MARKDOWN_PARTIAL
+    const notRun = MARKDOWN_NOT_RUN.exec(marker)?.[1]?.trim()
     const body: string[] = []
     let end = index + 1
     for (; end < lines.length && !(lines[end] as string).trim().startsWith(fence); end++) body.push(lines[end] as string)
     if (end === lines.length) throw new Error(`${relative(root, path)}:${index + 1}: unclosed code fence`)
-    snippets.push({ file: relative(root, path), line: index + 2, code: body.join('\n'), partial })
+    snippets.push({ file: relative(root, path), line: index + 2, code: body.join('\n'), partial, ...(notRun ? { notRun } : {}) })
     index = end
   }
   return snippets
@@ -112,14 +120,15 @@ export interface SnippetProblem {
 }
 
 /**
- * Compiles the snippets as strict ESM TypeScript files of a project in `directory`
- * (whose node_modules holds the package): each snippet is its own module;
- * partial ones are only parsed.
+ * Compiles the snippets as strict TypeScript files of a project (whose node_modules holds the
+ * package), each at the path `fileOf` gives it: the nearest package.json there decides whether
+ * it compiles as CommonJS or as an ES module (NodeNext). Each snippet is its own module; partial
+ * ones are only parsed.
  */
-export function checkSnippets(snippets: readonly Snippet[], directory: string, write: (path: string, text: string) => void): SnippetProblem[] {
+export function checkSnippets(snippets: readonly Snippet[], fileOf: (snippet: Snippet, index: number) => string, write: (path: string, text: string) => void): SnippetProblem[] {
   const files = snippets.map((snippet, index) => {
-    const name = `${directory}/snippet-${String(index).padStart(3, '0')}.ts`
-    // `export {}` makes every snippet a module (its own scope, top-level await allowed), after its last line.
+    const name = fileOf(snippet, index)
+    // `export {}` makes every snippet a module (its own scope; top-level await allowed in an ES module), after its last line.
     write(name, `${snippet.code}\nexport {}\n`)
     return name
   })
@@ -144,7 +153,7 @@ export function checkSnippets(snippets: readonly Snippet[], directory: string, w
       const line = diagnostic.start === undefined ? 0 : source.getLineAndCharacterOfPosition(diagnostic.start).line
       problems.push({
         at: `${snippet.file}:${snippet.line + line}`,
-        message: `${snippet.partial ? '(partial, syntax) ' : ''}TS${diagnostic.code}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`,
+        message: `${snippet.esm ? '(ES module) ' : ''}${snippet.partial ? '(partial, syntax) ' : ''}TS${diagnostic.code}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`,
       })
     }
   })

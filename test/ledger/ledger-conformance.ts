@@ -48,7 +48,8 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
     })
 
     it('keeps every field of a row, newest first by default', async () => {
-      await ledger.append(sampleEntry(0))
+      // A cost above 2^64 wei: kept exactly, as a decimal string.
+      await ledger.append(sampleEntry(0, { cost: '123456789012345678901234567890' }))
       await ledger.append(
         sampleEntry(1, {
           status: 'failed',
@@ -85,6 +86,7 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
         amount: '10000',
         transaction: `0x${'0'.repeat(64)}`,
         resourceUrl: 'https://api.example.com/weather',
+        cost: '123456789012345678901234567890',
       })
       expect(failed).toMatchObject({
         status: 'failed',
@@ -97,6 +99,8 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
         amount: (2n ** 200n).toString(),
         // Solana addresses are case-sensitive: kept as written.
         payTo: 'SoLShop1111111111111111111111111111111111111',
+        // No cost given (nothing sent, or an appender that predates the field): null.
+        cost: null,
       })
       expect(failed!.id).toBeGreaterThan(settled!.id)
     })
@@ -138,6 +142,19 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
         const sorted = [...seen].sort((a, b) => a - b)
         expect(seen).toEqual(order === 'asc' ? sorted : sorted.reverse())
       }
+    })
+
+    it('keeps a zero cost apart from no cost, and refuses a cost that is not a decimal integer', async () => {
+      await ledger.append(sampleEntry(0, { cost: '0' }))
+      await ledger.append(sampleEntry(1, { cost: null }))
+      expect((await ledger.read({ order: 'asc' })).entries.map((e) => e.cost)).toEqual(['0', null])
+      await expect(ledger.append(sampleEntry(2, { cost: '1.5' }))).rejects.toMatchObject({ code: 'invalid_request', details: { field: 'cost' } })
+      await expect(ledger.append(sampleEntry(3, { cost: '-1' }))).rejects.toMatchObject({ code: 'invalid_request' })
+      const { entries } = await ledger.read()
+      expect(entries).toHaveLength(2)
+      // A row from an older server (no cost field) still reads, as no cost.
+      const { cost: _gone, ...older } = entries[0]!
+      expect(ledgerEntrySchema.parse(older).cost).toBeNull()
     })
 
     it('refuses malformed queries with invalid_request naming the field', async () => {

@@ -4,7 +4,7 @@ import { createFacilitator } from '../../src/index.js'
 import { createHandler, createNodeServer } from '../../src/http/index.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
-import { KNOWN_OUTCOMES, metricLabels } from '../../src/ops/metric-labels.js'
+import { costOutcome, KNOWN_OUTCOMES, metricLabels } from '../../src/ops/metric-labels.js'
 import { createMetrics } from '../../src/ops/metrics.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { junkRequest, JUNK_KINDS, randomSource, type Body } from '../support/junk-requests.js'
@@ -163,6 +163,36 @@ describe('metrics', () => {
     const unrouted = { operation: 'settle' as const, request: { paymentRequirements: { network: 'eip155:8453', scheme: 'exact' } } as never, context: undefined, durationMs: 1, result: { success: false, errorReason: 'invalid_network', transaction: '', network: 'x' } }
     expect(metricLabels(unrouted)).toEqual({ network: 'unsupported', scheme: 'unsupported', outcome: 'invalid_network' })
     expect(metricLabels({ operation: 'verify', reason: 'invalid_request' })).toEqual({ network: 'unsupported', scheme: 'unsupported', outcome: 'invalid_request' })
+  })
+
+  it('counts what settlements cost by network and landed / reverted / failed, never a label from the request', async () => {
+    const metrics = createMetrics()
+    const settle = (result: object, cost?: bigint, extra: object = {}) =>
+      metrics.hooks.afterSettle!({
+        operation: 'settle',
+        request: { paymentRequirements: { network: 'made-up-by-client', scheme: 'exact' } } as never,
+        context: { network: 'eip155:8453', scheme: 'exact', ...(cost === undefined ? {} : { cost }) } as never,
+        durationMs: 1,
+        result: { transaction: '0xabc', network: 'made-up-by-client', ...result } as never,
+        ...extra,
+      })
+    await settle({ success: true }, 21_000n)
+    await settle({ success: true }, 9_000n)
+    await settle({ success: false, errorReason: 'transaction_failed' }, 50_000n)
+    await settle({ success: false, errorReason: 'invalid_exact_evm_payload_undeployed_smart_wallet' }, 7n)
+    await settle({ success: false, errorReason: 'rpc_error' }, 3n, { fault: { code: 'rpc_error' } })
+    // Nothing sent (or still pending), or nothing paid: no sample.
+    await settle({ success: false, errorReason: 'insufficient_funds' })
+    await settle({ success: false, errorReason: 'settlement_pending' })
+    await settle({ success: true }, 0n)
+    const values = (await metrics.registry.getSingleMetric('x402_settlement_cost_total')!.get()).values
+    expect(values.map((v) => [v.labels, v.value])).toEqual([
+      [{ network: 'eip155:8453', outcome: 'landed' }, 30_000],
+      [{ network: 'eip155:8453', outcome: 'reverted' }, 50_000],
+      [{ network: 'eip155:8453', outcome: 'failed' }, 10],
+    ])
+    expect(costOutcome({ operation: 'settle', request: {} as never, context: undefined, durationMs: 1, result: { success: false, errorReason: 'transaction_failed', transaction: '', network: 'x' } })).toBe('reverted')
+    metrics.close()
   })
 
   it('answers /metrics only to authenticated callers when authenticate is set', async () => {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import {
   createFacilitator,
+  createPaywall,
   decodePaymentHeader,
+  FacilitatorError,
   encodeJsonHeader,
   PAYMENT_HEADERS,
   settleResponseSchema,
@@ -131,6 +133,30 @@ describe('withPayment (in-process resource server)', () => {
       code: 'misconfigured',
       error: 'the facilitator lists no v2 "upto" kind with extra.facilitatorAddress on eip155:8453 (configure evmSchemes, or set the offer\'s extra.facilitatorAddress)',
     })
+  })
+
+  it('refuses an offer without payTo when configured, naming it: never a 402 with "payTo": ""', async () => {
+    const { adapter } = setup()
+    const facilitator = createFacilitator({ schemes: [adapter] })
+    // What `payTo: process.env.SHOP_ADDRESS ?? ''` gives when the variable is unset, and its cousins.
+    for (const payTo of ['', '   ', undefined as unknown as string]) {
+      const configure = () => createPaywall({ facilitator, offers: [offer, { ...offer, scheme: 'upto', payTo }] })
+      expect(configure).toThrow(FacilitatorError)
+      expect(configure).toThrow(expect.objectContaining({ code: 'misconfigured', status: 500, message: expect.stringMatching(/^createPaywall: offers\[1\] \(upto on eip155:8453\) has no payTo \((missing|""|"   ")\): set the address the payment goes to$/) }))
+    }
+    // An environment variable with a trailing newline would pay an address nobody holds: refused too.
+    expect(() => createPaywall({ facilitator, offers: [{ ...offer, payTo: '0xshop\n' }] })).toThrow(/offers\[0\] \(exact on eip155:8453\) has payTo "0xshop\\n" with blanks around it/)
+    expect(() => createPaywall({ facilitator, offers: [{ ...offer, asset: '' }] })).toThrow(/offers\[0\] \(exact on eip155:8453\) has no asset/)
+    expect(() => createPaywall({ facilitator, offers: [{ ...offer, amount: '0.01' }] })).toThrow(/offers\[0\] \(exact on eip155:8453\) has amount "0.01"/)
+    expect(() => createPaywall({ facilitator, offers: [] })).toThrow(/offers is empty/)
+
+    // withPayment, configured on each call, answers the same refusal as a 500, the work never run.
+    let ran = false
+    const answer = await withPayment(new Request('https://x/w'), { facilitator, offers: [{ ...offer, payTo: '' }] }, async () => ((ran = true), new Response('never')))
+    expect(answer.status).toBe(500)
+    expect(await answer.json()).toEqual({ code: 'misconfigured', error: 'createPaywall: offers[0] (exact on eip155:8453) has no payTo (""): set the address the payment goes to' })
+    expect(ran).toBe(false)
+    expect(adapter.applied.size).toBe(0)
   })
 
   it('decodes headers strictly', () => {

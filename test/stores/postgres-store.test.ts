@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { POSTGRES_SCHEMA_VERSION } from '../../src/stores/postgres/postgres-migrations.js'
+import { migratePostgres, POSTGRES_SCHEMA_VERSION } from '../../src/stores/postgres/postgres-migrations.js'
 import { createPostgresStore, type PostgresStore } from '../../src/stores/postgres/postgres-store.js'
 import { ledgerConformance, sampleEntry } from '../ledger/ledger-conformance.js'
 import { startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
@@ -156,6 +156,34 @@ describe('postgres store', () => {
     await store.set('a', '1')
     await store.close()
     expect((await pool.query(`SELECT value FROM given_pool.entries WHERE key = 'a'`)).rows[0].value).toBe('1')
+    await pool.end()
+  })
+
+  it('upgrades a schema of version 1 (no ledger cost): its rows read with cost null, new rows keep theirs, an older instance still appends', async () => {
+    // The schema as version 1 of the library left it, with a row appended through its batch statement.
+    const pool = new pg.Pool({ connectionString: server.url })
+    await migratePostgres(pool, 'version_one', 1)
+    const columns = async () => (await admin.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'version_one' AND table_name = 'ledger'`)).rows.map((r) => r.column_name)
+    expect(await columns()).not.toContain('cost')
+    const { cost: _none, ...versionOneRow } = sampleEntry(0)
+    const versionOneAppend = (row: object) => pool.query('SELECT version_one.run_batch($1::jsonb, $2::bigint)', [JSON.stringify([{ o: 'ledger', k: '', ...row }]), Date.now()])
+    await versionOneAppend(versionOneRow)
+
+    const store = createPostgresStore({ connectionString: server.url, schema: 'version_one' })
+    await store.ready()
+    expect((await admin.query('SELECT max(version) AS v FROM version_one.schema_migrations')).rows[0].v).toBe(POSTGRES_SCHEMA_VERSION)
+    expect(await columns()).toContain('cost')
+    await store.ledger.append(sampleEntry(1, { cost: '123456789012345678901234567890' }))
+    // An instance of the older library on the upgraded schema: its batch op carries no cost.
+    await versionOneAppend({ ...versionOneRow, recordedAt: versionOneRow.recordedAt + 120_000 })
+    const rows = (await store.ledger.read({ order: 'asc' })).entries
+    expect(rows.map((row) => [row.recordedAt.slice(11, 16), row.amount, row.cost])).toEqual([
+      ['12:00', '10000', null],
+      ['12:01', '10000', '123456789012345678901234567890'],
+      ['12:02', '10000', null],
+    ])
+    await expect(admin.query(`UPDATE version_one.ledger SET cost = 1`)).rejects.toThrow(/append-only/)
+    await store.close()
     await pool.end()
   })
 })

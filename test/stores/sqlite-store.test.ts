@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
+import { openSqliteSchema, SQLITE_SCHEMA_VERSION } from '../../src/stores/sqlite/sqlite-schema.js'
 import { createSqliteStore } from '../../src/stores/sqlite/sqlite-store.js'
 import { ledgerConformance, sampleEntry } from '../ledger/ledger-conformance.js'
 import { storeConformance } from './store-conformance.js'
@@ -129,5 +131,43 @@ describe('sqlite store', () => {
     expect(() => store.database.prepare('DELETE FROM x402_ledger').run()).toThrow(/append-only/)
     expect((await store.ledger.read()).entries[0]!.amount).toBe('10000')
     await store.close()
+  })
+
+  it('upgrades a file of schema version 1 (no ledger cost): its rows read with cost null, new rows keep theirs, an older writer still appends', async () => {
+    const path = join(dir, 'version-1.sqlite')
+    // The file as version 1 of the library left it: its schema, and a row appended with its statement.
+    const old = new Database(path)
+    openSqliteSchema(old, { synchronous: 'NORMAL', busyTimeoutMs: 1_000, toVersion: 1 })
+    const columns = (db: Database.Database) => (db.prepare(`SELECT name FROM pragma_table_info('x402_ledger')`).all() as { name: string }[]).map((c) => c.name)
+    expect(old.pragma('user_version', { simple: true })).toBe(1)
+    expect(columns(old)).not.toContain('cost')
+    const versionOneInsert = `INSERT INTO x402_ledger
+      (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url)
+      VALUES (@recordedAt, @startedAt, @status, @resumed, @errorReason, @errorMessage, @network, @scheme, @x402Version, @payer, @payTo, @asset, @amount, @transaction, @resourceUrl)`
+    const { cost: _none, ...before } = { ...sampleEntry(0), resumed: 0 }
+    old.prepare(versionOneInsert).run(before)
+    await new Promise((resolve) => setTimeout(resolve, 0))
+
+    // Opened by this version: migrated in place, the old row kept.
+    const store = createSqliteStore({ path })
+    expect(store.database.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
+    expect(columns(store.database)).toContain('cost')
+    await store.ledger.append(sampleEntry(1, { cost: '21000000000000' }))
+    // A process of the older library on the upgraded file (its statement names no cost) still appends.
+    old.prepare(versionOneInsert).run({ ...before, recordedAt: before.recordedAt + 120_000 })
+    const rows = (await store.ledger.read({ order: 'asc' })).entries
+    expect(rows.map((row) => [row.recordedAt.slice(11, 16), row.amount, row.cost])).toEqual([
+      ['12:00', '10000', null],
+      ['12:01', '10000', '21000000000000'],
+      ['12:02', '10000', null],
+    ])
+    // Still append-only after the change of table.
+    expect(() => store.database.prepare(`UPDATE x402_ledger SET cost = '1'`).run()).toThrow(/append-only/)
+    old.close()
+    await store.close()
+    // Opening again migrates nothing more.
+    const again = createSqliteStore({ path })
+    expect((await again.ledger.read()).entries).toHaveLength(3)
+    await again.close()
   })
 })

@@ -24,8 +24,8 @@ export interface PostgresLedgerConnection {
 export function createPostgresLedger(connection: PostgresLedgerConnection): SettlementLedger {
   const s = connection.schema
   const insert = `INSERT INTO ${s}.ledger
-    (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url)
-    VALUES (to_timestamp($1::double precision / 1000), to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::numeric, $14, $15)`
+    (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url, cost)
+    VALUES (to_timestamp($1::double precision / 1000), to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::numeric, $14, $15, $16::numeric)`
   return {
     async append(entry) {
       const row = ledgerRow(entry)
@@ -46,6 +46,7 @@ export function createPostgresLedger(connection: PostgresLedgerConnection): Sett
         row.amount,
         row.transaction,
         row.resourceUrl,
+        row.cost,
       ])
     },
     async read(query) {
@@ -65,7 +66,7 @@ export function createPostgresLedger(connection: PostgresLedgerConnection): Sett
       if (filter.status !== undefined) add((n) => `status = ${n}`, filter.status)
       values.push(filter.limit + 1)
       const text = `SELECT id, recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version,
-          payer, pay_to, asset, amount::text AS amount, transaction_id, resource_url
+          payer, pay_to, asset, amount::text AS amount, transaction_id, resource_url, cost::text AS cost
         FROM ${s}.ledger ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
         ORDER BY id ${filter.order === 'asc' ? 'ASC' : 'DESC'} LIMIT $${values.length}`
       const { rows } = await connection.query<LedgerRow>(text, values)

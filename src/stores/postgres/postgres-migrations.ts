@@ -180,10 +180,24 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
     CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ${s}.ledger
       FOR EACH ROW EXECUTE FUNCTION ${s}.ledger_append_only();
 
-    -- Store calls issued together, as one statement and one transaction: a JSON array of
-    -- operations in, a JSON array of their results out. The client sends them sorted by key,
-    -- so two instances' batches lock rows in one order and never deadlock.
-    CREATE FUNCTION ${s}.run_batch(p_ops jsonb, p_now bigint) RETURNS jsonb
+    ${runBatch(s, { ledgerCost: false })}
+  `,
+  // 2: the ledger records what each settle's transactions cost (numeric, the chain's smallest unit;
+  // NULL in older rows), and the batch statement writes it.
+  (s) => `
+    ALTER TABLE ${s}.ledger ADD COLUMN cost numeric;
+    ${runBatch(s, { ledgerCost: true })}
+  `,
+]
+
+/**
+ * The statement that runs store calls issued together, as one statement and one transaction: a
+ * JSON array of operations in, a JSON array of their results out. The client sends them sorted by
+ * key, so two instances' batches lock rows in one order and never deadlock. Each migration that
+ * changes it replaces it whole (`ledgerCost`: version 2's ledger column).
+ */
+function runBatch(s: string, options: { ledgerCost: boolean }): string {
+  return `    CREATE OR REPLACE FUNCTION ${s}.run_batch(p_ops jsonb, p_now bigint) RETURNS jsonb
     LANGUAGE plpgsql AS $$
     DECLARE
       v_op jsonb;
@@ -223,11 +237,11 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
           PERFORM ${s}.close_hold(v_key, v_op->>'id', (v_op->>'keep')::bigint, p_now);
         WHEN 'ledger' THEN
           INSERT INTO ${s}.ledger (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme,
-            x402_version, payer, pay_to, asset, amount, transaction_id, resource_url)
+            x402_version, payer, pay_to, asset, amount, transaction_id, resource_url${options.ledgerCost ? ', cost' : ''})
           VALUES (to_timestamp((v_op->>'recordedAt')::double precision / 1000), to_timestamp((v_op->>'startedAt')::double precision / 1000),
             v_op->>'status', (v_op->>'resumed')::boolean, v_op->>'errorReason', v_op->>'errorMessage', v_op->>'network', v_op->>'scheme',
             (v_op->>'x402Version')::integer, v_op->>'payer', v_op->>'payTo', v_op->>'asset', (v_op->>'amount')::numeric,
-            v_op->>'transaction', v_op->>'resourceUrl');
+            v_op->>'transaction', v_op->>'resourceUrl'${options.ledgerCost ? ", (v_op->>'cost')::numeric" : ''});
         ELSE
           RAISE EXCEPTION 'unknown store operation %', v_op->>'o';
         END CASE;
@@ -235,8 +249,8 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
       END LOOP;
       RETURN to_jsonb(v_out);
     END $$;
-  `,
-]
+`
+}
 
 /** The schema version this library writes. */
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length
@@ -248,11 +262,11 @@ export function quoteSchema(schema: string): string {
 }
 
 /**
- * Brings the schema to the current version. Safe to run from many instances at
- * once: the first takes the advisory lock and migrates; the others wait, then
- * find nothing left to do. Answers the version it found.
+ * Brings the schema to the current version (`toVersion`: no further, for the tests of an upgrade).
+ * Safe to run from many instances at once: the first takes the advisory lock and migrates; the
+ * others wait, then find nothing left to do. Answers the version it found.
  */
-export async function migratePostgres(pool: Pool, schema: string): Promise<number> {
+export async function migratePostgres(pool: Pool, schema: string, toVersion = MIGRATIONS.length): Promise<number> {
   const s = quoteSchema(schema)
   const client = await pool.connect()
   try {
@@ -263,7 +277,7 @@ export async function migratePostgres(pool: Pool, schema: string): Promise<numbe
     await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
     const { rows } = await client.query<{ version: number }>(`SELECT coalesce(max(version), 0)::integer AS version FROM ${s}.schema_migrations`)
     const found = rows[0]?.version ?? 0
-    for (let next = found; next < MIGRATIONS.length; next++) {
+    for (let next = found; next < Math.min(toVersion, MIGRATIONS.length); next++) {
       await client.query(MIGRATIONS[next]!(s))
       await client.query(`INSERT INTO ${s}.schema_migrations (version) VALUES ($1)`, [next + 1])
     }

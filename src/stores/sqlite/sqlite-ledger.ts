@@ -24,8 +24,8 @@ export interface SqliteLedgerOptions {
 export function createSqliteLedger(db: Database.Database, options: SqliteLedgerOptions = {}): SettlementLedger {
   const write = options.write ?? (async <T>(run: () => T) => run())
   const insert = db.prepare(`INSERT INTO x402_ledger
-    (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url)
-    VALUES (@recordedAt, @startedAt, @status, @resumed, @errorReason, @errorMessage, @network, @scheme, @x402Version, @payer, @payTo, @asset, @amount, @transaction, @resourceUrl)`)
+    (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url, cost)
+    VALUES (@recordedAt, @startedAt, @status, @resumed, @errorReason, @errorMessage, @network, @scheme, @x402Version, @payer, @payTo, @asset, @amount, @transaction, @resourceUrl, @cost)`)
   // Statements by the filters a query uses, prepared once each.
   const selects = new Map<string, Database.Statement<unknown[], LedgerRow>>()
 

@@ -12,6 +12,10 @@ import type { SqliteSynchronous } from './sqlite-store.js'
  * - `x402_fields`: the fields of hashes, rankings (score in `num`), sketch registers
  *   (index in `field`, rank in `num`) and holds (amount in `text`).
  * - `x402_ledger`: the settlement ledger, append-only (triggers refuse UPDATE and DELETE).
+ *
+ * Version 2 adds `x402_ledger.cost` (what the settle's transactions cost, a decimal string in the
+ * chain's smallest unit; NULL in the rows written before it). Steps only ever add, so a process of
+ * an older library keeps working on a newer file.
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE x402_entries (
@@ -60,13 +64,17 @@ const MIGRATIONS: readonly string[] = [
      BEGIN SELECT RAISE(ABORT, 'the settlement ledger is append-only'); END;
    CREATE TRIGGER x402_ledger_no_delete BEFORE DELETE ON x402_ledger
      BEGIN SELECT RAISE(ABORT, 'the settlement ledger is append-only'); END;`,
+  `ALTER TABLE x402_ledger ADD COLUMN cost TEXT;`,
 ]
 
 /** The schema version this library writes. */
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length
 
-/** Sets the connection up (WAL, synchronous, busy timeout) and brings the schema to the current version. */
-export function openSqliteSchema(db: Database.Database, options: { synchronous: SqliteSynchronous; busyTimeoutMs: number }): void {
+/**
+ * Sets the connection up (WAL, synchronous, busy timeout) and brings the schema to the current
+ * version (`toVersion`: no further, for the tests of an upgrade).
+ */
+export function openSqliteSchema(db: Database.Database, options: { synchronous: SqliteSynchronous; busyTimeoutMs: number; toVersion?: number }): void {
   db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs))}`)
   // Only takes effect on a new file (before its first table): pages of deleted rows can then go back to the file system.
   db.pragma('auto_vacuum = INCREMENTAL')
@@ -77,9 +85,10 @@ export function openSqliteSchema(db: Database.Database, options: { synchronous: 
   if (db.readonly) return
   const migrate = db.transaction(() => {
     const version = db.pragma('user_version', { simple: true }) as number
-    if (version > SQLITE_SCHEMA_VERSION) return
-    for (let next = version; next < MIGRATIONS.length; next++) db.exec(MIGRATIONS[next]!)
-    db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION}`)
+    const target = Math.min(options.toVersion ?? SQLITE_SCHEMA_VERSION, SQLITE_SCHEMA_VERSION)
+    if (version >= target) return
+    for (let next = version; next < target; next++) db.exec(MIGRATIONS[next]!)
+    db.pragma(`user_version = ${target}`)
   })
   migrate.immediate()
 }

@@ -107,7 +107,8 @@ describe('hostile input through the HTTP handler', () => {
       }),
       { numRuns: LEDGER_MUTATION_RUNS },
     )
-  })
+    // 40,000 requests through real HTTP take ~40 s on a quiet 2-core machine: a robustness test, not a timed one.
+  }, 180_000)
 
   it('survives 30,000 arbitrary JSON documents', async () => {
     await fc.assert(

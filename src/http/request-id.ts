@@ -23,8 +23,10 @@ const SANE_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/
  * digits and `._:@/+=-`, else a new random UUID.
  *
  * @example
+ * import { requestIdOf } from 'x402-facilitator/http'
+ *
  * requestIdOf('4bf92f35-77b3')  // '4bf92f35-77b3'
- * requestIdOf('bad id\n{"x":1}') // a new UUID
+ * requestIdOf('bad id "quoted"') // a new UUID
  */
 export function requestIdOf(sent: string | null | undefined): string {
   return sent !== null && sent !== undefined && SANE_ID.test(sent) ? sent : crypto.randomUUID()

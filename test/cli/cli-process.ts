@@ -21,9 +21,25 @@ export function killCliProcesses(): void {
   for (const child of children) child.kill('SIGKILL')
 }
 
+/** How to run the command: node's own flags (a module hook for fault injection), or another command line. */
+export interface CliCommand {
+  /** Flags for node after `--import tsx`, before the script (a module hook registered there runs before tsx's). @default [] */
+  nodeArgs?: readonly string[]
+  /** Another executable and its arguments instead of `node --import tsx src/cli/cli.ts` (a built bin). */
+  command?: { file: string; args?: readonly string[]; cwd?: string }
+}
+
+function spawnCli(env: Record<string, string>, args: readonly string[], how: CliCommand): ChildProcess {
+  const child = how.command
+    ? spawn(how.command.file, [...(how.command.args ?? []), ...args], { env, cwd: how.command.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, ['--import', 'tsx', ...(how.nodeArgs ?? []), 'src/cli/cli.ts', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  return child
+}
+
 /** Starts the command and waits for its `listening` log line. */
-export async function startCli(env: Record<string, string>): Promise<RunningCli> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+export async function startCli(env: Record<string, string>, how: CliCommand = {}): Promise<RunningCli> {
+  const child = spawnCli(env, [], how)
   children.push(child)
   const lines: Record<string, unknown>[] = []
   let stdout = ''
@@ -53,9 +69,8 @@ export async function startCli(env: Record<string, string>): Promise<RunningCli>
 }
 
 /** Runs the command until it exits on its own (a refusal to start): its exit code and stderr. */
-export async function refusedCli(env: Record<string, string>, args: readonly string[] = []): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.push(child)
+export async function refusedCli(env: Record<string, string>, args: readonly string[] = [], how: CliCommand = {}): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawnCli(env, args, how)
   let stderr = ''
   let stdout = ''
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))

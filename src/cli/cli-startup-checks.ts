@@ -90,6 +90,8 @@ export function classifyStoreError(error: unknown, secrets: readonly string[]): 
   // SQLite's.
   if (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|PERM|NOTADB|CORRUPT)/.test(code)) return { fatal: `STORE_URL names a SQLite file that cannot be opened or written (${code})` }
   if (code === 'EACCES' || code === 'EROFS' || code === 'ENOTDIR') return { fatal: `STORE_URL names a SQLite file in a directory that cannot be written (${code})` }
+  // ioredis without a connection: its words say nothing of why (store_connection_error does).
+  if (/Stream isn't writeable|Connection is closed|Reached the max retries/.test(text)) return { outage: { check: 'store', variable: 'STORE_URL', detail: 'not connected' } }
   const cause = typeof code === 'string' ? code : redactSecrets(text.split('\n')[0] ?? '', secrets).slice(0, 200) || 'the store failed a write or a read'
   return { outage: { check: 'store', variable: 'STORE_URL', detail: cause } }
 }

@@ -10,6 +10,8 @@ export interface RunningCli {
   url: string
   statsUrl: string
   logs: () => Record<string, unknown>[]
+  /** Lines of stdout that are not JSON objects (there should be none). */
+  notJson: () => string[]
   stderr: () => string
   exited: Promise<number | null>
 }
@@ -42,6 +44,7 @@ export async function startCli(env: Record<string, string>, how: CliCommand = {}
   const child = spawnCli(env, [], how)
   children.push(child)
   const lines: Record<string, unknown>[] = []
+  const notJson: string[] = []
   let stdout = ''
   let stderr = ''
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
@@ -53,19 +56,24 @@ export async function startCli(env: Record<string, string>, how: CliCommand = {}
       while ((at = stdout.indexOf('\n')) >= 0) {
         const line = stdout.slice(0, at)
         stdout = stdout.slice(at + 1)
+        let entry: unknown
         try {
-          const entry = JSON.parse(line) as Record<string, unknown>
-          lines.push(entry)
-          if (entry.event === 'listening') resolve(entry)
+          entry = JSON.parse(line)
         } catch {
-          // not a log line
+          entry = undefined
         }
+        if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+          notJson.push(line)
+          continue
+        }
+        lines.push(entry as Record<string, unknown>)
+        if ((entry as Record<string, unknown>).event === 'listening') resolve(entry as Record<string, unknown>)
       }
     })
     void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)))
   })
   const ready = await listening
-  return { child, url: `http://127.0.0.1:${ready.port}`, statsUrl: `http://127.0.0.1:${ready.statsPort}`, logs: () => lines, stderr: () => stderr, exited }
+  return { child, url: `http://127.0.0.1:${ready.port}`, statsUrl: `http://127.0.0.1:${ready.statsPort}`, logs: () => lines, notJson: () => notJson, stderr: () => stderr, exited }
 }
 
 /** Runs the command until it exits on its own (a refusal to start): its exit code and stderr. */

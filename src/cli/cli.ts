@@ -215,10 +215,17 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
   const packages = packageProblems(await checkPackages(neededPackages(config)))
   if (packages.length > 0) return refuse(packages)
 
-  // Listened for from here: a SIGTERM during the start-up checks stops the service as soon as it is up.
+  // Listened for from here. Before the service listens nothing is in flight: a signal ends the start at once.
+  let listening = false
+  let logStop: ((signal: string) => void) | undefined
   const stopSignal = new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'))
-    process.once('SIGINT', () => resolve('SIGINT'))
+    const onSignal = (signal: string) => {
+      if (listening) return resolve(signal)
+      logStop?.(signal)
+      process.exit(0)
+    }
+    process.once('SIGTERM', () => onSignal('SIGTERM'))
+    process.once('SIGINT', () => onSignal('SIGINT'))
   })
   const secrets = secretsOf(config)
   let facilitator: Facilitator | undefined
@@ -229,6 +236,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     const logger = pino(cliLoggerOptions(config.logLevel)) as unknown as CliLogger
     // From here every line the process writes is JSON: dependencies' console output and node's warnings included.
     restoreOutput = captureProcessOutput(logger, secrets)
+    logStop = (signal) => logger.info({ event: 'stopped', signal }, 'stopped before it was listening')
     const { createMetrics } = await load(() => import('../ops/metrics.js'), 'metrics')
     const metrics = createMetrics({ processMetrics: true })
     // An RPC exchange that failed or timed out: the transports fail over to the next URL (host only, never the path or a key).
@@ -311,6 +319,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       servers.push(statsServer)
       statsPort = await listen(statsServer, config.statsPort, config.host)
     }
+    listening = true
     warnOpenService(config, logger, { ledger: ledger !== undefined, metricsPublic })
     logger.info({ event: 'listening', host: config.host, port, statsPort: statsPort ?? port }, `facilitator listening on ${config.host}:${port}`)
     // Signers' gas money, read off the payment path: a gauge, and a warning when one runs low.

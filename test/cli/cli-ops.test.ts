@@ -6,6 +6,7 @@
  * PostgreSQL is unreachable, request ids in the lines a request causes, RPC faults that name
  * network, host and cause. Outages are real closed ports; a TCP gate opens them later.
  */
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
@@ -159,6 +160,44 @@ describe('x402-facilitator command, operated', () => {
     // What it wrote before refusing is JSON, without the password.
     for (const line of [...wrongChain.stdout.split('\n'), ...noDatabase.stdout.split('\n')].filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow()
     expect(noDatabase.stdout + noDatabase.stderr).not.toContain('SECRET-PG-PASS-123')
+  })
+
+  it('a SIGTERM while the start-up checks wait on a hung RPC ends the start at once, exit 0', async () => {
+    const held: Socket[] = []
+    const hung = createServer((socket) => void held.push(socket))
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve))
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts'], {
+      env: env({ RPC_URL_EIP155_84532: `http://127.0.0.1:${(hung.address() as AddressInfo).port}/` }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    try {
+      const lines: Record<string, unknown>[] = []
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+      await new Promise<void>((resolve) => {
+        let buffered = ''
+        child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+          buffered += chunk
+          let at: number
+          while ((at = buffered.indexOf('\n')) >= 0) {
+            const line = JSON.parse(buffered.slice(0, at)) as Record<string, unknown>
+            buffered = buffered.slice(at + 1)
+            lines.push(line)
+            // Configured: the start-up checks run now, for up to 5 s.
+            if (line.event === 'configured') resolve()
+          }
+        })
+      })
+      const signalled = Date.now()
+      child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+      expect(Date.now() - signalled).toBeLessThan(2_000)
+      expect(lines.map((line) => line.event)).not.toContain('listening')
+      expect(lines.at(-1)).toMatchObject({ event: 'stopped', signal: 'SIGTERM' })
+    } finally {
+      child.kill('SIGKILL')
+      for (const socket of held) socket.destroy()
+      await new Promise((resolve) => hung.close(resolve))
+    }
   })
 
   it('Redis and the RPC unreachable at start: it starts, warns, writes only JSON lines, names each request and RPC fault, and is ready once they answer', async () => {

@@ -33,7 +33,7 @@ describe('the command logs what is not its own as JSON', () => {
       console.log('plain %s', 'text')
       process.emitWarning('something is deprecated', { code: 'DEP0999' })
       await new Promise((resolve) => setImmediate(resolve))
-      process.emit('uncaughtException', new TypeError('boom at SECRET-KEY-0123456789'), 'uncaughtException')
+      ;(process.emit as (event: string, ...args: unknown[]) => boolean)('uncaughtException', new TypeError('boom at SECRET-KEY-0123456789'), 'uncaughtException')
     } finally {
       restore()
     }

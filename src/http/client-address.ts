@@ -27,6 +27,8 @@ const ADDRESS = /^[0-9A-Fa-f:.[\]]{2,64}$/
  * `undefined` when there is none or it is not an address.
  *
  * @example
+ * import { forwardedClientAddress } from 'x402-facilitator/http'
+ *
  * // The client sent "X-Forwarded-For: 1.2.3.4"; the proxy appended the address it saw.
  * forwardedClientAddress('1.2.3.4, 203.0.113.7', 1) // '203.0.113.7'
  */
@@ -43,6 +45,7 @@ export function forwardedClientAddress(forwardedFor: string | null | undefined, 
  * not a plain header name (or is `x-forwarded-for`, which takes `hops`).
  *
  * @example
+ * // partial
  * const address = proxiedClientAddress({ hops: 1 })
  * address((name) => request.headers.get(name)) // the address the proxy saw
  */

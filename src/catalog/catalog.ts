@@ -1,4 +1,3 @@
-import { cachedFor } from '../core/cached-for.js'
 import type { FacilitatorHooks } from '../core/hooks.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExtraRoute } from '../http/handler.js'
@@ -40,13 +39,24 @@ export interface CatalogOptions extends Omit<CatalogRecorderOptions, 'store'> {
   resources?: readonly CatalogResourceConfig[]
   /** Address of a resource's catalog page, for `jobsUrl`. @default the resource URL */
   pageUrl?: (resource: { url: string; name: string }) => string
-  /** Lifetime of a built listing, here and in HTTP caches. @default 300 */
+  /**
+   * Lifetime of a built listing, here and in HTTP caches. An empty listing lives at most
+   * `EMPTY_LISTING_SECONDS` (5), and a payment this instance records drops it at once, so a
+   * catalog opened before its first payment shows that payment on the next read. @default 300
+   */
   ttlSeconds?: number
   /** Fewer calls than this show `successRate: null, sufficientData: false`. @default 3 */
   minCallsForRate?: number
 }
 
 const PAID_ON_PREFIX = paidOnKey('')
+
+/**
+ * Most seconds an empty listing is kept (here and by HTTP caches): a catalog opened before its
+ * first payment must not hide that payment for `ttlSeconds`. A payment recorded by this instance
+ * drops an empty listing at once; one recorded by another instance shows within this.
+ */
+export const EMPTY_LISTING_SECONDS = 5
 
 /** One resource as the catalog knows it, before formatting. */
 export interface CatalogEntry {
@@ -193,10 +203,40 @@ export function createCatalog(options: CatalogOptions): CatalogService {
     }
   }
 
+  /** How long a snapshot stays fresh: an empty one briefly. */
+  const lifetimeSeconds = (snapshot: CatalogSnapshot) => (snapshot.entries.length === 0 ? Math.min(ttlSeconds, EMPTY_LISTING_SECONDS) : ttlSeconds)
+  // The built snapshot shared by every caller while fresh (concurrent callers share one build; a failed build is not kept).
+  let cached: { value: Promise<CatalogSnapshot>; until: number; empty: boolean } | undefined
+  const snapshot = (): Promise<CatalogSnapshot> => {
+    const time = now()
+    if (cached && cached.until > time) return cached.value
+    const entry = { value: build(), until: time + ttlSeconds * 1000, empty: false }
+    cached = entry
+    entry.value.then(
+      (built) => {
+        entry.empty = built.entries.length === 0
+        entry.until = Math.min(entry.until, built.builtAt + lifetimeSeconds(built) * 1000)
+      },
+      () => {
+        if (cached === entry) cached = undefined
+      },
+    )
+    return entry.value
+  }
+  const recordSettle = hooks.afterSettle!.bind(hooks)
+  const recording: FacilitatorHooks = {
+    ...hooks,
+    async afterSettle(event) {
+      await recordSettle(event)
+      // The first resource recorded here: an empty listing kept from before it would hide it.
+      if (cached?.empty && event.result.success) cached = undefined
+    },
+  }
+
   const service: CatalogService = {
-    hooks,
+    hooks: recording,
     ttlSeconds,
-    snapshot: cachedFor(ttlSeconds * 1000, now, build),
+    snapshot,
     async list() {
       return listingOf(await service.snapshot())
     },
@@ -206,7 +246,7 @@ export function createCatalog(options: CatalogOptions): CatalogService {
     },
     routes(paths = {}) {
       // The seconds a snapshot stays fresh: the max-age of an answer built from it.
-      const remaining = ({ builtAt }: CatalogSnapshot) => Math.max(0, Math.ceil((builtAt + ttlSeconds * 1000 - now()) / 1000))
+      const remaining = (built: CatalogSnapshot) => Math.max(0, Math.ceil((built.builtAt + lifetimeSeconds(built) * 1000 - now()) / 1000))
       return [
         {
           path: paths.listing ?? CATALOG_LISTING_PATH,
@@ -239,12 +279,12 @@ export function createCatalog(options: CatalogOptions): CatalogService {
   }
   return service
 
-  function listingOf({ builtAt, entries }: CatalogSnapshot): CatalogListing {
+  function listingOf(built: CatalogSnapshot): CatalogListing {
     return {
       success: true,
-      resources: entries.map((e) => toListingResource(e, builtAt, minCalls)),
-      cachedAt: new Date(builtAt).toISOString(),
-      ttlSeconds,
+      resources: built.entries.map((e) => toListingResource(e, built.builtAt, minCalls)),
+      cachedAt: new Date(built.builtAt).toISOString(),
+      ttlSeconds: lifetimeSeconds(built),
     }
   }
 }

@@ -1,4 +1,5 @@
 import { describeNetwork } from '../networks/networks.js'
+import { ASSETS_SYNTAX, readAssetEntries, type CliAsset } from './cli-assets.js'
 
 /** One variable the command reads, as `--help` lists it. */
 export interface EnvVariable {
@@ -18,15 +19,19 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
   { name: 'RPC_URL_<NETWORK>', description: 'JSON-RPC URL(s) of a network, comma-separated (tried in order); may carry an API key, never logged', example: 'RPC_URL_BASE=https://base-mainnet.example/v2/KEY' },
   { name: 'EVM_PRIVATE_KEYS', description: 'settlement keys of the EVM networks, comma-separated 0x-prefixed 32-byte hex (keep only gas money on them)' },
   { name: 'SOLANA_FEE_PAYER_KEYS', description: 'fee payers of the Solana networks: a 64-byte keypair as solana-keygen writes it (JSON array), a JSON array of such, or comma-separated base58 keypairs' },
-  { name: 'ASSETS_<NETWORK>', description: 'tokens accepted on a network besides its built-in USDC, comma-separated (EVM: address:name:version, the EIP-712 domain; Solana: mint)', example: 'ASSETS_BASE=0xabc…:My Token:1' },
+  {
+    name: 'ASSETS_<NETWORK>',
+    description: `tokens accepted on a network besides its built-in USDC, comma-separated; EVM: ${ASSETS_SYNTAX.evm}; Solana: ${ASSETS_SYNTAX.solana}. decimals and symbol (together) make the statistics, catalog and page write amounts in token units; usd=<price of one whole token> or stablecoin (usd=1) prices them in dollars`,
+    example: 'ASSETS_BASE=0x…:My Token:1:decimals=6:symbol=MTK:stablecoin',
+  },
   { name: 'RESTRICT_ASSETS', description: 'accept only the built-in and listed tokens (false: any token, at your gas)', default: 'true' },
   { name: 'SCHEMES', description: 'schemes to serve, comma-separated: exact (always; EIP-3009 and Permit2 on EVM, SPL transfers on Solana), and upto on the EVM networks (Permit2: the client signs a maximum and the settle request charges the usage, so it needs API_TOKENS)', default: 'exact', example: 'SCHEMES=exact,upto' },
   { name: 'HOST', description: 'address to listen on', default: '0.0.0.0' },
-  { name: 'PORT', description: 'port of /supported, /verify, /settle, /healthz, /readyz, /metrics', default: '4020' },
-  { name: 'STATS_PORT', description: 'port of the public statistics and catalog (/public/stats, /public/resources, /discovery/resources); unset: served on PORT' },
+  { name: 'PORT', description: 'port of /supported, /verify, /settle, /healthz, /readyz, /metrics, /ledger', default: '4020' },
+  { name: 'STATS_PORT', description: 'port of the statistics host: the page for people at /, and its JSON (/public/stats, /public/resources, /discovery/resources); unset: all of them on PORT' },
   { name: 'STORE_URL', description: 'sqlite:<file> (one process, kept across restarts), redis://… or postgres://… (several instances), or memory (forgets on restart)', default: 'sqlite:./data/x402-facilitator.db' },
-  { name: 'API_TOKENS', description: 'bearer tokens of payment clients (resource servers) for /supported, /verify and /settle, comma-separated, each name:token of at least 16 characters (the name keys the rate limits); unset: open to anyone (logged as a warning at start)' },
-  { name: 'ADMIN_TOKENS', description: 'bearer tokens of operators for /ledger and /metrics, comma-separated name:token, each different from every API_TOKENS token (a payment client\'s token never opens them); unset: /ledger is closed, and /metrics too when API_TOKENS is set' },
+  { name: 'API_TOKENS', description: 'bearer tokens of payment clients (resource servers), comma-separated, each name:token of at least 16 characters (the name keys the rate limits). Set, they close GET /supported, POST /verify and POST /settle (401 without one), and /metrics to all but ADMIN_TOKENS; unset, those three are open to anyone (logged as a warning at start)' },
+  { name: 'ADMIN_TOKENS', description: 'bearer tokens of operators, comma-separated name:token, each different from every API_TOKENS token. They alone open GET /ledger and GET /metrics (a payment client\'s token never does); unset: /ledger answers 401 to everyone, and /metrics too when API_TOKENS is set (with no token at all /metrics is public)' },
   { name: 'RATE_LIMIT_VERIFY', description: 'verifies a client may ask per minute (0: no limit)', default: '600' },
   { name: 'RATE_LIMIT_SETTLE', description: 'settles a client may ask per minute (0: no limit)', default: '120' },
   { name: 'TRUST_PROXY', description: 'behind reverse proxies that append to X-Forwarded-For, how many: the client address is that many entries from its right end (true: 1), never its client-written left end; false: the socket\'s address', default: 'false', example: 'TRUST_PROXY=1' },
@@ -39,10 +44,13 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
 
 /** A network the command serves, with its URLs and accepted tokens. */
 export interface CliNetwork {
+  /** As written in NETWORKS. */
   readonly name: string
+  /** Its CAIP-2 id. */
+  readonly caip2: string
   readonly family: 'eip155' | 'solana'
   readonly rpcUrls: readonly string[]
-  readonly assets: readonly string[]
+  readonly assets: readonly CliAsset[]
 }
 
 /** The command's configuration, every variable checked. */
@@ -143,12 +151,8 @@ export function readCliConfig(env: Readonly<Record<string, string | undefined>>)
       }
       if (protocol !== 'http:' && protocol !== 'https:') problems.push(`RPC_URL_${suffix} (URL ${index + 1}) is not an http:// or https:// URL`)
     }
-    const assets = list(`ASSETS_${suffix}`)
-    for (const asset of assets) {
-      const ok = info.family === 'eip155' ? /^0x[0-9a-fA-F]{40}:[^:]+:[^:]+$/.test(asset) : /^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(asset)
-      if (!ok) problems.push(`ASSETS_${suffix} has an entry that is not ${info.family === 'eip155' ? 'address:name:version' : 'a base58 mint address'}`)
-    }
-    networks.push({ name, family: info.family, rpcUrls: urls, assets })
+    const assets = readAssetEntries(`ASSETS_${suffix}`, list(`ASSETS_${suffix}`), info, problems)
+    networks.push({ name, caip2: info.caip2, family: info.family, rpcUrls: urls, assets })
   }
 
   const evmPrivateKeys = list('EVM_PRIVATE_KEYS')
@@ -304,7 +308,10 @@ export function helpText(): string {
   const lines = [
     'x402-facilitator: an x402 payment facilitator (verify and settle payments on EVM chains and Solana)',
     '',
-    'Usage: x402-facilitator [--help]',
+    'Usage: x402-facilitator [--help | --version]',
+    '',
+    'Run the binary itself (node_modules/.bin/x402-facilitator, or exec it from a shell script) so that SIGTERM reaches it:',
+    'it then stops taking connections, lets requests in flight finish, and exits 0. Under npx, npm receives the signal.',
     '',
     'Configured from environment variables:',
     '',
@@ -315,9 +322,17 @@ export function helpText(): string {
   }
   lines.push(
     '',
-    'Routes: GET /supported, POST /verify, POST /settle (API_TOKENS); GET /ledger, GET /metrics (ADMIN_TOKENS; /metrics',
-    'public when no token is set); public: GET /healthz, GET /readyz (a check at most 5 s old), GET /public/stats,',
-    '/public/resources, /discovery/resources.',
+    'Routes on PORT:',
+    '  GET /supported, POST /verify, POST /settle   closed by API_TOKENS (open to anyone when it is unset)',
+    '  GET /ledger                                  ADMIN_TOKENS only (401 to everyone when it is unset)',
+    '  GET /metrics                                 ADMIN_TOKENS only; public when neither API_TOKENS nor ADMIN_TOKENS is set',
+    '  GET /healthz, GET /readyz                    public (/readyz: a check at most 5 s old; checks store, rpc <network>,',
+    '                                               multicall3 <network>, signer <address> <network>, fee payer <address> <network>)',
+    'Statistics host (STATS_PORT, or PORT when it is unset), public:',
+    '  GET /  (the page for people), GET /public/stats, GET /public/resources, GET /discovery/resources',
+    '',
+    'Every answer carries x-request-id (the one sent, when sane, else a new one); every log line a request causes names it.',
+    'Logs are JSON lines on stdout. A refusal to start is one line per problem on stderr, naming the variable, and exit code 1.',
   )
   return lines.join('\n')
 }

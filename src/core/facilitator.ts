@@ -279,9 +279,14 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
           return [{ name: 'store', ok: false, detail: signal.aborted ? `no answer within ${timeoutMs} ms` : 'the store failed a write or a read' }]
         }
       }
+      // Adapters stop a little before the deadline, so that a hung RPC is reported under the adapter's own check
+      // names (`rpc <network>`), as a refused one is; past the deadline, each network's `rpc` check fails.
+      const adapterSignal = AbortSignal.timeout(Math.max(1, timeoutMs - Math.min(250, timeoutMs / 10)))
       const adapterChecks = (adapter: SchemeAdapter): Promise<ReadinessCheck[]> =>
         adapter.readiness
-          ? withDeadline(adapter.readiness(signal), signal).catch(() => [{ name: `${adapter.scheme} ${adapter.family}`, ok: false, detail: `no answer within ${timeoutMs} ms` }])
+          ? withDeadline(adapter.readiness(adapterSignal), signal).catch(() =>
+              adapter.networks.map((network) => ({ name: `rpc ${network.caip2}`, ok: false, detail: `no answer within ${timeoutMs} ms` })),
+            )
           : Promise.resolve([])
       const checks = (await Promise.all([storeCheck(), ...config.schemes.map(adapterChecks)])).flat()
       return { ready: !closed && checks.every((check) => check.ok), checks }

@@ -1,4 +1,4 @@
-import type { FacilitatorHooks, SettleEvent, VerifyEvent } from './hooks.js'
+import { chargedAmount, type FacilitatorHooks, type SettleEvent, type VerifyEvent } from './hooks.js'
 
 /** The part of a pino logger the facilitator uses: `logger.warn({ fields }, 'message')`. */
 export interface Logger {
@@ -11,11 +11,12 @@ export interface Logger {
 const NOTABLE_SETTLE_REASONS = new Set(['settlement_pending', 'transaction_failed', 'payer_suspended', 'invalid_exact_svm_transaction_expired'])
 
 /**
- * After-hooks that log what an operator acts on, once per event: faults (5xx as
- * errors, others as warnings), settlements left pending or failed on chain, and
- * payers refused after failures. Fields are public data only (network, scheme,
- * codes, payer and transaction ids, durations): never a signature, a payload or
- * an RPC URL.
+ * After-hooks that log what an operator acts on, once per event: each settlement
+ * that landed (`info`, event `settled`: network, payer, amount in base units, asset,
+ * transaction), faults (5xx as errors, others as warnings), settlements left pending
+ * or failed on chain, and payers refused after failures. Fields are public data only
+ * (network, scheme, codes, payer and transaction ids, amounts, durations): never a
+ * signature, a payload or an RPC URL.
  *
  * @example
  * // partial
@@ -42,6 +43,22 @@ export function loggingHooks(logger: Logger): FacilitatorHooks {
     afterSettle(event) {
       if (logFault(event)) return
       const { result } = event
+      // Landed by this call (sent, or resumed after a restart); a repeat answered from the record was logged when it landed.
+      if (result.success && event.context && (event.origin === 'sent' || event.origin === 'resumed')) {
+        logger.info(
+          {
+            ...fieldsOf(event),
+            event: 'settled',
+            payer: result.payer,
+            amount: chargedAmount(result, event.context).toString(),
+            asset: event.context.asset,
+            transaction: result.transaction,
+            ...(event.origin === 'resumed' ? { resumed: true } : {}),
+          },
+          'settlement landed',
+        )
+        return
+      }
       if (result.success || !result.errorReason || !NOTABLE_SETTLE_REASONS.has(result.errorReason)) return
       logger.warn(
         { ...fieldsOf(event), event: 'settlement_not_landed', code: result.errorReason, payer: result.payer, transaction: result.transaction || undefined, reason: result.errorMessage },

@@ -1,5 +1,6 @@
 import { BaseError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
 import { FacilitatorError } from '../errors/facilitator-error.js'
+import { connectionCause } from '../transport/connection-cause.js'
 
 /**
  * Turns an error of an RPC request into the library's fault family. Messages
@@ -16,8 +17,9 @@ export function toRpcFault(error: unknown, what: string): FacilitatorError {
     return new FacilitatorError('rpc_timeout', `${what}: the RPC endpoint did not answer in time`, { cause: error })
   }
   if (found instanceof HttpRequestError) {
-    const status = found.status ? ` (HTTP ${found.status})` : ''
-    return new FacilitatorError('rpc_unavailable', `${what}: the RPC endpoint is unreachable${status}`, { cause: error })
+    // Why, in a few words: the HTTP status, or how the connection failed (refused, host not found, reset).
+    const why = found.status ? `HTTP ${found.status}` : connectionCause(found.cause)
+    return new FacilitatorError('rpc_unavailable', `${what}: the RPC endpoint is unreachable${why ? ` (${why})` : ''}`, { cause: error })
   }
   if (found instanceof RpcRequestError) {
     return new FacilitatorError('rpc_error', `${what}: the RPC endpoint answered error ${found.code}`, { cause: error })

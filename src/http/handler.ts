@@ -4,6 +4,7 @@ import { proxiedClientAddress, type TrustProxy } from './client-address.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'
 import { createRateLimiter, type RateLimitOptions } from './rate-limit.js'
 import { readJsonBody, readStreamBytes } from './read-body.js'
+import { requestIdOf, requestIdSettings, type RequestIdOptions } from './request-id.js'
 import { routePath } from './route-path.js'
 import { settleAmountRefusal } from './settle-amount-refusal.js'
 
@@ -105,6 +106,19 @@ export interface HandlerOptions {
   routes?: readonly ExtraRoute[]
   /** Sees every fault answered with a 5xx, with its cause, for logging. */
   onError?: (error: FacilitatorError, request: Request) => void
+  /**
+   * Names every request: the id its client sent in `x-request-id` (1 to 128 characters of
+   * letters, digits and `._:@/+=-`), else a new UUID, echoed in the answer's `x-request-id`.
+   * `run` wraps the request's work (verify, settle, after-hooks, `onError`) so that a logger
+   * can add the id to every line the request causes. @default no ids
+   *
+   * @example
+   * // partial
+   * const requests = new AsyncLocalStorage<string>()
+   * const logger = pino({ mixin: () => ({ requestId: requests.getStore() }) })
+   * createHandler(facilitator, { requestId: { run: (id, work) => requests.run(id, work) } })
+   */
+  requestId?: RequestIdOptions | true
 }
 
 /** What `authenticate` answers: allowed or not, or allowed as a named client. */
@@ -216,7 +230,9 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     return `addr:${address || call.clientAddress || 'unknown'}`
   }
 
-  const answer: CallAnswerer = async (call) => {
+  const requestIds = options.requestId ? requestIdSettings(options.requestId) : undefined
+
+  const respond: CallAnswerer = async (call) => {
     let result: HttpAnswer | Response
     let path = ''
     try {
@@ -244,6 +260,25 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     }
     return result
   }
+
+  const answer: CallAnswerer = requestIds
+    ? async (call) => {
+        const id = requestIdOf(call.header(requestIds.header))
+        const result = requestIds.run ? await requestIds.run(id, () => respond(call)) : await respond(call)
+        if (!(result instanceof Response)) result.headers[requestIds.header] = id
+        else {
+          try {
+            result.headers.set(requestIds.header, id)
+          } catch {
+            // Immutable headers (an extra route's fetched or redirect answer): the same answer in a new envelope.
+            const copy = new Response(result.body, result)
+            copy.headers.set(requestIds.header, id)
+            return copy
+          }
+        }
+        return result
+      }
+    : respond
 
   const handle: FetchHandler = async (request) => toResponse(await answer(webCall(request)))
   return Object.assign(handle, { [CALL_ANSWERER]: answer })

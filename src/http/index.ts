@@ -15,6 +15,7 @@ export {
 export type { HttpAnswer, HttpCall } from './http-call.js'
 export { createNodeListener, toRequest, writeResponse, type NodeListenerOptions } from './node-listener.js'
 export { createNodeServer, type NodeServerOptions } from './node-server.js'
+export { REQUEST_ID_HEADER, requestIdOf, withRequestId, type RequestIdOptions } from './request-id.js'
 export { healthRoutes, type HealthRoutePaths } from './health-routes.js'
 export { exceedsDepth, readJsonBody } from './read-body.js'
 export { createRateLimiter, type RateLimiter, type RateLimitOptions, type RateLimitRule } from './rate-limit.js'

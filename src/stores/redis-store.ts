@@ -17,8 +17,11 @@ export interface RedisStoreOptions {
   /** Prefix of every key, so several facilitators can share one Redis. @default 'x402:' */
   keyPrefix?: string
   /**
-   * Receives connection errors of a client the store created (a Redis going
-   * away, each reconnect attempt). @default ioredis prints them to the console
+   * Receives connection errors of a client the store created (a Redis going away, each
+   * reconnect attempt: about one a second while it is down), e.g. to log them as JSON. The
+   * store always listens, so ioredis never prints its plain-text "Unhandled error event"
+   * between your log lines; the outage still shows in every failing call and in `/readyz`.
+   * @default ignored
    */
   onConnectionError?: (error: Error) => void
 }
@@ -169,7 +172,8 @@ export function createRedisStore(options: RedisStoreOptions = {}): Store {
   const owned = !options.client
   const settings: RedisOptions = { ...REDIS_STORE_DEFAULTS, ...options.redis }
   const client = options.client ?? (options.url ? new Redis(options.url, settings) : new Redis(settings))
-  if (owned && options.onConnectionError) client.on('error', options.onConnectionError)
+  // Without a listener ioredis writes each connection error to the console, as plain text.
+  if (owned) client.on('error', (error: Error) => options.onConnectionError?.(error))
   const firstConnection = owned && settings.enableOfflineQueue === false ? waitForFirstConnection(client, settings.connectTimeout ?? 10_000) : undefined
   const prefix = options.keyPrefix ?? 'x402:'
   const k = (key: string) => prefix + key

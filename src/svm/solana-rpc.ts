@@ -5,6 +5,13 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { createConnectionPool, MAX_TIMEOUT_MS, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
 import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, Regroup } from '../transport/rpc-coalescer.js'
+import { connectionCause } from '../transport/connection-cause.js'
+
+/** ` (connection refused)`: how a connection failed, for a fault message, or nothing. */
+const causeOf = (error: unknown) => {
+  const cause = connectionCause(error)
+  return cause ? ` (${cause})` : ''
+}
 
 /** One JSON-RPC call: a Solana RPC method and its positional params. */
 export interface RpcCall {
@@ -93,7 +100,7 @@ export function createHttpRpcTransport(options: HttpRpcTransportOptions): SvmRpc
         lastFault =
           error instanceof PostFailure && error.timedOut
             ? noAnswerInTime(error)
-            : new FacilitatorError('rpc_unavailable', 'the Solana RPC is unreachable', { cause: error })
+            : new FacilitatorError('rpc_unavailable', `the Solana RPC is unreachable${causeOf(error)}`, { cause: error })
         continue
       }
       if (answer.status >= 500 || answer.status === 429) {

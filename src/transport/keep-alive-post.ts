@@ -34,11 +34,19 @@ export interface RpcResponseEvent {
   readonly host: string
   readonly outcome: 'ok' | 'http_error' | 'timeout' | 'error'
   readonly status?: number
+  /** Why a connection failed (`outcome: 'error'`), as node's error code: `ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`, … */
+  readonly code?: string
   readonly durationMs: number
 }
 
 // The answers are JSON-RPC results; a bound keeps a hostile endpoint from filling memory.
 const LIMITS: ResponseLimits = { maxHeaderBytes: 64 * 1024, maxBodyBytes: 64 * 1024 * 1024 }
+
+/** Node's code of a failed connection (`ECONNREFUSED`), never its message (which may quote an address with a key). */
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{1,40}$/.test(code) ? code : undefined
+}
 
 /** The whole answer of one POST. */
 export interface PostAnswer {
@@ -89,9 +97,9 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
     if (signal?.aborted) return reject(new PostFailure(false, signal.reason))
     if (requestChannel.hasSubscribers) requestChannel.publish({ host: url.host })
     const startedAt = responseChannel.hasSubscribers ? performance.now() : 0
-    const report = (outcome: RpcResponseEvent['outcome'], status?: number) => {
+    const report = (outcome: RpcResponseEvent['outcome'], status?: number, code?: string) => {
       if (!responseChannel.hasSubscribers) return
-      const event: RpcResponseEvent = { host: url.host, outcome, ...(status === undefined ? {} : { status }), durationMs: performance.now() - startedAt }
+      const event: RpcResponseEvent = { host: url.host, outcome, ...(status === undefined ? {} : { status }), ...(code === undefined ? {} : { code }), durationMs: performance.now() - startedAt }
       responseChannel.publish(event)
     }
 
@@ -115,7 +123,7 @@ export function postKeepAlive(url: URL, body: string, options: PostOptions): Pro
       if (settled) return
       settle()
       socket.destroy()
-      report(timedOut ? 'timeout' : 'error')
+      report(timedOut ? 'timeout' : 'error', undefined, timedOut ? undefined : errorCode(error))
       reject(new PostFailure(timedOut, error))
     }
     /** The connection ended or failed: a stale one that never answered is replaced once. */

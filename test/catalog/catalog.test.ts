@@ -188,6 +188,35 @@ describe('catalog listing', () => {
     expect(Date.parse(rebuilt.cachedAt) - Date.parse(first.cachedAt)).toBe(121_000)
   })
 
+  it('does not keep an empty first listing: opened before any payment, then a payment, the next read shows it', async () => {
+    const { clock, catalog, facilitator, pay } = setup({ ttlSeconds: 300 })
+    const handler = createHandler(facilitator, { routes: catalog.routes() })
+    const before = await handler(new Request('http://f.test/public/resources'))
+    const empty = catalogListingSchema.parse(await before.json())
+    expect(empty.resources).toEqual([])
+    // Neither kept here nor by HTTP caches for the catalog's 300 s.
+    expect(empty.ttlSeconds).toBe(5)
+    expect(before.headers.get('cache-control')).toMatch(/max-age=[0-5],/)
+    clock.now += 1_000
+    await pay('https://api.example.com/first')
+    const after = await catalog.list()
+    expect(after.resources.map((r) => r.url)).toEqual(['https://api.example.com/first'])
+    expect(after.ttlSeconds).toBe(300)
+    // Listed, it is kept for ttlSeconds as before.
+    await pay('https://api.example.com/second')
+    expect((await catalog.list()).resources).toHaveLength(1)
+  })
+
+  it('an empty listing read on another instance sharing the store shows a payment within 5 s', async () => {
+    const { clock, store, pay } = setup({ ttlSeconds: 300 })
+    const other = createCatalog({ store, now: () => clock.now, ttlSeconds: 300 })
+    expect((await other.list()).resources).toEqual([])
+    await pay('https://api.example.com/elsewhere')
+    expect((await other.list()).resources).toEqual([])
+    clock.now += 5_000
+    expect((await other.list()).resources.map((r) => r.url)).toEqual(['https://api.example.com/elsewhere'])
+  })
+
   it('stays within maxResources, evicting the least-called and their stored data', async () => {
     const { store, catalog, pay } = setup({ maxResources: 3, ttlSeconds: 0 })
     for (const [url, calls] of [['https://a.example.com/a', 4], ['https://b.example.com/b', 3], ['https://c.example.com/c', 2]] as const) {

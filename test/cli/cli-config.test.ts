@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { readFileSync } from 'node:fs'
+import { assetTableEntries } from '../../src/cli/cli-assets.js'
 import { ENV_VARIABLES, helpText, networkVariableSuffix, readCliConfig } from '../../src/cli/cli-config.js'
+import { neededPackages, packageProblems } from '../../src/cli/cli-packages.js'
 
 const key = `0x${'11'.repeat(32)}`
 const solanaKey = JSON.stringify(Array.from({ length: 64 }, (_, i) => i))
@@ -17,8 +20,8 @@ describe('readCliConfig', () => {
     expect(result.ok).toBe(true)
     if (!result.ok) return
     expect(result.config.networks).toEqual([
-      { name: 'base', family: 'eip155', rpcUrls: ['https://base.example/v2/KEY', 'https://mainnet.base.org'], assets: [] },
-      { name: 'solana-devnet', family: 'solana', rpcUrls: ['https://api.devnet.solana.com'], assets: [] },
+      { name: 'base', caip2: 'eip155:8453', family: 'eip155', rpcUrls: ['https://base.example/v2/KEY', 'https://mainnet.base.org'], assets: [] },
+      { name: 'solana-devnet', caip2: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', family: 'solana', rpcUrls: ['https://api.devnet.solana.com'], assets: [] },
     ])
     expect(result.config.solanaFeePayerKeys[0]).toHaveLength(64)
     expect(result.config).toMatchObject({ restrictAssets: true, schemes: ['exact'], port: 4020, host: '0.0.0.0', storeUrl: 'sqlite:./data/x402-facilitator.db', rateLimitVerify: 600, rateLimitSettle: 120, maxInFlightSettlesPerSigner: 256, trustProxyHops: 0, clientIpHeader: undefined })
@@ -117,10 +120,91 @@ describe('readCliConfig', () => {
     expect(problemsOf({ ...evm, CLIENT_IP_HEADER: 'x-real-ip', TRUST_PROXY: '1' })).toEqual(['set TRUST_PROXY or CLIENT_IP_HEADER, not both'])
   })
 
-  it('--help says who may use which route', () => {
+  it('--help says exactly which routes each kind of token closes, and where the page is', () => {
     const text = helpText()
-    expect(text).toMatch(/POST \/settle \(API_TOKENS\); GET \/ledger, GET \/metrics \(ADMIN_TOKENS/)
+    expect(text).toMatch(/GET \/supported, POST \/verify, POST \/settle +closed by API_TOKENS/)
+    expect(text).toMatch(/GET \/ledger +ADMIN_TOKENS only/)
+    expect(text).toMatch(/GET \/metrics +ADMIN_TOKENS only; public when neither API_TOKENS nor ADMIN_TOKENS is set/)
+    expect(text).toMatch(/Statistics host \(STATS_PORT, or PORT when it is unset\)[^\n]*\n +GET \/ +\(the page for people\), GET \/public\/stats/)
+    expect(text).toMatch(/API_TOKENS\n.*close GET \/supported, POST \/verify and POST \/settle/)
+    expect(text).toContain('Usage: x402-facilitator [--help | --version]')
+    expect(text).toContain('node_modules/.bin/x402-facilitator')
     expect(text).toMatch(/TRUST_PROXY \(default false\)\n.*right end.*true: 1/)
     expect(text).toMatch(/SCHEMES \(default exact\)\n.*upto.*needs API_TOKENS/)
+  })
+
+  it('reads ASSETS_<NETWORK> entries with decimals, a symbol and a price (or stablecoin), and the tables the pages use', () => {
+    const token = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
+    const mint = 'So11111111111111111111111111111111111111112'
+    const result = readCliConfig({
+      NETWORKS: 'base-sepolia,solana-devnet',
+      RPC_URL_BASE_SEPOLIA: 'https://sepolia.base.org',
+      RPC_URL_SOLANA_DEVNET: 'https://api.devnet.solana.com',
+      EVM_PRIVATE_KEYS: key,
+      SOLANA_FEE_PAYER_KEYS: solanaKey,
+      ASSETS_BASE_SEPOLIA: `${token}:My Dollar:1:decimals=6:symbol=MYD:stablecoin, 0x036CbD53842c5426634e7929541eC2318f3dCF7e:USDC:2:usd=0.99, 0x1111111111111111111111111111111111111111:Plain:1`,
+      ASSETS_SOLANA_DEVNET: `${mint}:decimals=9:symbol=wSOL:usd=150.5`,
+    })
+    expect(result.ok, JSON.stringify(result)).toBe(true)
+    if (!result.ok) return
+    expect(result.config.networks[0]!.assets).toEqual([
+      { address: token, eip712: { name: 'My Dollar', version: '1' }, decimals: 6, symbol: 'MYD', usdPrice: 1 },
+      { address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', eip712: { name: 'USDC', version: '2' }, usdPrice: 0.99 },
+      { address: '0x1111111111111111111111111111111111111111', eip712: { name: 'Plain', version: '1' } },
+    ])
+    expect(result.config.networks[1]!.assets).toEqual([{ address: mint, decimals: 9, symbol: 'wSOL', usdPrice: 150.5 }])
+    // What statistics, catalog and page price: the entries that say how; a built-in token keeps its decimals and symbol.
+    const table = assetTableEntries(result.config.networks)
+    expect(table).toEqual([
+      { network: 'eip155:84532', address: token, decimals: 6, symbol: 'MYD', usdPrice: 1, eip712: { name: 'My Dollar', version: '1' } },
+      { network: 'eip155:84532', address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', decimals: 6, symbol: 'USDC', usdPrice: 0.99, eip712: { name: 'USDC', version: '2' } },
+      { network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', address: mint, decimals: 9, symbol: 'wSOL', usdPrice: 150.5 },
+    ])
+  })
+
+  it('refuses a malformed ASSETS_<NETWORK> entry naming the variable and the entry, never its text', () => {
+    const token = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
+    const assets = (value: string) => problemsOf({ ...evm, ASSETS_BASE: value })
+    expect(assets(`${token}:T:1:decimals=6`)).toEqual(['ASSETS_BASE (entry 1) needs decimals=<n> and symbol=<text> together to write amounts in token units, e.g. :decimals=6:symbol=TKN'])
+    expect(assets(`${token}:T:1:stablecoin`)).toEqual(['ASSETS_BASE (entry 1) needs decimals=<n> and symbol=<text> together to write amounts in token units and price them, e.g. :decimals=6:symbol=TKN'])
+    expect(assets(`${token}:T:1:decimals=6:symbol=T:usd=1:stablecoin`)).toEqual(['ASSETS_BASE (entry 1): give usd=<price> or stablecoin, not both'])
+    expect(assets(`${token}:T:1, ${token}:T:1:decimals=99:symbol=T`)).toEqual(['ASSETS_BASE (entry 2): decimals must be a whole number from 0 to 36, e.g. decimals=6'])
+    expect(assets(`${token}:T:1:decimals=6:symbol=T:usd=-1`)).toEqual(['ASSETS_BASE (entry 1): usd must be the price of one whole token in dollars, above 0, e.g. usd=1 or usd=0.25'])
+    expect(assets(`${token}:T:1:decimals=6:symbol=<b>`)).toEqual(['ASSETS_BASE (entry 1): symbol must be 1 to 16 letters, digits or . $ _ -, e.g. symbol=USDC'])
+    expect(assets(`${token}:T:1:price=2`)).toEqual(['ASSETS_BASE (entry 1) has an unknown option "price" (use decimals=, symbol=, usd= or stablecoin)'])
+    expect(assets(`${token}:T:1:symbol=A:symbol=B`)).toEqual(['ASSETS_BASE (entry 1) gives symbol twice'])
+    expect(assets(`${token}:decimals=6:symbol=T`)).toEqual([
+      'ASSETS_BASE (entry 1) must be <address>:<EIP-712 name>:<EIP-712 version>[:decimals=<n>][:symbol=<text>][:usd=<price>|:stablecoin]',
+    ])
+    expect(problemsOf({ NETWORKS: 'solana', RPC_URL_SOLANA: 'https://api.mainnet-beta.solana.com', SOLANA_FEE_PAYER_KEYS: solanaKey, ASSETS_SOLANA: 'not-a-mint:decimals=6' })).toEqual([
+      'ASSETS_SOLANA (entry 1) must be <mint>[:decimals=<n>][:symbol=<text>][:usd=<price>|:stablecoin]',
+    ])
+  })
+})
+
+describe('packages and the README', () => {
+  it("every optional package a configuration loads is named at once, and the README's service install line installs the defaults", () => {
+    const config = (env: Record<string, string>) => {
+      const result = readCliConfig({ EVM_PRIVATE_KEYS: key, SOLANA_FEE_PAYER_KEYS: solanaKey, ...env })
+      if (!result.ok) throw new Error(result.problems.join('\n'))
+      return result.config
+    }
+    const names = (env: Record<string, string>) => neededPackages(config(env)).map((pkg) => pkg.name)
+    expect(names({ NETWORKS: 'base', RPC_URL_BASE: 'https://mainnet.base.org' })).toEqual(['pino', 'prom-client', 'viem', 'better-sqlite3'])
+    expect(names({ NETWORKS: 'solana', RPC_URL_SOLANA: 'https://x.example', STORE_URL: 'postgres://db/x' })).toEqual([
+      'pino', 'prom-client', '@solana/kit', '@solana-program/token', '@solana-program/compute-budget', '@solana-program/system', 'pg',
+    ])
+    expect(names({ NETWORKS: 'base', RPC_URL_BASE: 'https://x.example', STORE_URL: 'redis://r' })).toContain('ioredis')
+
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+    const section = readme.slice(readme.indexOf('## Run it as a service'), readme.indexOf('## Paid endpoints'))
+    const install = /^npm install x402-facilitator (.+)$/m.exec(section)?.[1]?.split(/\s+/)
+    // The README's own example: NETWORKS=base, the default store.
+    expect(install?.sort()).toEqual(names({ NETWORKS: 'base', RPC_URL_BASE: 'https://mainnet.base.org' }).sort())
+    const lines = packageProblems({ missing: neededPackages(config({ NETWORKS: 'base', RPC_URL_BASE: 'https://x.example' })).slice(0, 4), broken: [] })
+    expect(lines).toEqual([
+      'this configuration needs packages that are not installed: pino (logging), prom-client (metrics), viem (EVM networks), better-sqlite3 (STORE_URL=sqlite:…, the default store)',
+      'install them all with: npm install pino prom-client viem better-sqlite3',
+    ])
   })
 })

@@ -10,6 +10,8 @@ export interface RunningCli {
   url: string
   statsUrl: string
   logs: () => Record<string, unknown>[]
+  /** Lines of stdout that are not JSON objects (there should be none). */
+  notJson: () => string[]
   stderr: () => string
   exited: Promise<number | null>
 }
@@ -21,11 +23,28 @@ export function killCliProcesses(): void {
   for (const child of children) child.kill('SIGKILL')
 }
 
+/** How to run the command: node's own flags (a module hook for fault injection), or another command line. */
+export interface CliCommand {
+  /** Flags for node after `--import tsx`, before the script (a module hook registered there runs before tsx's). @default [] */
+  nodeArgs?: readonly string[]
+  /** Another executable and its arguments instead of `node --import tsx src/cli/cli.ts` (a built bin). */
+  command?: { file: string; args?: readonly string[]; cwd?: string }
+}
+
+function spawnCli(env: Record<string, string>, args: readonly string[], how: CliCommand): ChildProcess {
+  const child = how.command
+    ? spawn(how.command.file, [...(how.command.args ?? []), ...args], { env, cwd: how.command.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, ['--import', 'tsx', ...(how.nodeArgs ?? []), 'src/cli/cli.ts', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  return child
+}
+
 /** Starts the command and waits for its `listening` log line. */
-export async function startCli(env: Record<string, string>): Promise<RunningCli> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+export async function startCli(env: Record<string, string>, how: CliCommand = {}): Promise<RunningCli> {
+  const child = spawnCli(env, [], how)
   children.push(child)
   const lines: Record<string, unknown>[] = []
+  const notJson: string[] = []
   let stdout = ''
   let stderr = ''
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
@@ -37,25 +56,29 @@ export async function startCli(env: Record<string, string>): Promise<RunningCli>
       while ((at = stdout.indexOf('\n')) >= 0) {
         const line = stdout.slice(0, at)
         stdout = stdout.slice(at + 1)
+        let entry: unknown
         try {
-          const entry = JSON.parse(line) as Record<string, unknown>
-          lines.push(entry)
-          if (entry.event === 'listening') resolve(entry)
+          entry = JSON.parse(line)
         } catch {
-          // not a log line
+          entry = undefined
         }
+        if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+          notJson.push(line)
+          continue
+        }
+        lines.push(entry as Record<string, unknown>)
+        if ((entry as Record<string, unknown>).event === 'listening') resolve(entry as Record<string, unknown>)
       }
     })
     void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)))
   })
   const ready = await listening
-  return { child, url: `http://127.0.0.1:${ready.port}`, statsUrl: `http://127.0.0.1:${ready.statsPort}`, logs: () => lines, stderr: () => stderr, exited }
+  return { child, url: `http://127.0.0.1:${ready.port}`, statsUrl: `http://127.0.0.1:${ready.statsPort}`, logs: () => lines, notJson: () => notJson, stderr: () => stderr, exited }
 }
 
 /** Runs the command until it exits on its own (a refusal to start): its exit code and stderr. */
-export async function refusedCli(env: Record<string, string>, args: readonly string[] = []): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/cli.ts', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.push(child)
+export async function refusedCli(env: Record<string, string>, args: readonly string[] = [], how: CliCommand = {}): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawnCli(env, args, how)
   let stderr = ''
   let stdout = ''
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))

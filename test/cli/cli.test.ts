@@ -89,7 +89,11 @@ describe('x402-facilitator command', () => {
       const requirements = world.requirementsV2({ amount: '1000' })
       const evmBody = { x402Version: 2, paymentPayload: await signExactEvmPayment({ signer: payer, requirements }), paymentRequirements: requirements }
       expect((await post(`${running.url}/verify`, evmBody)).json).toMatchObject({ isValid: true })
-      expect((await post(`${running.url}/settle`, evmBody)).json).toMatchObject({ success: true, network: 'eip155:84532' })
+      // The settle names itself; its landing is logged at info under that id.
+      const settleAnswer = await fetch(`${running.url}/settle`, { method: 'POST', headers: { ...auth, 'x-request-id': 'settle-evm-1' }, body: JSON.stringify(evmBody) })
+      expect(settleAnswer.headers.get('x-request-id')).toBe('settle-evm-1')
+      const settled = (await settleAnswer.json()) as Record<string, unknown>
+      expect(settled).toMatchObject({ success: true, network: 'eip155:84532' })
 
       const svmBody = await scenarioPaymentBody(chain.url, scenario, 1_000n)
       expect((await post(`${running.url}/settle`, svmBody)).json).toMatchObject({ success: true })
@@ -113,8 +117,20 @@ describe('x402-facilitator command', () => {
       const stats = (await (await fetch(`${running.url.replace(/:\d+$/, '')}:${new URL(running.statsUrl).port}/public/stats`)).json()) as Record<string, unknown>
       expect(JSON.stringify(stats)).toMatch(/settle/)
 
+      // The page for people at / of the statistics host, beside its JSON.
+      const page = await fetch(`${running.statsUrl}/`)
+      expect(page.status).toBe(200)
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/)
+      expect(page.headers.get('x-request-id')).toMatch(/./)
+
       running.child.kill('SIGTERM')
       expect(await running.exited).toBe(0)
+      const landed = running.logs().filter((line) => line.event === 'settled')
+      expect(landed).toContainEqual(
+        expect.objectContaining({ level: 30, requestId: 'settle-evm-1', network: 'eip155:84532', payer: payer.address, amount: '1000', asset: world.token.address, transaction: settled.transaction }),
+      )
+      expect(landed.find((line) => line.network !== 'eip155:84532')).toMatchObject({ network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', amount: '1000' })
+      expect(running.notJson()).toEqual([])
       const events = running.logs().map((line) => line.event)
       expect(events).toEqual(expect.arrayContaining(['configured', 'listening', 'shutting_down', 'stopped']))
       const everything = JSON.stringify(running.logs()) + running.stderr()

@@ -27,21 +27,26 @@ describe('logger', () => {
     const pay = (value: string, nonce: string) => ledgerBody(adapter, { from: '0xpayer', to: '0xshop', value, nonce })
 
     await facilitator.verify(pay('5', 'ok'))
+    const landed = await facilitator.settle(pay('5', 'ok'))
+    // A repeat is answered from the record: logged once, when it landed.
     await facilitator.settle(pay('5', 'ok'))
     await facilitator.settle(pay('7', 'reverts'))
     await facilitator.settle(pay('5', 'after'))
     await expect(down.verify(pay('5', 'x'))).rejects.toMatchObject({ code: 'rpc_unavailable' })
     await Promise.all([facilitator.drain(), down.drain()])
 
-    // Nothing for the valid verify and the landed settle.
+    // Nothing for the valid verify; the landed settle at info, once.
     expect(lines.map((l) => [l.level, l.event, l.code])).toEqual([
+      [30, 'settled', undefined],
       [40, 'settlement_not_landed', 'transaction_failed'],
       [40, 'settlement_not_landed', 'payer_suspended'],
       [50, 'fault', 'rpc_unavailable'],
     ])
-    expect(lines[0]).toMatchObject({ operation: 'settle', network: 'eip155:31337', scheme: 'exact', payer: '0xpayer' })
-    expect(typeof lines[0]!.transaction).toBe('string')
-    expect(lines[2]).toMatchObject({ operation: 'verify', status: 503, reason: 'the RPC endpoint is unreachable' })
+    expect(lines[0]).toMatchObject({ operation: 'settle', network: 'eip155:31337', scheme: 'exact', payer: '0xpayer', amount: '5', transaction: landed.transaction })
+    expect(landed.transaction).toMatch(/./)
+    expect(lines[1]).toMatchObject({ operation: 'settle', network: 'eip155:31337', scheme: 'exact', payer: '0xpayer' })
+    expect(typeof lines[1]!.transaction).toBe('string')
+    expect(lines[3]).toMatchObject({ operation: 'verify', status: 503, reason: 'the RPC endpoint is unreachable' })
     expect(JSON.stringify(lines)).not.toMatch(/KEY-SECRET|signature/)
   })
 })

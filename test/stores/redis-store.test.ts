@@ -56,6 +56,26 @@ describe('redis store', () => {
     await dead.close?.()
   })
 
+  it("a Redis that is not there: connection errors go to onConnectionError or nowhere, never to ioredis's console print", async () => {
+    const printed: unknown[][] = []
+    const original = console.error
+    console.error = (...args: unknown[]) => void printed.push(args)
+    try {
+      const seen: string[] = []
+      const reported = createRedisStore({ url: 'redis://127.0.0.1:1', redis: { connectTimeout: 300 }, onConnectionError: (error) => void seen.push((error as { code?: string }).code ?? '') })
+      const silent = createRedisStore({ url: 'redis://127.0.0.1:1', redis: { connectTimeout: 300 } })
+      await Promise.all([expect(reported.get('k')).rejects.toThrow(), expect(silent.get('k')).rejects.toThrow()])
+      // Reconnect attempts go on for a while (100 ms, then growing).
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      await Promise.all([reported.close?.(), silent.close?.()])
+      expect(seen.length).toBeGreaterThanOrEqual(1)
+      expect(seen[0]).toBe('ECONNREFUSED')
+      expect(printed).toEqual([])
+    } finally {
+      console.error = original
+    }
+  })
+
   it('uses a given client and leaves it open on close', async () => {
     const client = new Redis(server.url)
     const store = createRedisStore({ client, keyPrefix: 'mine:' })

@@ -141,7 +141,7 @@ async function runAgainst(against: string, sections: readonly string[], rounds: 
   const table = formatAbTable(result.summary, { a: result.a.label, b: result.b.label })
   const notes = [
     `Each build served over HTTP from its dist/ (node:http, createHandler) in its own process; one load generator; one anvil and one LiteSVM RPC for both.`,
-    unknownToken ? 'EVM: the test token is not listed in `assets` (--unknown-token): priced by an estimate, as any token outside the known table.' : 'EVM: the test token is listed in `assets`, a known token as USDC is built in.',
+    unknownToken ? 'EVM: the test token is not listed in `assets` (--unknown-token): simulated at maxSettlementGas with the payee proof, as any token outside the known table.' : 'EVM: the test token is listed in `assets`, a known token as USDC is built in.',
     `${result.counts.rounds} rounds of each build per row, alternating (A B, B A, ...); no payer pays twice at once (Solana: one payer per payment; EVM: 256 payers taking turns).`,
     `B / A of single rounds ranged ${band.low.toFixed(2)}x to ${band.high.toFixed(2)}x${profileDir ? `; CPU profiles in ${profileDir} (the figures of a profiled run are slower)` : ''}.`,
   ]

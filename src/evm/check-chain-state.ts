@@ -12,6 +12,7 @@ import {
   estimateDeployment,
   estimateSettlementGas,
   feeFields,
+  simulateAtLimit,
   nodeRefusal,
   quantity,
   revertReason,
@@ -54,6 +55,13 @@ export interface ChainVerdict {
    * payment sent with the fixed `gasLimit`, and for an undeployed ERC-6492 wallet, which settle prices again.
    */
   readonly estimatedGas: bigint | undefined
+  /**
+   * A token outside the known table paid with a plain signature: the exact settlement transaction ran as
+   * `eth_call` from `options.sender.from`, with these fees and `gas` (`maxSettlementGas`) as its limit, and
+   * succeeded, beside the proof of what reaches `payTo`. Settle sends it with that limit and, while this is
+   * fresh (same signer, fees and calldata), without running it again. `undefined` for any other payment.
+   */
+  readonly simulation: { readonly fees: FeeQuote; readonly gas: bigint } | undefined
 }
 
 // Gas for Multicall3's own work and a token's two reads (some 20k with USDC), on top of the
@@ -86,10 +94,17 @@ const CHECKS_GAS = 100_000n
  *   `eth_getCode` in the same batch: from the node, not from a call into the payer,
  *   which a contract could answer as it likes. When a check fails, the signer is
  *   recovered offline as for any payment, so that a bad signature is named as one.
- * - A token outside that table, and an `erc1271` signature, are priced by
- *   `eth_estimateGas` of the exact settlement call, in the same batch, capped by
- *   `maxSettlementGas`: that estimate is the simulation (the token's code may burn
- *   any gas, or behave otherwise when called by Multicall3). A token outside the
+ * - A token outside that table paid with a plain signature is sent at the cap,
+ *   `maxSettlementGas` (unused gas is not paid for), as a Permit2 payment is: the
+ *   exact settlement transaction runs as `eth_call` from the signer, with its fees
+ *   and the cap as its gas limit, in the same batch (see simulateAtLimit; only when
+ *   it fails does an estimate tell a price above the cap from a revert). That call is
+ *   the simulation (the token's code may burn any gas, or behave otherwise when called
+ *   by Multicall3); no `eth_estimateGas` on the valid path, whose search runs the call
+ *   a dozen times. The payer's code needs no read: the call ran at the limit sent.
+ * - An `erc1271` signature is priced by `eth_estimateGas` of the exact settlement
+ *   call, in the same batch, capped by `maxSettlementGas`: that estimate is the
+ *   simulation. A token outside the
  *   table also has, in the same batch, the proof of what reaches `payTo`: the calls
  *   settle sends run as its signer between two reads of `payTo`'s balance, which must
  *   rise by exactly the value (see probePayeeCredit; a fee-on-transfer, rebasing or
@@ -117,7 +132,7 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
   const { payer, asset, digest, signature, deployment, kind } = payment
   const { nonce } = payment.payload.authorization
   const { sender } = options
-  const pricing = deployment ? 'deployment' : priceByEstimate || !payment.knownToken || kind === 'erc1271' ? 'estimate' : 'fixed'
+  const pricing = deployment ? 'deployment' : priceByEstimate || kind === 'erc1271' ? 'estimate' : payment.knownToken ? 'fixed' : 'cap'
   const isValidSignature: Aggregate3Call = {
     target: payer,
     allowFailure: true,
@@ -136,12 +151,12 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
   )
   // After the reads: a wallet whose check burns gas starves only itself.
   const signatureAt = kind === 'erc1271' || kind === 'erc6492' ? calls.push(isValidSignature) - 1 : undefined
-  // Priced by an estimate, the estimate is the simulation: it runs the call exactly as sent, not from Multicall3.
-  const simulationAt = pricing === 'estimate' ? undefined : calls.push({ target: asset, allowFailure: true, callData: payment.transferCalldata }) - 1
+  // Priced by an estimate (or at the cap), the estimate (the eth_call at the cap) is the simulation: it runs the call exactly as sent, not from Multicall3.
+  const simulationAt = pricing === 'estimate' || pricing === 'cap' ? undefined : calls.push({ target: asset, allowFailure: true, callData: payment.transferCalldata }) - 1
   const gas =
     pricing === 'fixed'
       ? options.gasLimit
-      : pricing === 'estimate'
+      : pricing === 'estimate' || pricing === 'cap'
         ? options.maxSettlementGas + CHECKS_GAS
         : options.maxDeploymentGas + options.maxSettlementGas + CHECKS_GAS
 
@@ -157,6 +172,8 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
   // Without an answer the payer counts as having code: it is then priced by an estimate.
   const codeRead = readsCode ? runtime.client.request({ method: 'eth_getCode', params: [payer, 'latest'] }).catch(() => undefined) : undefined
   const estimate = pricing === 'estimate' ? estimateSettlementGas(runtime, sender, transfer, options.maxSettlementGas) : undefined
+  // A token outside the known table, plain signature: the exact transaction at the cap, as settle sends it (an estimate only if it fails).
+  const atCap = pricing === 'cap' ? simulateAtLimit(runtime, sender, transfer, options.maxSettlementGas) : undefined
   // Settle prices an ERC-6492 wallet again once it is deployed; this tells a price above the caps before anything is sent.
   const deploymentEstimates = deployment ? estimateDeployment(runtime, sender, deployment, transfer, options) : undefined
   // A token outside the known table: the calls settle sends (an undeployed wallet's deployment first), run as
@@ -184,19 +201,27 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
     if (refusal !== 'failed') throw toRpcFault(error, 'reading the chain state')
     exhausted = true
   }
-  const verdict = (rejection: Rejection | undefined, checked: PreparedPayment, balance?: bigint, estimatedGas?: bigint, walletDeployed = !deployment): ChainVerdict => ({
+  const verdict = (
+    rejection: Rejection | undefined,
+    checked: PreparedPayment,
+    balance?: bigint,
+    estimatedGas?: bigint,
+    walletDeployed = !deployment,
+    simulation?: ChainVerdict['simulation'],
+  ): ChainVerdict => ({
     rejection,
     walletDeployed,
     payment: checked,
     balance,
     estimatedGas,
+    simulation,
   })
   const badSignature: Rejection = { reason: EVM_REJECTION.signature, message: 'the signature is not valid for the payer (EOA, ERC-1271 and ERC-6492 checks failed)' }
   /** An estimate's answer; a fault is thrown, a fee quote the node found too low asks for the check `again`. */
-  const answered = async (pending: Promise<GasEstimate>): Promise<{ gas: bigint } | { rejection: Rejection } | 'renew'> => {
+  const answered = async <T extends object>(pending: Promise<T | { staleFees: true } | { fault: FacilitatorError }>): Promise<T | 'renew'> => {
     const outcome = await pending
     if ('fault' in outcome) throw outcome.fault
-    if (!('staleFees' in outcome)) return outcome
+    if (!('staleFees' in outcome)) return outcome as T
     if (feesRenewed) throw new FacilitatorError('rpc_error', 'estimating the settlement gas: the node refused a fresh fee quote as below its base fee')
     return 'renew'
   }
@@ -204,11 +229,15 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
   const estimates = async (): Promise<{ tooHigh?: Rejection; reverted?: Rejection; gas?: bigint } | 'renew'> => {
     const sorted = (rejection: Rejection) => (rejection.reason === EVM_REJECTION.settlementGasTooHigh ? { tooHigh: rejection } : { reverted: rejection })
     if (estimate) {
-      const outcome = await answered(estimate)
+      const outcome = await answered<{ gas: bigint } | { rejection: Rejection }>(estimate)
       return outcome === 'renew' ? outcome : 'rejection' in outcome ? sorted(outcome.rejection) : outcome
     }
+    if (atCap) {
+      const outcome = await answered<{ limit: bigint } | { rejection: Rejection }>(atCap)
+      return outcome === 'renew' ? outcome : 'rejection' in outcome ? sorted(outcome.rejection) : {}
+    }
     if (!deploymentEstimates) return {}
-    const [deploymentGas, bothGas] = [await answered(deploymentEstimates[0]), await answered(deploymentEstimates[1])]
+    const [deploymentGas, bothGas] = [await answered<{ gas: bigint } | { rejection: Rejection }>(deploymentEstimates[0]), await answered<{ gas: bigint } | { rejection: Rejection }>(deploymentEstimates[1])]
     if (deploymentGas === 'renew' || bothGas === 'renew') return 'renew'
     const price = deploymentPrice(deploymentGas, bothGas, options.maxSettlementGas)
     return 'rejection' in price ? sorted(price.rejection) : {}
@@ -271,7 +300,8 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
       }
       if (proven.rejection) return verdict(proven.rejection, payment, balance, undefined, walletDeployed)
     }
-    return verdict(undefined, priceByEstimate ? { ...payment, kind: 'erc1271' } : payment, balance, said.gas, walletDeployed)
+    const simulation = pricing === 'cap' ? { fees: sender.fees, gas: options.maxSettlementGas } : undefined
+    return verdict(undefined, priceByEstimate ? { ...payment, kind: 'erc1271' } : payment, balance, said.gas, walletDeployed, simulation)
   }
 
   // Fixed: a plain account on a known token, unless the payer turns out to have code.
@@ -295,7 +325,7 @@ async function check(runtime: NetworkRuntime, payment: PreparedPayment, options:
   async function priceWalletPayer(tookIt: boolean): Promise<ChainVerdict> {
     const wallet: PreparedPayment = { ...payment, kind: 'erc1271' }
     if (tookIt) {
-      const outcome = await answered(estimateSettlementGas(runtime, sender, transfer, options.maxSettlementGas))
+      const outcome = await answered<{ gas: bigint } | { rejection: Rejection }>(estimateSettlementGas(runtime, sender, transfer, options.maxSettlementGas))
       if (outcome === 'renew') return again()
       return 'rejection' in outcome ? verdict(outcome.rejection, wallet, balance) : verdict(undefined, wallet, balance, outcome.gas)
     }

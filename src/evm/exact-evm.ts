@@ -192,10 +192,12 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       return NOT_DEPLOYING
     }
     const estimate = verdict.estimatedGas === undefined ? undefined : { gas: verdict.estimatedGas, from: slot.signer.address }
+    // A token outside the known table: the transfer ran as eth_call at the cap, as settle will send it (see estimatedGas).
+    const simulated = verdict.simulation && { from: slot.signer.address, fees: verdict.simulation.fees, data: payment.transferCalldata, at: Date.now() }
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     // The balance was read in the same call that passed the payment, so it is there.
     const spend = { account, amount: payment.payload.authorization.value, balance: verdict.balance ?? 0n }
-    return { payment, estimate, spend }
+    return { payment, estimate, simulated, spend }
   }
 
   /**
@@ -296,7 +298,10 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   }
 
   /** The payment settle sends: the one verify prepared on this context (time checks redone), or prepared afresh. */
-  async function preparedFor(ctx: PaymentContext, runtime: NetworkRuntime): Promise<{ payment: PreparedPayment; estimate?: VerifiedPayment['estimate'] } | (Rejection & { payer?: string })> {
+  async function preparedFor(
+    ctx: PaymentContext,
+    runtime: NetworkRuntime,
+  ): Promise<{ payment: PreparedPayment; estimate?: VerifiedPayment['estimate']; simulated?: VerifiedSimulation } | (Rejection & { payer?: string })> {
     const earlier = prepared.get(ctx)
     prepared.delete(ctx)
     if (earlier) {
@@ -408,7 +413,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
         let fees: FeeQuote | undefined
         // A plain account on a known token goes with the fixed limit; anything else as its estimate priced it.
         if (!(payment.kind === 'eoa' && payment.knownToken)) {
-          const priced = await estimatedGas(runtime, slot, payment, ready.estimate, ctx.signal, (cost) => addCost(ctx, cost)).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
+          const priced = await estimatedGas(runtime, slot, payment, ready, ctx.signal, (cost) => addCost(ctx, cost)).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
           if ('reason' in priced) return failure(ctx, priced, payment.payer)
           ;({ gas, fees } = priced)
         }
@@ -588,23 +593,42 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   return { exact: withRedactedErrors(adapter, secrets), upto: withRedactedErrors(upto, secrets) }
 
   /**
-   * The gas limit and fees of a settlement priced by an estimate (a token outside the known table, a payer
-   * with code), or a rejection: the estimate (verify's, when it ran as this signer) with headroom, never
-   * above `maxSettlementGas`, and then the exact transaction (signer, fees, that limit) run as `eth_call`,
-   * so that nothing is sent that the chain would revert. An undeployed ERC-6492 wallet is priced before
-   * its deployment is sent, and deployed first.
+   * The gas limit and fees of a settlement not sent with the fixed limit (a token outside the known table,
+   * a payer with code), or a rejection, so that nothing is sent that the chain would revert:
+   * - a token outside the known table paid with a plain signature goes at `maxSettlementGas` (unused gas is
+   *   not paid for; one limit for all of them, so they share the send lane's batches), after the exact
+   *   transaction (signer, fees, that limit) runs as `eth_call` with the proof of what reaches payTo, unless
+   *   verify ran that very call (same signer, fees and calldata) less than SIMULATION_REUSE_MS ago, as for
+   *   a Permit2 payment (see sendProxySettlement);
+   * - anything else by its estimate (verify's, when it ran as this signer) with headroom, never above
+   *   `maxSettlementGas`, then the exact transaction run as `eth_call`. An undeployed ERC-6492 wallet is
+   *   priced before its deployment is sent, and deployed first.
    */
   async function estimatedGas(
     runtime: NetworkRuntime,
     slot: SignerSlot,
     payment: PreparedPayment,
-    verified: VerifiedPayment['estimate'],
+    verified: { readonly estimate?: VerifiedPayment['estimate']; readonly simulated?: VerifiedSimulation },
     signal: AbortSignal,
     /** The cost of a wallet deployment sent first (it is the facilitator's, whatever becomes of the payment). */
     spent: (cost: bigint) => void,
   ): Promise<{ gas: bigint; fees: FeeQuote } | Rejection> {
     const from = slot.signer.address
     let sender: SettlementSender = { from, fees: await withDeadline(runtime.fees(), signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) }
+    if (!payment.knownToken && payment.kind === 'eoa' && !payment.deployment) {
+      const gas = maxSettlementGas
+      const { simulated } = verified
+      if (simulated && simulated.from === from && simulated.data === payment.transferCalldata && sameFees(simulated.fees, sender.fees) && Date.now() - simulated.at <= SIMULATION_REUSE_MS) {
+        return { gas, fees: sender.fees }
+      }
+      const transfer = { to: payment.asset, data: payment.transferCalldata }
+      const run = await simulateSettlement(runtime, sender, { ...transfer, gas }, signal, runtime.freshFees, payment.payee)
+      if (!run.rejection) return { gas, fees: run.fees }
+      if (run.rejection.reason !== EVM_REJECTION.simulationFailed) return run.rejection
+      // Only on this failing path (nothing is sent): an estimate tells a price above the cap from a revert, as verify names it.
+      const priced = await withDeadline(estimateSettlementGas(runtime, { from, fees: run.fees }, transfer, maxSettlementGas), signal)
+      return 'rejection' in priced && priced.rejection.reason === EVM_REJECTION.settlementGasTooHigh ? priced.rejection : run.rejection
+    }
     /** What estimates as `sender` answered (they run again once with a fresh quote when the node finds the fees below its base fee). */
     const answered = async (estimating: () => readonly Promise<GasEstimate>[]): Promise<({ gas: bigint } | { rejection: Rejection })[]> => {
       let outcomes = await withDeadline(Promise.all(estimating()), signal)
@@ -619,7 +643,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       })
     }
     const transfer = { to: payment.asset, data: payment.transferCalldata }
-    let transferGas = verified?.from === from ? verified.gas : undefined
+    let transferGas = verified.estimate?.from === from ? verified.estimate.gas : undefined
     const deployment = payment.deployment
     if (deployment && !(await hasCode(runtime, payment.payer, signal))) {
       if (!deployWallets) {
@@ -700,6 +724,8 @@ interface VerifiedPayment {
   readonly payment: PreparedPayment
   /** The gas verify's estimate gave, and the signer it ran as (a payment priced by an estimate). */
   readonly estimate: { readonly gas: bigint; readonly from: Address } | undefined
+  /** The transfer verify ran as `eth_call` at `maxSettlementGas` with the payee proof (a token outside the known table, plain signature). */
+  readonly simulated: VerifiedSimulation | undefined
   readonly spend: PayerSpend
 }
 

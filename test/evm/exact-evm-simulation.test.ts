@@ -28,7 +28,7 @@ import {
   type TestToken,
 } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import { requestsDuring, startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 
 let world: EvmFixture
 let proxy: FaultProxy
@@ -101,30 +101,30 @@ describe('verify runs its chain check as the settlement will', () => {
     expect(call.maxPriorityFeePerGas).toMatch(/^0x[0-9a-f]+$/)
   })
 
-  it('a token outside the known table: priced by eth_estimateGas of the exact settlement call, from the signer, with the fees, in the same request; settle sends the estimate with headroom, not the fixed limit', async () => {
+  it('a token outside the known table: the exact settlement call runs as eth_call from the signer, with the fees and maxSettlementGas as its limit, in the same request (no estimate); settle sends it at that limit, not the fixed one', async () => {
     const facilitator = await warmFacilitator({ signers: [world.signers[0]!] })
     const other = await deployTestToken(world.node)
     const { payer, requirements, paymentPayload } = await plainPayment(other)
     const { result, requests } = await requestsOf(() => facilitator.verify(body(paymentPayload, requirements)))
     expect(result).toEqual({ isValid: true, payer: payer.address })
     expect(requests).toHaveLength(1)
-    // The reads, the estimate, and (a token outside the table) the proof of what reaches payTo: one batch.
-    expect(requests[0]!.map((c) => c.method)).toEqual(['eth_call', 'eth_estimateGas', 'eth_call'])
-    const estimate = callParams(requests[0]![1]!)
-    expect(estimate.from?.toLowerCase()).toBe(world.signers[0]!.address.toLowerCase())
-    expect(estimate.to?.toLowerCase()).toBe(other.address.toLowerCase())
-    // transferWithAuthorization(..., v, r, s): the very call settle sends.
-    expect(estimate.data?.slice(0, 10)).toBe('0xe3ee160e')
-    expect(BigInt(estimate.maxFeePerGas!)).toBeGreaterThan(0n)
+    // The reads, the transaction at the cap, and (a token outside the table) the proof of what reaches payTo: one batch.
+    expect(requests[0]!.map((c) => c.method)).toEqual(['eth_call', 'eth_call', 'eth_call'])
+    const simulation = callParams(requests[0]![1]!)
+    expect(simulation.from?.toLowerCase()).toBe(world.signers[0]!.address.toLowerCase())
+    expect(simulation.to?.toLowerCase()).toBe(other.address.toLowerCase())
+    // transferWithAuthorization(..., v, r, s): the very call settle sends, with the very limit.
+    expect(simulation.data?.slice(0, 10)).toBe('0xe3ee160e')
+    expect(BigInt(simulation.gas!)).toBe(300_000n)
+    expect(BigInt(simulation.maxFeePerGas!)).toBeGreaterThan(0n)
 
     const settled = await facilitator.settle(body(paymentPayload, requirements))
     expect(settled).toMatchObject({ success: true, payer: payer.address })
     const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
     const { gasUsed } = await world.node.publicClient.getTransactionReceipt({ hash: settled.transaction as Hex })
     expect(tx.from).toBe(world.signers[0]!.address.toLowerCase())
-    expect(tx.gas).not.toBe(150_000n)
+    expect(tx.gas).toBe(300_000n)
     expect(tx.gas).toBeGreaterThan(gasUsed)
-    expect(tx.gas).toBeLessThanOrEqual(300_000n)
   })
 
   it('a node that refuses the simulation because the signer has no gas money: verify throws signer_unfunded (503), not a rejection', async () => {
@@ -341,5 +341,96 @@ describe('spendOf', () => {
     const poorCtx = contextOf(adapter, poor.paymentPayload, poor.requirements)
     expect(await adapter.verify(poorCtx)).toMatchObject({ isValid: false, invalidReason: EVM_REJECTION.insufficientFunds })
     expect(adapter.spendOf?.(poorCtx)).toBeUndefined()
+  })
+})
+
+describe('a token outside the known table: verify runs the transaction at the cap, and settle reuses that run while it is fresh (issue 31)', () => {
+  const TRANSFER_WITH_AUTHORIZATION = '0xe3ee160e'
+  type Call = { method: string; params: unknown }
+  /** An eth_call of the token's transferWithAuthorization itself (verify's run at the cap, or settle's simulation). */
+  const transferRuns = (calls: readonly Call[], token: Address) =>
+    calls.filter((call) => {
+      if (call.method !== 'eth_call') return false
+      const tx = callParams(call)
+      return tx.to?.toLowerCase() === token.toLowerCase() && tx.data?.startsWith(TRANSFER_WITH_AUTHORIZATION)
+    })
+  /** The payee proof: an eth_call with a state override. */
+  const probes = (calls: readonly Call[]) => calls.filter((call) => call.method === 'eth_call' && Array.isArray(call.params) && call.params.length === 3)
+  const methods = (calls: readonly Call[]) => calls.map((call) => call.method)
+
+  it('verify is one HTTP request with no eth_estimateGas: the reads, the exact transaction at maxSettlementGas and the payee proof', async () => {
+    const facilitator = await warmFacilitator({ feeCacheMs: 600_000 })
+    const other = await deployTestToken(world.node)
+    for (let round = 0; round < 3; round++) {
+      const { payer, requirements, paymentPayload } = await plainPayment(other)
+      const { result, requests } = await requestsDuring(proxy, () => facilitator.verify(body(paymentPayload, requirements)))
+      expect(result).toEqual({ isValid: true, payer: payer.address })
+      expect(requests).toHaveLength(1)
+      expect(methods(requests[0]!)).not.toContain('eth_estimateGas')
+      expect(methods(requests[0]!)).toEqual(['eth_call', 'eth_call', 'eth_call'])
+      const [run] = transferRuns(requests[0]!, other.address)
+      expect(run && BigInt(callParams(run).gas!)).toBe(300_000n)
+      expect(probes(requests[0]!)).toHaveLength(1)
+    }
+  })
+
+  it('settle right after its verify (the core runs both) does not simulate again: one run of the transfer and one proof in all, then the send at maxSettlementGas', async () => {
+    const facilitator = await warmFacilitator({ feeCacheMs: 600_000 })
+    const other = await deployTestToken(world.node)
+    const { payer, requirements, paymentPayload } = await plainPayment(other)
+    const before = await tokenBalance(world.node, other, world.payTo)
+    const { result: settled, requests } = await requestsDuring(proxy, () => facilitator.settle(body(paymentPayload, requirements)))
+    expect(settled).toMatchObject({ success: true, payer: payer.address })
+    const calls = requests.flat()
+    // The core's verify ran the transfer at the cap and the proof (one batch); settle ran neither again.
+    expect(transferRuns(calls, other.address)).toHaveLength(1)
+    expect(probes(calls)).toHaveLength(1)
+    expect(methods(calls)).not.toContain('eth_estimateGas')
+    expect(methods(calls)).toContain('eth_sendRawTransaction')
+    const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
+    expect(tx.gas).toBe(300_000n)
+    expect(await tokenBalance(world.node, other, world.payTo)).toBe(before + BigInt(requirements.amount))
+  })
+
+  it('a verify older than 2 s: settle runs the exact transaction at maxSettlementGas again, with the payee proof, in one request, before it sends', async () => {
+    const adapter = exactEvm(config({ feeCacheMs: 600_000 }))
+    const other = await deployTestToken(world.node)
+    const { requirements, paymentPayload } = await plainPayment(other)
+    const ctx = contextOf(adapter, paymentPayload, requirements)
+    expect(await adapter.verify(ctx)).toMatchObject({ isValid: true })
+    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, noJournal))
+    expect(settled).toMatchObject({ success: true })
+    const simulating = requests.filter((request) => transferRuns(request, other.address).length > 0)
+    expect(simulating).toHaveLength(1)
+    expect(transferRuns(simulating[0]!, other.address).map((run) => BigInt(callParams(run).gas!))).toEqual([300_000n])
+    expect(probes(simulating[0]!)).toHaveLength(1)
+    expect(methods(requests.flat())).not.toContain('eth_estimateGas')
+    // The simulation came before the send.
+    const sendAt = requests.findIndex((request) => methods(request).includes('eth_sendRawTransaction'))
+    expect(requests.indexOf(simulating[0]!)).toBeLessThan(sendAt)
+    await adapter.close?.()
+  })
+
+  it('fees other than the ones verify ran with: settle simulates again, with the payee proof, at the new fees', async () => {
+    const adapter = exactEvm(config({ feeCacheMs: 100 }))
+    const other = await deployTestToken(world.node)
+    const { requirements, paymentPayload } = await plainPayment(other)
+    const ctx = contextOf(adapter, paymentPayload, requirements)
+    expect(await adapter.verify(ctx)).toMatchObject({ isValid: true })
+    const { baseFeePerGas } = await world.node.publicClient.getBlock()
+    await world.node.testClient.setNextBlockBaseFeePerGas({ baseFeePerGas: (baseFeePerGas ?? 1_000_000_000n) * 3n })
+    await world.node.testClient.mine({ blocks: 1 })
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, noJournal))
+    expect(settled).toMatchObject({ success: true })
+    const simulating = requests.filter((request) => transferRuns(request, other.address).length > 0)
+    expect(simulating).toHaveLength(1)
+    expect(probes(simulating[0]!)).toHaveLength(1)
+    const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
+    expect(tx.gas).toBe(300_000n)
+    // Sent with the fees it was simulated with.
+    expect(BigInt(callParams(transferRuns(simulating[0]!, other.address)[0]!).maxFeePerGas!)).toBe(tx.maxFeePerGas)
+    await adapter.close?.()
   })
 })

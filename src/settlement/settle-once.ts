@@ -46,7 +46,8 @@ export interface SettlementOptions {
    * How long a claim or a broadcast stays its caller's without a renewal. The caller renews it
    * (every third of it) while it lives, so a settle may take its whole budget; a caller that
    * died (a crash, `kill -9`) leaves it to expire, and a retry then takes over within this
-   * time rather than after the settle budget. @default 5_000
+   * time rather than after the settle budget. At most a third of the settle budget, so that a
+   * retry can take over and finish within its own. @default 5_000
    */
   leaseMs?: number
   /**
@@ -139,7 +140,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const deadline = Date.now() + budgetMs
   const pollMs = options.pollIntervalMs ?? 25
   const recordTtlMs = options.recordTtlMs ?? 7 * DAY_MS
-  const leaseMs = Math.max(options.leaseMs ?? DEFAULT_LEASE_MS, MIN_LEASE_MS)
+  // A retry must be able to take over and still finish within its own budget: at most a third of it.
+  const leaseMs = Math.max(Math.min(options.leaseMs ?? DEFAULT_LEASE_MS, budgetMs / 3), MIN_LEASE_MS)
   const lease = () => Date.now() + leaseMs
   const storeTimeoutMs = options.storeTimeoutMs ?? 5_000
   // A call past the deadline still gets 1 ms: it then fails as unavailable instead of never being tried.

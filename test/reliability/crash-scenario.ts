@@ -209,7 +209,7 @@ export function describeCrashMidSettle(store: CrashStore): void {
       const retried = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
       expect(retried.json).toMatchObject({ success: true, payer: payer.address })
       expect((retried.json as { transaction: string }).transaction).not.toBe(record.transaction)
-      // Within the lease of the dead process (5 s) and a settle, not the settle budget.
+      // Within the lease of the dead process (a third of its 3 s budget) and a settle, not after the settle budget.
       expect(retried.ms).toBeLessThan(8_000)
       expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1700n + 300n)
       expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1700n)

@@ -258,7 +258,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     const fees = await withDeadline(runtime.fees(), ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees')))
     const gas = maxSettlementGas
     let sendFees = fees
-    if (!(verified.from === from && verified.data === call.data && sameFees(verified.fees, fees) && Date.now() - verified.at <= SIMULATION_REUSE_MS)) {
+    if (!ranJustNow(verified, { from, data: call.data, fees })) {
       const simulated = await simulateSettlement(runtime, { from, fees }, { to: call.to, data: call.data, gas }, ctx.signal, runtime.freshFees, call.payee).catch((error: unknown) =>
         Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
       )
@@ -617,8 +617,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     let sender: SettlementSender = { from, fees: await withDeadline(runtime.fees(), signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) }
     if (!payment.knownToken && payment.kind === 'eoa' && !payment.deployment) {
       const gas = maxSettlementGas
-      const { simulated } = verified
-      if (simulated && simulated.from === from && simulated.data === payment.transferCalldata && sameFees(simulated.fees, sender.fees) && Date.now() - simulated.at <= SIMULATION_REUSE_MS) {
+      if (ranJustNow(verified.simulated, { from, data: payment.transferCalldata, fees: sender.fees })) {
         return { gas, fees: sender.fees }
       }
       const transfer = { to: payment.asset, data: payment.transferCalldata }
@@ -701,6 +700,11 @@ interface VerifiedSimulation {
  * right before a settle is milliseconds old; one from a call that waited on another's claim is not.
  */
 const SIMULATION_REUSE_MS = 2_000
+
+/** Whether verify's simulation ran this very call (signer, calldata, fees) less than SIMULATION_REUSE_MS ago. */
+function ranJustNow(verified: VerifiedSimulation | undefined, call: { from: Address; data: Hex; fees: FeeQuote }): boolean {
+  return verified !== undefined && verified.from === call.from && verified.data === call.data && sameFees(verified.fees, call.fees) && Date.now() - verified.at <= SIMULATION_REUSE_MS
+}
 
 function sameFees(a: FeeQuote, b: FeeQuote): boolean {
   if ('gasPrice' in a || 'gasPrice' in b) return 'gasPrice' in a && 'gasPrice' in b && a.gasPrice === b.gasPrice

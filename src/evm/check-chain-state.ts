@@ -104,11 +104,12 @@ const CHECKS_GAS = 100_000n
  *   a dozen times. The payer's code needs no read: the call ran at the limit sent.
  * - An `erc1271` signature is priced by `eth_estimateGas` of the exact settlement
  *   call, in the same batch, capped by `maxSettlementGas`: that estimate is the
- *   simulation. A token outside the
- *   table also has, in the same batch, the proof of what reaches `payTo`: the calls
- *   settle sends run as its signer between two reads of `payTo`'s balance, which must
- *   rise by exactly the value (see probePayeeCredit; a fee-on-transfer, rebasing or
- *   hook token is refused with `invalid_exact_evm_payee_amount_mismatch`).
+ *   simulation.
+ * - A token outside the table also has, in the same batch, the proof of what reaches
+ *   `payTo`: the calls settle sends run as its signer between two reads of `payTo`'s
+ *   balance, which must rise by exactly the value (see probePayeeCredit; a
+ *   fee-on-transfer, rebasing or hook token is refused with
+ *   `invalid_exact_evm_payee_amount_mismatch`).
  * - A known token's payer with code (a smart wallet signing with its owner's key, an
  *   EIP-7702 account): a token that checks signatures as USDC v2.2 does runs the
  *   payer's `isValidSignature`, at our expense, so the payment is priced and proven

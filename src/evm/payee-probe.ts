@@ -49,6 +49,16 @@ export const PAYEE_PROBE_GAS = 100_000n
 export type PayeeProbe = { readonly rejection: Rejection | undefined } | { readonly staleFees: true } | { readonly fault: FacilitatorError }
 
 /**
+ * The probe's refusal, or `undefined` when the credit is proven; a fault is thrown, and so is a fee
+ * quote the node found below its base fee (for callers that have no fresh quote to try again with).
+ */
+export function payeeRejection(proven: PayeeProbe): Rejection | undefined {
+  if ('fault' in proven) throw proven.fault
+  if ('staleFees' in proven) throw new FacilitatorError('rpc_error', 'proving what the payee receives: the node found the fee quote below its base fee; retry')
+  return proven.rejection
+}
+
+/**
  * Proves, before anything is sent, that the settlement's `calls` credit `payTo` with exactly
  * `credit.amount` of `credit.token`: one `eth_call` whose state override places the PayeeProbe at
  * the sender's own address, called from that sender with its fees and `gas` as the limit. The calls

@@ -4,7 +4,7 @@ import type { PaymentContext } from '../core/adapter.js'
 import { formatIssuePath } from '../schemas/parse-request.js'
 import { address, uint256 } from './authorization.js'
 import { admitAsset, payeeCreditOf, type AdmittedAsset, type AssetAdmission, type PayeeCredit } from './asset-policy.js'
-import { PAYEE_PROBE_GAS, probePayeeCredit } from './payee-probe.js'
+import { PAYEE_PROBE_GAS, payeeRejection, probePayeeCredit } from './payee-probe.js'
 import { isMagicValue } from './check-chain-state.js'
 import { sameAddress, unwrapErc6492 } from './prepare-payment.js'
 import { aggregate3Calldata, allowanceCalldata, balanceOfCalldata, decodeAggregate3Result, exactProxySettleCalldata, isValidSignatureCalldata, nonceBitmapCalldata, PERMIT2_GETTER_CALLDATA, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
@@ -432,10 +432,8 @@ export async function checkPermit2State(runtime: NetworkRuntime, payment: Prepar
     return verdict(rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection)
   }
   if (credit) {
-    const proven = await credit
-    if ('fault' in proven) throw proven.fault
-    if ('staleFees' in proven) throw new FacilitatorError('rpc_error', 'proving what the payee receives: the node found the fee quote below its base fee; retry')
-    if (proven.rejection) return verdict(proven.rejection)
+    const refused = payeeRejection(await credit)
+    if (refused) return verdict(refused)
   }
   // The proxy call ran at maxSettlementGas, the limit settle sends it with.
   return verdict(undefined)

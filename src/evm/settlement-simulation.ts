@@ -4,7 +4,7 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { aggregate3Calldata } from './calldata.js'
 import type { PayeeCredit } from './asset-policy.js'
 import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
-import { PAYEE_PROBE_GAS, probePayeeCredit } from './payee-probe.js'
+import { PAYEE_PROBE_GAS, payeeRejection, probePayeeCredit } from './payee-probe.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 
@@ -248,10 +248,8 @@ export async function simulateSettlement(
       throw toRpcFault(error, 'simulating the settlement transaction')
     }
     if (probing) {
-      const proven = await withDeadline(probing, signal)
-      if ('fault' in proven) throw proven.fault
-      if ('staleFees' in proven) throw new FacilitatorError('rpc_error', 'proving what the payee receives: the node found the fee quote below its base fee; retry')
-      if (proven.rejection) return { rejection: proven.rejection, fees }
+      const refused = payeeRejection(await withDeadline(probing, signal))
+      if (refused) return { rejection: refused, fees }
     }
     return { rejection: undefined, fees }
   }

@@ -714,7 +714,7 @@ function sameFees(a: FeeQuote, b: FeeQuote): boolean {
 /** A failed simulation of an upto settlement carries the upto code. */
 function asUptoRejection(rejection: Rejection): Rejection {
   return rejection.reason === EVM_REJECTION.simulationFailed || rejection.reason === PERMIT2_REJECTION.simulationFailed
-    ? { reason: 'invalid_upto_evm_transaction_failed', message: rejection.message }
+    ? { reason: UPTO_REJECTION.simulationFailed, message: rejection.message }
     : rejection
 }
 

@@ -120,4 +120,6 @@ export const UPTO_REJECTION = {
   facilitatorMismatch: 'upto_facilitator_mismatch',
   /** The settle request's amount is above the permitted maximum (refused before anything is sent). */
   settlementExceedsAmount: 'invalid_upto_evm_payload_settlement_exceeds_amount',
+  /** The simulation of the upto settlement (the proxy call as it will be sent) failed. */
+  simulationFailed: 'invalid_upto_evm_transaction_failed',
 } as const

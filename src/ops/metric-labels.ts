@@ -27,8 +27,6 @@ export const KNOWN_OUTCOMES: ReadonlySet<string> = new Set<string>([
   ...Object.values(EIP2612_REJECTION),
   ...Object.values(UPTO_REJECTION),
   ...Object.values(SVM_REASON),
-  // A failed simulation of an upto settlement (evm/exact-evm.ts names it outside the tables).
-  'invalid_upto_evm_transaction_failed',
 ])
 
 /** The labels of one verify or settle in the metrics. */

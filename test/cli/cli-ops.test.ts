@@ -16,7 +16,7 @@ import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
 import { startRedisServer, type RedisServer } from '../support/redis-server.js'
-import { killCliProcesses, refusedCli, startCli, type RunningCli } from './cli-process.js'
+import { evmCliEnv, killCliProcesses, refusedCli, startCli, type RunningCli } from './cli-process.js'
 
 let world: EvmFixture
 let redis: RedisServer
@@ -74,20 +74,7 @@ async function closedGate(): Promise<Gate> {
 
 const SECRETS = ['SECRET-PASS-123', 'SECRET-QUERY-123', 'SECRET-PG-PASS-123']
 
-function env(extra: Record<string, string>): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '',
-    NETWORKS: 'eip155:84532',
-    RPC_URL_EIP155_84532: world.node.rpcUrl,
-    EVM_PRIVATE_KEYS: evmKey,
-    ASSETS_EIP155_84532: `${world.token.address}:${world.token.name}:${world.token.version}`,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    STORE_URL: 'memory',
-    LOG_LEVEL: 'info',
-    ...extra,
-  }
-}
+const env = (extra: Record<string, string>) => evmCliEnv(world, evmKey, extra)
 
 /** A signed v2 payment in the fixture's token. */
 async function paymentBody() {

@@ -3,6 +3,7 @@
  * variables only, its JSON log lines collected, its refusals to start read from stderr.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
+import type { EvmFixture } from '../support/evm-fixture.js'
 
 /** A running command. */
 export interface RunningCli {
@@ -17,6 +18,25 @@ export interface RunningCli {
 }
 
 const children: ChildProcess[] = []
+
+/**
+ * The environment of a command serving the fixture's chain (`eip155:84532`) with its test token listed,
+ * on loopback, an ephemeral port and the memory store, logging at info; `extra` adds or overrides.
+ */
+export function evmCliEnv(world: EvmFixture, evmKey: `0x${string}`, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    NETWORKS: 'eip155:84532',
+    RPC_URL_EIP155_84532: world.node.rpcUrl,
+    EVM_PRIVATE_KEYS: evmKey,
+    ASSETS_EIP155_84532: `${world.token.address}:${world.token.name}:${world.token.version}`,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    STORE_URL: 'memory',
+    LOG_LEVEL: 'info',
+    ...extra,
+  }
+}
 
 /** Kills every command a test file started (its afterAll). */
 export function killCliProcesses(): void {

@@ -19,7 +19,7 @@ import { tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { requestFrom, startForwardingProxy } from '../support/forwarding-proxy.js'
 import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
-import { killCliProcesses, refusedCli, startCli } from './cli-process.js'
+import { evmCliEnv, killCliProcesses, refusedCli, startCli } from './cli-process.js'
 
 let world: EvmFixture
 let evmKey: `0x${string}`
@@ -42,20 +42,7 @@ const SHOP_B = 'shop-b:bbbbbbbbbbbbbbbbbbbbbbbb'
 const OPS = 'ops:cccccccccccccccccccccccc'
 const bearer = (entry: string) => ({ authorization: `Bearer ${entry.slice(entry.indexOf(':') + 1)}` })
 
-function env(extra: Record<string, string>): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '',
-    NETWORKS: 'eip155:84532',
-    RPC_URL_EIP155_84532: world.node.rpcUrl,
-    EVM_PRIVATE_KEYS: evmKey,
-    ASSETS_EIP155_84532: `${world.token.address}:${world.token.name}:${world.token.version}`,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    STORE_URL: 'memory',
-    LOG_LEVEL: 'info',
-    ...extra,
-  }
-}
+const env = (extra: Record<string, string>) => evmCliEnv(world, evmKey, extra)
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
   const answer = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })

@@ -105,10 +105,49 @@ export interface SettleReservation {
 }
 
 /**
+ * A payload read once for one request: the scheme-specific part in the adapter's own type, and its
+ * replay domain. The core hands `payload` to every later step of the same request, so an adapter
+ * never parses twice nor keeps anything per request.
+ */
+export type Parsed<P> =
+  | {
+      /** The scheme payload, as the adapter's later steps take it. */
+      readonly payload: P
+      /**
+       * The payment's identity for at-most-once settlement: its on-chain replay domain, the same
+       * for every scheme and protocol version that spends it (EVM: chain, token, payer and
+       * EIP-3009 nonce; chain, owner and Permit2 nonce), unique across networks (start it with the
+       * chain). Two payments with one key are one claim: the second is refused before anything is sent.
+       */
+      readonly key: string
+    }
+  /** The payload is too malformed to have an identity: this is verify's answer (`isValid: false`). */
+  | { readonly refusal: VerifyResponse }
+
+/**
+ * What `verify` answers: the response, and for a payment that verified valid what `settle` takes
+ * back (the payment as checked: its calldata or signed transaction, its estimate, its signer).
+ */
+export type Verdict<V> =
+  | { readonly response: VerifyResponse; readonly payment?: undefined; readonly spend?: undefined }
+  | {
+      readonly response: VerifyResponse & { readonly isValid: true }
+      readonly payment: V
+      /** What settling `payment` takes from its payer's balance, as this verify read it; the core holds it. */
+      readonly spend?: PayerSpend
+    }
+
+/**
  * A scheme on a set of networks: the plug-in unit of the facilitator. Built by
  * factories such as `exactEvm()` and passed in configuration.
+ *
+ * One request runs `parse` → (`reserveSettlement`) → `verify` → `settle`, each step handed what
+ * the step before it returned: `P` the parsed payload, `V` the verified payment, `R` the signer
+ * reservation. A settle is always preceded by a verify in the same call (the core verifies again
+ * right before it claims, also after a restart or on another instance), so `settle` never sees a
+ * payment it did not check itself.
  */
-export interface SchemeAdapter {
+export interface SchemeAdapter<P = unknown, V = unknown, R extends SettleReservation = SettleReservation> {
   /** The scheme served, e.g. `exact`. */
   readonly scheme: string
   /** The network family; signers are listed under `<family>:*`. */
@@ -128,37 +167,28 @@ export interface SchemeAdapter {
   readonly settleSetsAmount?: boolean
   /** Names of the payload extensions this adapter honours (e.g. `eip2612GasSponsoring`), listed in supported(). Optional. */
   readonly extensions?: readonly string[]
-  /** Checks a payment; never throws for a bad payment, only for faults. */
-  verify(ctx: PaymentContext): Promise<VerifyResponse>
-  /**
-   * The identity of this payment for at-most-once settlement: its on-chain replay domain, the
-   * same for every scheme and protocol version that spends it (EVM: chain, token, payer and
-   * EIP-3009 nonce; chain, owner and Permit2 nonce), unique across networks (start it with the
-   * chain), or `undefined` when the payload is too malformed to have one (verify then rejects it).
-   * Two payments with one key are one claim: the second is refused before anything is sent.
-   */
-  settlementKey(ctx: PaymentContext): string | undefined
+  /** Reads `ctx.payload.payload` and names its replay domain. Synchronous and offline; never throws for a bad payload. */
+  parse(ctx: PaymentContext): Parsed<P>
   /**
    * Whether a payment of this replay domain may be settled with no transaction (an `upto` usage of
    * zero), so that the chain cannot show it spent: verify then asks the store. Optional: false.
    */
-  spendableWithoutTransaction?(ctx: PaymentContext): boolean
+  spendableWithoutTransaction?(ctx: PaymentContext, payload: P): boolean
   /**
-   * Takes a settlement slot on a signer that can pay for this payment, before
-   * anything is verified, claimed or sent. Throws `FacilitatorError('signer_busy')`
-   * when every such signer is at its in-flight bound, so the payer can simply
-   * retry. `settle` then uses the reserved signer. Optional: adapters without
+   * Takes a settlement slot on a signer that can pay for this payment, before anything is
+   * verified, claimed or sent. Throws `FacilitatorError('signer_busy')` when every such signer is
+   * at its in-flight bound, so the payer can simply retry. The core hands the reservation to the
+   * verify and the settle of the same call, and releases it at the end. Optional: adapters without
    * a bound omit it.
    */
-  reserveSettlement?(ctx: PaymentContext): SettleReservation
+  reserveSettlement?(ctx: PaymentContext): R
   /**
-   * What the settlement of `ctx` spends, known after a `verify(ctx)` of the same context
-   * that answered valid; `undefined` before that, or when the adapter cannot tell (the
-   * core then holds nothing). Optional.
+   * Checks a payment; never throws for a bad payment, only for faults. `reservation` is given when
+   * the verify is settle's own (the payment is about to be sent from that signer).
    */
-  spendOf?(ctx: PaymentContext): PayerSpend | undefined
-  /** Re-checks, broadcasts (after `journal.broadcasting`) and confirms a payment. */
-  settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse>
+  verify(ctx: PaymentContext, payload: P, reservation?: R): Promise<Verdict<V>>
+  /** Broadcasts (after `journal.broadcasting`) and confirms the payment a verify of this call passed. */
+  settle(ctx: PaymentContext, payment: V, journal: SettleJournal, reservation?: R): Promise<SettleResponse>
   /**
    * Finishes a settlement whose transaction was recorded but whose outcome is
    * unknown (a pending answer, or a process that died after broadcasting):
@@ -167,7 +197,7 @@ export interface SchemeAdapter {
    * nonce went to another transaction): the core then verifies the payment
    * again and settles it anew.
    */
-  resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse>
+  resume(ctx: PaymentContext, payload: P, record: BroadcastRecord): Promise<SettleResponse>
   /**
    * Checks that what this adapter depends on answers as configured (the RPC with the
    * expected chain, contracts where configured, signers' gas money), one line per check,

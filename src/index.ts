@@ -18,10 +18,10 @@ export {
   type PaymentOptions,
   type SettleOptions,
   type Timeouts,
-} from './core/facilitator.js'
+} from './facilitator/facilitator.js'
 export type { FacilitatorHooks, HookRejection, PaymentEvent, RefusalEvent, SettleEvent, VerifyEvent } from './core/hooks.js'
-export { loggingHooks, type Logger } from './core/logging-hooks.js'
-export { watchSignerBalances, type SignerBalance, type SignerBalanceWatch, type SignerBalanceWatchOptions } from './core/signer-balance-watch.js'
+export { loggingHooks, type Logger } from './facilitator/logging-hooks.js'
+export { watchSignerBalances, type SignerBalance, type SignerBalanceWatch, type SignerBalanceWatchOptions } from './facilitator/signer-balance-watch.js'
 export { createRegistry, type Registry, type RegistryMatch } from './core/registry.js'
 export {
   FAULT_STATUS,

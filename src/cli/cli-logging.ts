@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { format } from 'node:util'
-import type { Logger } from '../core/logging-hooks.js'
+import type { Logger } from '../core/logger.js'
 
 /** The logger of the command: pino's, with `fatal` and `child` as the command uses them. */
 export interface CliLogger extends Logger {

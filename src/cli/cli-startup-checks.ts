@@ -1,5 +1,5 @@
 import type { ReadinessCheck } from '../core/adapter.js'
-import type { Facilitator } from '../core/facilitator.js'
+import type { Facilitator } from '../facilitator/facilitator.js'
 import { withDeadline } from '../core/deadline.js'
 import type { Store } from '../stores/store.js'
 import type { CliNetwork } from './cli-config.js'

@@ -1,5 +1,5 @@
 import type { Address, LocalAccount, Transport } from 'viem'
-import type { Logger } from '../core/logging-hooks.js'
+import type { Logger } from '../core/logger.js'
 
 /**
  * What settle needs from a facilitator key: its address and offline

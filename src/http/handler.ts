@@ -1,4 +1,4 @@
-import type { Facilitator } from '../core/facilitator.js'
+import type { Facilitator } from '../facilitator/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
 import { proxiedClientAddress, type TrustProxy } from './client-address.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'

@@ -1,4 +1,4 @@
-import type { Facilitator } from '../core/facilitator.js'
+import type { Facilitator } from '../facilitator/facilitator.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExtraRoute } from './handler.js'
 

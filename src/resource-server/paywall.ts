@@ -1,5 +1,5 @@
 import { differingAcceptedField } from '../core/context.js'
-import type { Facilitator } from '../core/facilitator.js'
+import type { Facilitator } from '../facilitator/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
 import { isPermit2Payload } from '../evm/permit2-payload-kind.js'
 import type { SettleResponse, SupportedResponse } from '../schemas/messages.js'

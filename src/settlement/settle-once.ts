@@ -8,7 +8,7 @@ import type { Store } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
-import { settleFailure, settlementPending } from './settle-answers.js'
+import { settleFailure, settlementPending } from '../core/settle-answers.js'
 
 /**
  * Where a payment's settlement record lives in the store: under its replay domain alone (the

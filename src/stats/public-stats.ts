@@ -1,4 +1,4 @@
-import { cachedFor } from '../core/cached-for.js'
+import { cachedFor } from './cached-for.js'
 import type { FacilitatorHooks } from '../core/hooks.js'
 import type { ExtraRoute, FetchHandler } from '../http/handler.js'
 import type { Store } from '../stores/store.js'

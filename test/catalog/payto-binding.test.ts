@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createCatalog, type CatalogOptions } from '../../src/catalog/catalog.js'
 import { catalogListingSchema, discoveryResponseSchema } from '../../src/catalog/catalog-schema.js'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { createHandler } from '../../src/http/handler.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
 import { createMemoryStore } from '../../src/stores/memory-store.js'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createCatalog } from '../../src/catalog/catalog.js'
 import { catalogListingSchema, discoveryResponseSchema } from '../../src/catalog/catalog-schema.js'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import type { FacilitatorHooks } from '../../src/core/hooks.js'
 import { useRedisStores } from '../support/redis-server.js'
 import { createChainAdapter, createTestChain, paymentBody } from '../support/stats-test-adapter.js'

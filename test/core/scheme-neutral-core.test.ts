@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 // The core routes and settles every scheme through the adapter contract (settlementKey,
 // settleSetsAmount, spendableWithoutTransaction, resume): a scheme-specific branch in it is how
 // the cross-scheme Permit2 replay arose (issue #30). Comments may name schemes; code may not.
-const FOLDERS = ['src/core', 'src/settlement']
+const FOLDERS = ['src/core', 'src/settlement', 'src/facilitator']
 const SCHEME_IN_CODE = [/['"`](exact|upto|permit2|eip3009|batch-settlement)['"`]/, /\.scheme\s*[!=]==\s*['"`]/]
 
 function codeLines(text: string): string[] {

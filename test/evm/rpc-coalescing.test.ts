@@ -6,7 +6,7 @@
  */
 import { BaseError, createPublicClient, RpcRequestError, type Hex } from 'viem'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { FacilitatorError } from '../../src/errors/facilitator-error.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'

@@ -3,7 +3,7 @@
  * facilitator and the test ledger adapter (an in-memory "chain" with HMAC signatures).
  */
 import { describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { createLedgerRecorder } from '../../src/ledger/ledger-recorder.js'
 import { createMemoryLedger } from '../../src/ledger/memory-ledger.js'
 import { createMemoryStore } from '../../src/stores/memory-store.js'

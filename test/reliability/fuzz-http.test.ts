@@ -9,7 +9,7 @@ import {
 } from '@solana/kit'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { createHandler, type FetchHandler } from '../../src/http/handler.js'

@@ -5,7 +5,7 @@
  * payment settles once a slot frees up.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'

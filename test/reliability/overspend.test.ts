@@ -8,7 +8,7 @@
  */
 import type { Address } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { createRedisStore } from '../../src/stores/redis-store.js'

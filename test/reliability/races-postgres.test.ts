@@ -5,7 +5,7 @@
  * is shared with the Redis file (races-scenario.ts); the ledger checks are this file's.
  */
 import { describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { createLedgerRecorder } from '../../src/ledger/ledger-recorder.js'
 import { createPostgresStore } from '../../src/stores/postgres/postgres-store.js'

@@ -6,7 +6,7 @@
  * same pair must land exactly one transaction.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'

@@ -7,7 +7,7 @@
  */
 import type { Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { FacilitatorError } from '../../src/errors/facilitator-error.js'
 import { REJECTION } from '../../src/errors/reasons.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'

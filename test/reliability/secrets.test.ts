@@ -10,7 +10,7 @@ import { createKeyPairSignerFromPrivateKeyBytes, getBase58Decoder } from '@solan
 import { bytesToHex, parseEther } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { createFacilitator, type Facilitator } from '../../src/core/facilitator.js'
+import { createFacilitator, type Facilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { createHandler } from '../../src/http/handler.js'

@@ -5,7 +5,7 @@
  */
 import { createServer as createTcpServer, type AddressInfo } from 'node:net'
 import { parseEventLogs, type Address, type Hex } from 'viem'
-import type { Facilitator } from '../../src/core/facilitator.js'
+import type { Facilitator } from '../../src/facilitator/facilitator.js'
 import { createHandler, type HandlerOptions } from '../../src/http/handler.js'
 import { createNodeListener } from '../../src/http/node-listener.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { PaymentContext } from '../../src/core/adapter.js'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import type { SettleEvent, VerifyEvent } from '../../src/core/hooks.js'
 import { isFacilitatorError } from '../../src/errors/facilitator-error.js'
 import type { PaymentRequest } from '../../src/schemas/messages.js'

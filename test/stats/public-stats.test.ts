@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { createHandler } from '../../src/http/handler.js'
 import { createAssetTable } from '../../src/networks/assets.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'

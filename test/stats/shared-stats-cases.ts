@@ -6,7 +6,7 @@
 import { expect, it } from 'vitest'
 import { createCatalog, type CatalogService } from '../../src/catalog/catalog.js'
 import { catalogListingSchema } from '../../src/catalog/catalog-schema.js'
-import { createFacilitator } from '../../src/core/facilitator.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
 import { createPublicStats } from '../../src/stats/public-stats.js'
 import { publicStatsSchema } from '../../src/stats/stats-schema.js'

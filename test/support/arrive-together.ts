@@ -9,7 +9,7 @@
 import { createServer } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { vi } from 'vitest'
-import type { Facilitator } from '../../src/core/facilitator.js'
+import type { Facilitator } from '../../src/facilitator/facilitator.js'
 import { createHandler } from '../../src/http/handler.js'
 import { createNodeListener } from '../../src/http/node-listener.js'
 

@@ -1,11 +1,6 @@
-import { chargedAmount, type FacilitatorHooks, type SettleEvent, type VerifyEvent } from './hooks.js'
+import type { Logger } from '../core/logger.js'
+import { chargedAmount, type FacilitatorHooks, type SettleEvent, type VerifyEvent } from '../core/hooks.js'
 
-/** The part of a pino logger the facilitator uses: `logger.warn({ fields }, 'message')`. */
-export interface Logger {
-  info(fields: Record<string, unknown>, message?: string): void
-  warn(fields: Record<string, unknown>, message?: string): void
-  error(fields: Record<string, unknown>, message?: string): void
-}
 
 // Settle outcomes an operator should hear of: money may be moving, or a payer is misbehaving.
 const NOTABLE_SETTLE_REASONS = new Set(['settlement_pending', 'transaction_failed', 'payer_suspended', 'invalid_exact_svm_transaction_expired'])
@@ -22,6 +17,8 @@ const NOTABLE_SETTLE_REASONS = new Set(['settlement_pending', 'transaction_faile
  * // partial
  * createFacilitator({ schemes, hooks: [loggingHooks(pino())] }) // or simply { logger: pino() }
  */
+export type { Logger }
+
 export function loggingHooks(logger: Logger): FacilitatorHooks {
   const fieldsOf = (event: VerifyEvent | SettleEvent) => ({
     operation: event.operation,

@@ -1,4 +1,4 @@
-import type { PaymentContext } from '../core/adapter.js'
+import type { PaymentContext } from './adapter.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse } from '../schemas/messages.js'
 

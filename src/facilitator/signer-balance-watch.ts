@@ -1,4 +1,4 @@
-import type { ReadinessCheck } from './adapter.js'
+import type { ReadinessCheck } from '../core/adapter.js'
 import type { Facilitator } from './facilitator.js'
 
 /** One signer's gas money as a watch reads it (amounts in the chain's smallest unit). */

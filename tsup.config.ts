@@ -5,6 +5,7 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     'http/index': 'src/http/index.ts',
+    'testing/index': 'src/testing/index.ts',
     'evm/index': 'src/evm/index.ts',
     'svm/index': 'src/svm/index.ts',
     'stores/redis': 'src/stores/redis-store.ts',

@@ -20,7 +20,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['http'],
   ['stats', 'catalog', 'ledger', 'ops'],
   ['pages', 'resource-server'],
-  ['cli'],
+  ['cli', 'testing'],
 ]
 /** Allowed imports within a layer: `from -> to`. */
 const SIDEWAYS = new Set(['catalog -> stats', 'ledger -> catalog'])

@@ -1,0 +1,1 @@
+export { adapterConformance, type ConformanceCheck, type ConformanceSetup } from './adapter-conformance.js'

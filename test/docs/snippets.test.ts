@@ -31,6 +31,7 @@ const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as
 const ENTRIES: Record<string, string> = {
   '.': 'src/index.ts',
   './http': 'src/http/index.ts',
+  './testing': 'src/testing/index.ts',
   './evm': 'src/evm/index.ts',
   './svm': 'src/svm/index.ts',
   './stores/redis': 'src/stores/redis-store.ts',

@@ -4,7 +4,7 @@ import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isPendingSettlement, REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
-import type { Store } from '../stores/store.js'
+import type { SettlementStore } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
@@ -23,7 +23,7 @@ const recordKey = (key: string) => `settlement:${key}`
  * verifying valid and buy the work again. A store that fails or is slow answers `false`: verify
  * needs no store to answer, and settle still refuses the repeat from its record.
  */
-export async function settledWithoutTransaction(adapter: SchemeAdapter, context: PaymentContext, store: Store, boundMs: number): Promise<boolean> {
+export async function settledWithoutTransaction(adapter: SchemeAdapter, context: PaymentContext, store: SettlementStore, boundMs: number): Promise<boolean> {
   const key = adapter.settlementKey(context)
   if (key === undefined) return false
   try {
@@ -80,7 +80,7 @@ export interface PayerFailureBudget {
 interface SettleOnceInput {
   adapter: SchemeAdapter
   context: PaymentContext
-  store: Store
+  store: SettlementStore
   /** Time budget of the whole settle call, in ms. */
   budgetMs: number
   options: SettlementOptions

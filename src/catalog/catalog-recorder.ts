@@ -31,6 +31,7 @@ const MAX_BAZAAR_JSON = 8192
 
 /** Options of the catalog recorder. */
 export interface CatalogRecorderOptions {
+  /** Where the catalog lives, a `StatsStore` (a settlement-only store is refused). */
   store: StatsStore
   /** Largest number of resources kept; the least-called are evicted. @default 1000 */
   maxResources?: number

@@ -34,7 +34,10 @@ export interface CatalogResourceConfig {
 
 /** Options of `createCatalog`. */
 export interface CatalogOptions extends Omit<CatalogRecorderOptions, 'store'> {
-  /** The facilitator's store; share it between instances so their catalogs are one. */
+  /**
+   * The facilitator's store when it is a full `Store`, else one of its own (a settlement-only store
+   * is refused). Share it between instances so their catalogs are one.
+   */
   store: StatsStore
   /** Operator metadata per resource URL (compared after normalisation). */
   resources?: readonly CatalogResourceConfig[]

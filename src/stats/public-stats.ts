@@ -10,7 +10,10 @@ import type { PublicStats } from './stats-schema.js'
 
 /** Options of `createPublicStats`. */
 export interface PublicStatsOptions extends ReadStatsOptions, Pick<StatsRecorderOptions, 'dedupeTtlMs'> {
-  /** The facilitator's store; share it between instances so their statistics add up. */
+  /**
+   * Where counters live: the facilitator's store when it is a full `Store`, else one of their own (a
+   * settlement-only store is refused). Share it between instances so their statistics add up.
+   */
   store: StatsStore
   /** How long a computed body is reused, here and by HTTP caches (`max-age`). @default 15 */
   cacheSeconds?: number

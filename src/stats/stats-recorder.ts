@@ -24,7 +24,7 @@ import {
 
 /** Options of the statistics recorder. */
 export interface StatsRecorderOptions {
-  /** Where counters live; share it between instances so their statistics add up. */
+  /** Where counters live, a `StatsStore`; share it between instances so their statistics add up. */
   store: StatsStore
   /** Clock in milliseconds. @default Date.now */
   now?: () => number

@@ -19,6 +19,7 @@ interface RoleOf {
  * method of `role`: a store of the wrong role fails when it is wired, not at the first payment.
  *
  * @example
+ * // partial
  * requireStoreRole(options.store, 'statistics', 'createPublicStats')
  */
 export function requireStoreRole<R extends keyof RoleOf>(store: unknown, role: R, who: string): asserts store is RoleOf[R] {

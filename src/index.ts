@@ -54,7 +54,7 @@ export { formatIssuePath, parsePaymentRequest, type ParsedPaymentRequest } from 
 export { settlementRecordSchema, type SettlementRecord } from './settlement/settlement-record.js'
 export type { SettlementOptions } from './settlement/settle-once.js'
 export { createMemoryStore, type MemoryStoreOptions } from './stores/memory-store.js'
-export type { ExpiryOptions, SetOptions, Store } from './stores/store.js'
+export type { CloseHoldOptions, ExpiryOptions, HoldRequest, KeyValueStore, SetOptions, SettlementStore, StatsStore, Store } from './stores/store.js'
 export {
   decodePaymentHeader,
   encodeJsonHeader,

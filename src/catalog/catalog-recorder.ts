@@ -2,7 +2,8 @@ import type { PaymentContext } from '../core/adapter.js'
 import type { FacilitatorHooks, SettleEvent } from '../core/hooks.js'
 import { isPendingSettlement } from '../errors/reasons.js'
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
-import type { Store } from '../stores/store.js'
+import { requireStoreRole } from '../stores/store-roles.js'
+import type { StatsStore } from '../stores/store.js'
 import { usdValue } from '../stats/token-units.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { catalogPayToKey, createPayToBinding, type PayToPin } from './payto-binding.js'
@@ -30,7 +31,8 @@ const MAX_BAZAAR_JSON = 8192
 
 /** Options of the catalog recorder. */
 export interface CatalogRecorderOptions {
-  store: Store
+  /** Where the catalog lives, a `StatsStore` (a settlement-only store is refused). */
+  store: StatsStore
   /** Largest number of resources kept; the least-called are evicted. @default 1000 */
   maxResources?: number
   /** Assets with a USD price, for `valueProcessed`. @default createAssetTable() */
@@ -63,6 +65,7 @@ export interface CatalogRecorderOptions {
  * const facilitator = createFacilitator({ schemes, store, hooks: [createCatalogRecorder({ store })] })
  */
 export function createCatalogRecorder(options: CatalogRecorderOptions): FacilitatorHooks {
+  requireStoreRole(options.store, 'statistics', 'createCatalogRecorder')
   const { store } = options
   const cap = options.maxResources ?? 1000
   const assets = options.assets ?? createAssetTable()

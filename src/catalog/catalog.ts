@@ -2,7 +2,8 @@ import type { FacilitatorHooks } from '../core/hooks.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExtraRoute } from '../http/handler.js'
 import { describeNetwork, toCaip2 } from '../networks/networks.js'
-import type { Store } from '../stores/store.js'
+import { requireStoreRole } from '../stores/store-roles.js'
+import type { StatsStore } from '../stores/store.js'
 import { publicError, publicJson } from '../stats/public-response.js'
 import { isRecord } from '../schemas/parse-request.js'
 import { formatLastCalled, formatUsdCompact } from './catalog-format.js'
@@ -33,8 +34,11 @@ export interface CatalogResourceConfig {
 
 /** Options of `createCatalog`. */
 export interface CatalogOptions extends Omit<CatalogRecorderOptions, 'store'> {
-  /** The facilitator's store; share it between instances so their catalogs are one. */
-  store: Store
+  /**
+   * The facilitator's store when it is a full `Store`, else one of its own (a settlement-only store
+   * is refused). Share it between instances so their catalogs are one.
+   */
+  store: StatsStore
   /** Operator metadata per resource URL (compared after normalisation). */
   resources?: readonly CatalogResourceConfig[]
   /** Address of a resource's catalog page, for `jobsUrl`. @default the resource URL */
@@ -123,6 +127,7 @@ export const DISCOVERY_PATH = '/discovery/resources'
  * createHandler(facilitator, { routes: catalog.routes() }) // GET /public/resources, GET /discovery/resources
  */
 export function createCatalog(options: CatalogOptions): CatalogService {
+  requireStoreRole(options.store, 'statistics', 'createCatalog')
   const { store } = options
   const now = options.now ?? Date.now
   const ttlSeconds = options.ttlSeconds ?? 300

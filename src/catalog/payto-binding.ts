@@ -1,4 +1,4 @@
-import type { Store } from '../stores/store.js'
+import type { KeyValueStore } from '../stores/store.js'
 import { resourceId } from './resource-name.js'
 
 /**
@@ -51,7 +51,7 @@ export interface PayToBinding {
  * const binding = createPayToBinding(store, [{ url: 'https://api.example.com/weather', payTo: '0x…' }])
  * await binding.claim('https://api.example.com/weather', '0x…', true) // 'owner'
  */
-export function createPayToBinding(store: Store, pins: readonly PayToPin[] = []): PayToBinding {
+export function createPayToBinding(store: KeyValueStore, pins: readonly PayToPin[] = []): PayToBinding {
   const pinned = new Map<string, ReadonlySet<string>>()
   for (const pin of pins) {
     const id = resourceId(pin.url)

@@ -1,7 +1,7 @@
 import type { ReadinessCheck } from '../core/adapter.js'
 import type { Facilitator } from '../facilitator/facilitator.js'
 import { withDeadline } from '../core/deadline.js'
-import type { Store } from '../stores/store.js'
+import type { SettlementStore } from '../stores/store.js'
 import type { CliNetwork } from './cli-config.js'
 import { networkVariableSuffix } from './cli-config.js'
 import type { CliLogger } from './cli-logging.js'
@@ -27,7 +27,7 @@ type Finding = { fatal: string } | { outage: { check: string; variable: string; 
  */
 export async function runStartupChecks(options: {
   facilitator: Pick<Facilitator, 'readiness'>
-  store: Store
+  store: SettlementStore
   networks: readonly CliNetwork[]
   logger: CliLogger
   secrets: readonly string[]
@@ -60,7 +60,7 @@ export async function runStartupChecks(options: {
 }
 
 /** The store: its schema made ready (PostgreSQL), then a write, a read and a delete. */
-async function checkStore(store: Store, timeoutMs: number, secrets: readonly string[]): Promise<Finding> {
+async function checkStore(store: SettlementStore, timeoutMs: number, secrets: readonly string[]): Promise<Finding> {
   const signal = AbortSignal.timeout(timeoutMs)
   const key = `startup-check:${process.pid}:${Math.random().toString(36).slice(2)}`
   try {

@@ -4,8 +4,9 @@ import type { PaymentRequest, SettleResponse, SupportedResponse, VerifyResponse 
 import { parsePaymentRequest } from '../schemas/parse-request.js'
 import { settleFailure } from '../core/settle-answers.js'
 import { settledWithoutTransaction, settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
-import { createMemoryStore } from '../stores/memory-store.js'
-import type { Store } from '../stores/store.js'
+import { createMemoryStore, type MemoryStore } from '../stores/memory-store.js'
+import { requireStoreRole } from '../stores/store-roles.js'
+import type { SettlementStore } from '../stores/store.js'
 import type { PaymentContext, ReadinessCheck, SchemeAdapter } from '../core/adapter.js'
 import { dispatch } from '../core/context.js'
 import { withDeadline } from '../core/deadline.js'
@@ -35,12 +36,12 @@ export interface PaymentOptions {
    * The settle store, when verify runs beside settle: an `upto` authorization settled for a usage
    * of zero left nothing on chain, and only the store knows it is spent.
    */
-  store?: Store
+  store?: SettlementStore
 }
 
 export interface SettleOptions extends PaymentOptions {
   /** Where claims and outcomes live; share one store between instances to settle each payment once. */
-  store: Store
+  store: SettlementStore
   settlement?: SettlementOptions
 }
 
@@ -171,11 +172,14 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
 }
 
 /** Configuration of `createFacilitator`. */
-export interface FacilitatorConfig {
+export interface FacilitatorConfig<S extends SettlementStore = SettlementStore> {
   /** Scheme adapters, e.g. `[exactEvm({...}), exactSvm({...})]`. */
   schemes: readonly SchemeAdapter[]
-  /** Where settlements (and statistics) are remembered. @default createMemoryStore() */
-  store?: Store
+  /**
+   * Where settlements are remembered: claims, records, payer failures and holds. A settlement-only
+   * store will do; statistics and the catalog take their own (`StatsStore`). @default createMemoryStore()
+   */
+  store?: S
   hooks?: readonly FacilitatorHooks[]
   timeouts?: Timeouts
   settlement?: SettlementOptions
@@ -195,9 +199,10 @@ export interface FacilitatorConfig {
 }
 
 /** A facilitator: supported, verify and settle bound to one configuration. */
-export interface Facilitator {
+export interface Facilitator<S extends SettlementStore = SettlementStore> {
   readonly registry: Registry
-  readonly store: Store
+  /** The store given in the configuration (or the memory store made in its place). */
+  readonly store: S
   supported(): Promise<SupportedResponse>
   verify(body: unknown): Promise<VerifyResponse>
   settle(body: unknown): Promise<SettleResponse>
@@ -237,9 +242,11 @@ export interface Facilitator {
  *   return Response.json(await facilitator.verify(await request.json()))
  * }
  */
-export function createFacilitator(config: FacilitatorConfig): Facilitator {
+export function createFacilitator<S extends SettlementStore = MemoryStore>(config: FacilitatorConfig<S>): Facilitator<S> {
+  if (config.store !== undefined) requireStoreRole(config.store, 'settlement', 'createFacilitator')
   const registry = createRegistry(config.schemes)
-  const store = config.store ?? createMemoryStore()
+  // Without a store, S is its default (MemoryStore), which is what is made.
+  const store = config.store ?? (createMemoryStore() as unknown as S)
   const pending = new Set<Promise<unknown>>()
   const logger = config.logger
   const hooks = logger ? [...(config.hooks ?? []), loggingHooks(logger)] : config.hooks

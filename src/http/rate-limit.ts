@@ -1,6 +1,6 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { boundedStoreCall } from '../settlement/bounded-store-call.js'
-import type { Store } from '../stores/store.js'
+import type { SettlementStore } from '../stores/store.js'
 
 /** How many requests one client may make in a window. */
 export interface RateLimitRule {
@@ -17,7 +17,7 @@ export interface RateLimitRule {
  */
 export interface RateLimitOptions {
   /** Where the counts live: the facilitator's store. */
-  store: Store
+  store: SettlementStore
   /** Limit of `POST /verify` per client (each costs an RPC round trip the operator pays for). */
   verify?: RateLimitRule
   /** Limit of `POST /settle` per client. */

@@ -4,7 +4,7 @@ import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isPendingSettlement, REJECTION } from '../errors/reasons.js'
 import type { SettleResponse } from '../schemas/messages.js'
-import type { Store } from '../stores/store.js'
+import type { SettlementStore } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
@@ -23,7 +23,7 @@ const recordKey = (key: string) => `settlement:${key}`
  * verifying valid and buy the work again. A store that fails or is slow answers `false`: verify
  * needs no store to answer, and settle still refuses the repeat from its record.
  */
-export async function settledWithoutTransaction(key: string, store: Store, boundMs: number): Promise<boolean> {
+export async function settledWithoutTransaction(key: string, store: SettlementStore, boundMs: number): Promise<boolean> {
   try {
     const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey(key)), boundMs, 'reading the settlement record'))
     // Whatever the fingerprint: the same authorization (its key) re-encoded (a key added, a number for a
@@ -82,7 +82,7 @@ interface SettleOnceInput {
   payload: unknown
   /** The payment's replay domain (`parse`): its claim and record live under it. */
   key: string
-  store: Store
+  store: SettlementStore
   /** Time budget of the whole settle call, in ms. */
   budgetMs: number
   options: SettlementOptions

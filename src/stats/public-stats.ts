@@ -1,7 +1,8 @@
 import { cachedFor } from './cached-for.js'
 import type { FacilitatorHooks } from '../core/hooks.js'
 import type { ExtraRoute, FetchHandler } from '../http/handler.js'
-import type { Store } from '../stores/store.js'
+import { requireStoreRole } from '../stores/store-roles.js'
+import type { StatsStore } from '../stores/store.js'
 import { createStatsHandler, statsRoute, type PublicHandlerOptions } from './stats-handler.js'
 import { readPublicStats, type ReadStatsOptions } from './stats-reader.js'
 import { createStatsRecorder, type StatsRecorderOptions } from './stats-recorder.js'
@@ -9,8 +10,11 @@ import type { PublicStats } from './stats-schema.js'
 
 /** Options of `createPublicStats`. */
 export interface PublicStatsOptions extends ReadStatsOptions, Pick<StatsRecorderOptions, 'dedupeTtlMs'> {
-  /** The facilitator's store; share it between instances so their statistics add up. */
-  store: Store
+  /**
+   * Where counters live: the facilitator's store when it is a full `Store`, else one of their own (a
+   * settlement-only store is refused). Share it between instances so their statistics add up.
+   */
+  store: StatsStore
   /** How long a computed body is reused, here and by HTTP caches (`max-age`). @default 15 */
   cacheSeconds?: number
 }
@@ -41,6 +45,7 @@ export interface PublicStatsService {
  * const statsHost = stats.handler()
  */
 export function createPublicStats(options: PublicStatsOptions): PublicStatsService {
+  requireStoreRole(options.store, 'statistics', 'createPublicStats')
   const now = options.now ?? Date.now
   const cacheSeconds = options.cacheSeconds ?? 15
   const hooks = createStatsRecorder({ store: options.store, now, dedupeTtlMs: options.dedupeTtlMs })

@@ -1,6 +1,6 @@
 import { createAssetTable, type AssetTable } from '../networks/assets.js'
 import { describeNetwork } from '../networks/networks.js'
-import type { Store } from '../stores/store.js'
+import type { StatsStore } from '../stores/store.js'
 import { createLatencyHistogram, type LatencyHistogram } from './latency-histogram.js'
 import { REFUSAL_KINDS, type RefusalKind } from './refusals.js'
 import { DAY_MS, dayKey, HOUR_MS, hourKey, joinAmount, MINUTE_MS, minuteKey, payersKey, STATS_ALL_KEY, UNSUPPORTED_NETWORK, utcDay } from './stats-keys.js'
@@ -41,7 +41,7 @@ const DAILY_DAYS = 30
  * const body = await readPublicStats(store)
  * body.usage.last24h.settlements.successRate // e.g. 98.5
  */
-export async function readPublicStats(store: Store, options: ReadStatsOptions = {}): Promise<PublicStats> {
+export async function readPublicStats(store: StatsStore, options: ReadStatsOptions = {}): Promise<PublicStats> {
   const assets = options.assets ?? createAssetTable()
   const time = (options.now ?? Date.now)()
   const minute = Math.floor(time / MINUTE_MS)

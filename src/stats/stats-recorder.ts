@@ -1,6 +1,7 @@
 import { isPendingSettlement } from '../errors/reasons.js'
 import { chargedAmount, type FacilitatorHooks, type RefusalEvent, type SettleEvent, type VerifyEvent } from '../core/hooks.js'
-import type { Store } from '../stores/store.js'
+import { requireStoreRole } from '../stores/store-roles.js'
+import type { StatsStore } from '../stores/store.js'
 import { latencyBucket } from './latency-histogram.js'
 import { refusalOf } from './refusals.js'
 import {
@@ -23,8 +24,8 @@ import {
 
 /** Options of the statistics recorder. */
 export interface StatsRecorderOptions {
-  /** Where counters live; share it between instances so their statistics add up. */
-  store: Store
+  /** Where counters live, a `StatsStore`; share it between instances so their statistics add up. */
+  store: StatsStore
   /** Clock in milliseconds. @default Date.now */
   now?: () => number
   /**
@@ -63,6 +64,7 @@ const ASSET_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/
  * const facilitator = createFacilitator({ schemes, store, hooks: [createStatsRecorder({ store })] })
  */
 export function createStatsRecorder(options: StatsRecorderOptions): FacilitatorHooks {
+  requireStoreRole(options.store, 'statistics', 'createStatsRecorder')
   const { store } = options
   const now = options.now ?? Date.now
   const dedupeTtlMs = options.dedupeTtlMs ?? 7 * 86_400_000

@@ -42,7 +42,7 @@ export function adapterConformance<P, V, R extends SettleReservation>(setup: Con
   const newStore = () => setup.store?.() ?? createMemoryStore()
   const payment = async () => setup.payment()
   const facilitatorOver = (scheme: SchemeAdapter<P, V, R>, store: Store, leaseMs?: number): Facilitator =>
-    createFacilitator({ schemes: [scheme as SchemeAdapter], store, ...(leaseMs === undefined ? {} : { settlement: { leaseMs } }) })
+    createFacilitator({ schemes: [scheme as unknown as SchemeAdapter], store, ...(leaseMs === undefined ? {} : { settlement: { leaseMs } }) })
 
   const checks: ConformanceCheck[] = [
     {
@@ -172,10 +172,10 @@ export function adapterConformance<P, V, R extends SettleReservation>(setup: Con
 }
 
 /** The context the core would hand the adapter for `body`. */
-function contextOf(adapter: SchemeAdapter<never, never, never>, body: unknown): PaymentContext {
+function contextOf<P, V, R extends SettleReservation>(adapter: SchemeAdapter<P, V, R>, body: unknown): PaymentContext {
   const parsed = parsePaymentRequest(body)
   if (!parsed.ok) throw new Error(`the setup's body is not a payment request: ${'message' in parsed ? parsed.message : parsed.reason}`)
-  const routed = dispatch(createRegistry([adapter as SchemeAdapter]), parsed.request, AbortSignal.timeout(30_000))
+  const routed = dispatch(createRegistry([adapter as unknown as SchemeAdapter]), parsed.request, AbortSignal.timeout(30_000))
   if ('rejection' in routed) throw new Error(`the adapter does not serve the setup's body: ${routed.rejection.message}`)
   return routed.context
 }

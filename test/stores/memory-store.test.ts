@@ -1,14 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { createMemoryStore } from '../../src/stores/memory-store.js'
-import { storeConformance } from './store-conformance.js'
+import { settlementStoreConformance } from './settlement-store-conformance.js'
+import { statsStoreConformance } from './stats-store-conformance.js'
+import type { Store } from '../../src/stores/store.js'
+import type { StoreFactory } from './key-value-cases.js'
 
 let clock = 0
-storeConformance('memory store', {
+const factory: StoreFactory<Store> = {
   create: async () => createMemoryStore({ now: () => clock }),
   advance: async (ms) => {
     clock += ms
   },
-})
+}
+settlementStoreConformance('memory store', factory)
+statsStoreConformance('memory store', factory)
 
 describe('memory store', () => {
   it('drops expired keys of every kind, so memory follows live data', async () => {

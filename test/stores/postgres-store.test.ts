@@ -4,7 +4,10 @@ import { migratePostgres, POSTGRES_SCHEMA_VERSION } from '../../src/stores/postg
 import { createPostgresStore, type PostgresStore } from '../../src/stores/postgres/postgres-store.js'
 import { ledgerConformance, sampleEntry } from '../ledger/ledger-conformance.js'
 import { startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
-import { storeConformance } from './store-conformance.js'
+import { settlementStoreConformance } from './settlement-store-conformance.js'
+import { statsStoreConformance } from './stats-store-conformance.js'
+import type { Store } from '../../src/stores/store.js'
+import type { StoreFactory } from './key-value-cases.js'
 
 let server: PostgresServer
 let admin: pg.Client
@@ -21,12 +24,14 @@ afterAll(async () => {
 
 let clock = 1_000_000
 // Each test gets a schema of its own on the shared server, created and migrated by the store itself.
-storeConformance('postgres store', {
+const factory: StoreFactory<Store> = {
   create: async () => createPostgresStore({ connectionString: server.url, schema: `conformance_${++run}`, now: () => clock }),
   advance: async (ms) => {
     clock += ms
   },
-})
+}
+settlementStoreConformance('postgres store', factory)
+statsStoreConformance('postgres store', factory)
 
 ledgerConformance('postgres', {
   create: async () => {

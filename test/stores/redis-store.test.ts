@@ -2,7 +2,10 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRedisStore } from '../../src/stores/redis-store.js'
 import { startRedisServer, type RedisServer } from '../support/redis-server.js'
-import { storeConformance } from './store-conformance.js'
+import { settlementStoreConformance } from './settlement-store-conformance.js'
+import { statsStoreConformance } from './stats-store-conformance.js'
+import type { Store } from '../../src/stores/store.js'
+import type { StoreFactory } from './key-value-cases.js'
 
 let server: RedisServer
 let admin: Redis
@@ -17,10 +20,12 @@ afterAll(async () => {
 })
 
 // Each test gets its own key prefix on the shared server, so tests never see each other's keys.
-storeConformance('redis store', {
+const factory: StoreFactory<Store> = {
   create: async () => createRedisStore({ url: server.url, keyPrefix: `conf${++run}:` }),
   advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-})
+}
+settlementStoreConformance('redis store', factory)
+statsStoreConformance('redis store', factory)
 
 describe('redis store', () => {
   it('refuses to be made with nowhere to connect, naming the option and never quoting the URL', () => {

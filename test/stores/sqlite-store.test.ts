@@ -6,7 +6,10 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { openSqliteSchema, SQLITE_SCHEMA_VERSION } from '../../src/stores/sqlite/sqlite-schema.js'
 import { createSqliteStore } from '../../src/stores/sqlite/sqlite-store.js'
 import { ledgerConformance, sampleEntry } from '../ledger/ledger-conformance.js'
-import { storeConformance } from './store-conformance.js'
+import { settlementStoreConformance } from './settlement-store-conformance.js'
+import { statsStoreConformance } from './stats-store-conformance.js'
+import type { Store } from '../../src/stores/store.js'
+import type { StoreFactory } from './key-value-cases.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'x402-sqlite-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -14,12 +17,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 let clock = 1_000_000
 let run = 0
 // A real file per test (WAL, the default synchronous), on a clock the test moves.
-storeConformance('sqlite store', {
+const factory: StoreFactory<Store> = {
   create: async () => createSqliteStore({ path: join(dir, `conformance-${++run}.sqlite`), now: () => clock }),
   advance: async (ms) => {
     clock += ms
   },
-})
+}
+settlementStoreConformance('sqlite store', factory)
+statsStoreConformance('sqlite store', factory)
 
 let ledgers = 0
 ledgerConformance('sqlite', {

@@ -1,12 +1,17 @@
 // Core entry: no chain library is imported from here (see test/package/shape.test.ts).
 export type {
   AdapterNetwork,
+  AdapterServices,
   BroadcastRecord,
+  Parsed,
   PayerSpend,
   PaymentContext,
   ReadinessCheck,
   SchemeAdapter,
+  SenderSlot,
   SettleJournal,
+  SettleReservation,
+  Verdict,
 } from './core/adapter.js'
 export {
   createFacilitator,

@@ -56,6 +56,29 @@ export interface BroadcastRecord {
   readonly transaction: string
   /** The signed transaction, so a retry after a crash can re-send the same bytes. */
   readonly raw?: string
+  /**
+   * The sender's sequence number the transaction takes (EVM: `<chainId>:<signer>` and its nonce).
+   * The facilitator indexes journaled transactions by it, so that after a restart the adapter finds
+   * and re-sends them before it hands that number to another transaction (see `attach`).
+   */
+  readonly slot?: SenderSlot
+}
+
+/** A sender's sequence number: the account that sends and the number its transaction takes. */
+export interface SenderSlot {
+  readonly sender: string
+  readonly sequence: number
+}
+
+/** What the facilitator gives an adapter when it is created with it (`attach`). */
+export interface AdapterServices {
+  /**
+   * The transactions journaled for `sender` from `fromSequence` on, in sequence order without gaps,
+   * whose outcome the store does not know yet (a process that died after the journal write). An
+   * adapter that numbers its transactions asks this before it hands out numbers after a restart,
+   * and re-sends what it finds, so those numbers are never given to other transactions.
+   */
+  journaled(sender: string, fromSequence: number): Promise<readonly (BroadcastRecord & { readonly slot: SenderSlot })[]>
 }
 
 /**
@@ -204,6 +227,8 @@ export interface SchemeAdapter<P = unknown, V = unknown, R extends SettleReserva
    * for `GET /readyz`. Never throws: a failed check is `ok: false`. Optional.
    */
   readiness?(signal: AbortSignal): Promise<ReadinessCheck[]>
+  /** Receives the facilitator's services when a facilitator is created with this adapter. Optional. */
+  attach?(services: AdapterServices): void
   /** Releases connections and timers (`facilitator.close()` calls it). Optional. */
   close?(): Promise<void>
 }

@@ -3,7 +3,7 @@ import { REJECTION } from '../errors/reasons.js'
 import type { PaymentRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../schemas/messages.js'
 import { parsePaymentRequest } from '../schemas/parse-request.js'
 import { settleFailure } from '../core/settle-answers.js'
-import { settledWithoutTransaction, settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
+import { journaledTransactions, settledWithoutTransaction, settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
 import { createMemoryStore, type MemoryStore } from '../stores/memory-store.js'
 import { requireStoreRole } from '../stores/store-roles.js'
 import type { SettlementStore } from '../stores/store.js'
@@ -248,6 +248,8 @@ export function createFacilitator<S extends SettlementStore = MemoryStore>(confi
   // Without a store, S is its default (MemoryStore), which is what is made.
   const store = config.store ?? (createMemoryStore() as unknown as S)
   const pending = new Set<Promise<unknown>>()
+  // Adapters that number their transactions find the ones a dead process journaled before reusing a number.
+  for (const adapter of config.schemes) adapter.attach?.({ journaled: (sender, fromSequence) => journaledTransactions(store, sender, fromSequence) })
   const logger = config.logger
   const hooks = logger ? [...(config.hooks ?? []), loggingHooks(logger)] : config.hooks
   const onError = logger

@@ -1,4 +1,4 @@
-import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleReservation, Verdict } from '../core/adapter.js'
+import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SenderSlot, SettleReservation, Verdict } from '../core/adapter.js'
 import type { SettleOrigin } from '../core/hooks.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
@@ -477,6 +477,10 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         if (!(await keeper.stillOwned())) throw new FacilitatorError('timeout', 'this call lost its claim on the payment to another call while stalled; nothing was sent')
         const broadcast: SettlementRecord = { state: 'broadcast', ...record, leaseUntil: lease(), owner }
         keeper.hold(broadcast, recordTtlMs)
+        // The sender's sequence number points at this record (see journaledTransactions): written beside
+        // the journal, not after it, and best effort (without it a restart re-checks and sends anew).
+        const slot = record.slot
+        if (slot) void boundedStoreCall(() => store.set(slotKey(slot), storeKey, { ttlMs: recordTtlMs }), bound(), 'indexing the sender slot').catch(() => undefined)
         const writing = keeper.serial(() => write(broadcast, recordTtlMs)).then(
           () => {
             sent = record
@@ -553,7 +557,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     if (result.success) {
       await keeper.serial(() => write({ state: 'settled', transaction, payer: result.payer }, recordTtlMs))
     } else if (result.errorReason === REJECTION.settlementPending) {
-      await keeper.serial(() => write({ state: 'broadcast', transaction: sent.transaction, ...(sent.raw === undefined ? {} : { raw: sent.raw }), leaseUntil: 0 }, recordTtlMs))
+      await keeper.serial(() => write({ state: 'broadcast', transaction: sent.transaction, ...(sent.raw === undefined ? {} : { raw: sent.raw }), ...(sent.slot ? { slot: sent.slot } : {}), leaseUntil: 0 }, recordTtlMs))
     } else {
       void countFailure(result)
       await keeper.serial(() =>
@@ -569,6 +573,30 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   function pending(transaction: string, payerHint: string | undefined): SettleResponse {
     return settlementPending(context, transaction, payerHint ?? verdict?.response.payer)
   }
+}
+
+/** Where the settlement record of a sender's sequence number is named. */
+const slotKey = (slot: SenderSlot) => `sender-slot:${identity(slot.sender)}:${slot.sequence}`
+
+/** Longest run of journaled sequence numbers one lookup follows (a signer's sends in flight are far fewer). */
+const MAX_JOURNALED_RUN = 256
+
+/**
+ * The transactions journaled for `sender` from `fromSequence` on whose outcome is not known
+ * (records still `broadcast`), in order, stopping at the first number with none. A number whose
+ * record has landed or failed ends the run too: the chain has then used it.
+ */
+export async function journaledTransactions(store: SettlementStore, sender: string, fromSequence: number, boundMs = 5_000): Promise<(BroadcastRecord & { slot: SenderSlot })[]> {
+  const found: (BroadcastRecord & { slot: SenderSlot })[] = []
+  for (let sequence = fromSequence; sequence < fromSequence + MAX_JOURNALED_RUN; sequence++) {
+    const slot = { sender, sequence }
+    const recordAt = await boundedStoreCall(() => store.get(slotKey(slot)), boundMs, 'reading the sender slot')
+    if (recordAt === undefined) break
+    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordAt), boundMs, 'reading the settlement record'))
+    if (record?.state !== 'broadcast' || record.slot?.sequence !== sequence || identity(record.slot.sender) !== identity(sender)) break
+    found.push({ transaction: record.transaction, ...(record.raw === undefined ? {} : { raw: record.raw }), slot })
+  }
+  return found
 }
 
 /**

@@ -23,6 +23,7 @@ export const settlementRecordSchema = z.discriminatedUnion('state', [
     state: z.literal('broadcast'),
     transaction: z.string(),
     raw: z.string().optional(),
+    slot: z.object({ sender: z.string(), sequence: z.number().int().nonnegative() }).optional(),
     leaseUntil: z.number(),
     fingerprint,
     amount,

@@ -174,8 +174,10 @@ describe('postgres store', () => {
     expect((await admin.query('SELECT max(version) AS v FROM version_one.schema_migrations')).rows[0].v).toBe(POSTGRES_SCHEMA_VERSION)
     expect(await columns()).toContain('cost')
     await store.ledger.append(sampleEntry(1, { cost: '123456789012345678901234567890' }))
-    // An instance of the older library on the upgraded schema: its batch op carries no cost.
-    await versionOneAppend({ ...versionOneRow, recordedAt: versionOneRow.recordedAt + 120_000 })
+    // An instance of the older library on the upgraded schema: its batch op carries no cost. It calls the
+    // batch function the upgrade replaced, so its second settled row of a transaction is skipped too.
+    await versionOneAppend({ ...versionOneRow, recordedAt: versionOneRow.recordedAt + 120_000, transaction: `0x${'2'.repeat(64)}` })
+    await versionOneAppend({ ...versionOneRow, recordedAt: versionOneRow.recordedAt + 180_000 })
     const rows = (await store.ledger.read({ order: 'asc' })).entries
     expect(rows.map((row) => [row.recordedAt.slice(11, 16), row.amount, row.cost])).toEqual([
       ['12:00', '10000', null],

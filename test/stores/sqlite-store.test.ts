@@ -153,8 +153,10 @@ describe('sqlite store', () => {
     expect(store.database.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
     expect(columns(store.database)).toContain('cost')
     await store.ledger.append(sampleEntry(1, { cost: '21000000000000' }))
-    // A process of the older library on the upgraded file (its statement names no cost) still appends.
-    old.prepare(versionOneInsert).run({ ...before, recordedAt: before.recordedAt + 120_000 })
+    // A process of the older library on the upgraded file (its statement names no cost) still appends,
+    // and its plain INSERT of a transaction's second settled row is skipped, not failed (schema version 3).
+    old.prepare(versionOneInsert).run({ ...before, recordedAt: before.recordedAt + 120_000, transaction: `0x${'2'.repeat(64)}` })
+    expect(old.prepare(versionOneInsert).run({ ...before, recordedAt: before.recordedAt + 180_000 }).changes).toBe(0)
     const rows = (await store.ledger.read({ order: 'asc' })).entries
     expect(rows.map((row) => [row.recordedAt.slice(11, 16), row.amount, row.cost])).toEqual([
       ['12:00', '10000', null],

@@ -8,6 +8,12 @@ export interface LedgerRecorderOptions {
   ledger: SettlementLedger
   /** Clock in milliseconds. @default Date.now */
   now?: () => number
+  /**
+   * How long the row of a success answered from the record waits before its append: the call that
+   * settled it, when alive, appends its own row first (with its cost and `resumed` flag), and this one
+   * is skipped. A process that exits within it loses that row (a later retry writes it). @default 1_000
+   */
+  recordedDelayMs?: number
 }
 
 // Messages are ours (never secrets), but a row should stay a row.
@@ -23,10 +29,13 @@ const MAX_MESSAGE = 500
  * for a racing call) is appended too: the call that settled it may have died between
  * writing its record and its own append, and the retry writes the row it lost. The
  * ledger keeps one settled row per transaction, so the first append stands and the
- * others are skipped. Such a row is the retry's view: the same payment (amount, payer,
- * payTo, asset, resource), `resumed: false`, its own times, and `cost: null` (the retry
- * sent nothing and does not know what the settling call paid). Failures answered from a
- * record (`duplicate_settlement`, a failed payment asked again) stay no rows.
+ * others are skipped; a row from the record waits `recordedDelayMs` first, so that a
+ * live settling call's own row (with its cost) is the one kept. Such a row is the
+ * retry's view: the same payment (amount, payer, payTo, asset, resource), `resumed:
+ * false`, its own times, and `cost: null` (the retry sent nothing and does not know what
+ * the settling call paid). Failures answered from a record (`duplicate_settlement`, a
+ * failed payment asked again) stay no rows, as does a settlement without a transaction
+ * (an `upto` usage of zero: nothing to key its one row on).
  *
  * Like every after-hook it runs after the answer, never delaying it; a ledger that
  * fails reports to `onError`.
@@ -39,10 +48,13 @@ const MAX_MESSAGE = 500
 export function createLedgerRecorder(options: LedgerRecorderOptions): FacilitatorHooks {
   const { ledger } = options
   const now = options.now ?? Date.now
+  const recordedDelayMs = options.recordedDelayMs ?? 1_000
   return {
     async afterSettle(event: SettleEvent) {
       const entry = ledgerEntryOf(event, now())
-      if (entry) await ledger.append(entry)
+      if (!entry) return
+      if (event.origin === 'recorded' && recordedDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, recordedDelayMs))
+      await ledger.append(entry)
     },
   }
 }

@@ -12,7 +12,8 @@ export interface MemoryLedgerOptions {
 
 /**
  * A settlement ledger in memory: for tests and for trying things out. Nothing
- * survives the process.
+ * survives the process. Like the SQL ledgers it keeps one `settled` row per
+ * transaction (among the rows it still keeps): a second append of one is skipped.
  *
  * @example
  * // partial
@@ -25,12 +26,23 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): Settlemen
   let nextId = 1
   // Rows are dropped from the front in chunks: one shift per append would be O(n).
   let dropped = 0
+  // The transactions with a settled row among the rows kept: one settled row per transaction, as the SQL ledgers' unique index.
+  const settled = new Set<string>()
 
   return {
     async append(entry) {
       const row = ledgerRow(entry)
+      const key = settledKey(row)
+      if (key !== undefined) {
+        if (settled.has(key)) return
+        settled.add(key)
+      }
       rows.push({ ...row, id: nextId++, recordedAt: new Date(row.recordedAt).toISOString(), startedAt: new Date(row.startedAt).toISOString() })
-      if (rows.length - dropped > maxEntries) dropped++
+      if (rows.length - dropped > maxEntries) {
+        const gone = settledKey(rows[dropped]!)
+        if (gone !== undefined) settled.delete(gone)
+        dropped++
+      }
       if (dropped > 1024 || dropped > maxEntries) {
         rows.splice(0, dropped)
         dropped = 0
@@ -51,6 +63,11 @@ export function createMemoryLedger(options: MemoryLedgerOptions = {}): Settlemen
       return ledgerPage(out, filter)
     },
   }
+}
+
+/** The identity of a settled row's transaction, or `undefined` for a row the rule does not cover. */
+function settledKey(row: { status: string; network: string; transaction: string | null }): string | undefined {
+  return row.status === 'settled' && row.transaction !== null ? `${row.network} ${row.transaction}` : undefined
 }
 
 function matches(row: LedgerEntry, filter: LedgerFilter): boolean {

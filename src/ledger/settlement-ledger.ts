@@ -98,7 +98,11 @@ export interface LedgerQuery {
  * if (page.nextCursor) await ledger.read({ payer: '0xabc…', from: '2026-11-01', limit: 50, cursor: page.nextCursor })
  */
 export interface SettlementLedger {
-  /** Appends one row. Rows are never changed or removed through the library. */
+  /**
+   * Appends one row. Rows are never changed or removed through the library. A transaction has at
+   * most one `settled` row (by network and transaction id): an append of a second one is skipped, so
+   * the recorder may append a settlement again (a retry answered from the record) and never doubles it.
+   */
   append(entry: NewLedgerEntry): Promise<void>
   /**
    * Reads rows by time range, payer, payTo, network and status, a page at a time.

@@ -169,6 +169,33 @@ export function ledgerConformance(name: string, factory: LedgerFactory): void {
       await expect(ledger.read({ order: 'asc', cursor: nextCursor })).rejects.toMatchObject({ code: 'invalid_request', details: { field: 'cursor' } })
     })
 
+    it('keeps one settled row per transaction: the first stands, later ones are skipped, racing ones too', async () => {
+      const tx = `0x${'a'.repeat(64)}`
+      await ledger.append(sampleEntry(0, { transaction: tx, status: 'pending', errorReason: 'settlement_pending' }))
+      await ledger.append(sampleEntry(1, { transaction: tx, resumed: true, cost: '21000' }))
+      // A retry answered from the record appends it again, with what it knows: skipped, not an error.
+      await ledger.append(sampleEntry(2, { transaction: tx, cost: null }))
+      // Not settled rows, another network's transaction and rows without a transaction are not covered.
+      await ledger.append(sampleEntry(3, { transaction: tx, status: 'failed', errorReason: 'transaction_failed' }))
+      await ledger.append(sampleEntry(4, { transaction: tx, network: 'eip155:84532' }))
+      await ledger.append(sampleEntry(5, { transaction: null }))
+      await ledger.append(sampleEntry(6, { transaction: null }))
+      // Many appends of one settled transaction at the same moment (retries on several instances): one row.
+      const raced = `0x${'b'.repeat(64)}`
+      await Promise.all(Array.from({ length: 20 }, (_, i) => ledger.append(sampleEntry(7 + i, { transaction: raced }))))
+      const { entries } = await ledger.read({ order: 'asc' })
+      expect(entries.map((e) => [e.recordedAt.slice(11, 16), e.status, e.network, e.transaction, e.cost])).toEqual([
+        ['12:00', 'pending', 'eip155:8453', tx, null],
+        ['12:01', 'settled', 'eip155:8453', tx, '21000'],
+        ['12:03', 'failed', 'eip155:8453', tx, null],
+        ['12:04', 'settled', 'eip155:84532', tx, null],
+        ['12:05', 'settled', 'eip155:8453', null, null],
+        ['12:06', 'settled', 'eip155:8453', null, null],
+        [expect.any(String), 'settled', 'eip155:8453', raced, null],
+      ])
+      expect(entries.filter((e) => e.status === 'settled' && e.transaction === raced)).toHaveLength(1)
+    })
+
     it('loses no row when many are appended at once', async () => {
       await Promise.all(Array.from({ length: 200 }, (_, i) => ledger.append(sampleEntry(i))))
       const seen = new Set<string>()

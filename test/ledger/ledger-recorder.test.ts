@@ -20,7 +20,7 @@ function setup(options: { confirmDelayMs?: number; settleMs?: number; store?: St
   const facilitator = createFacilitator({
     schemes: [adapter],
     store: options.store ?? createMemoryStore(),
-    hooks: [createLedgerRecorder({ ledger })],
+    hooks: [createLedgerRecorder({ ledger, recordedDelayMs: 0 })],
     timeouts: { settleMs: options.settleMs ?? 10_000 },
   })
   const rows = async () => {
@@ -31,12 +31,12 @@ function setup(options: { confirmDelayMs?: number; settleMs?: number; store?: St
 }
 
 describe('ledger recorder', () => {
-  it('writes a settled row with the payment, and none for the answers of replays given from its record', async () => {
+  it('writes one settled row with the payment: the replays answered from its record append it again, and are skipped', async () => {
     const { adapter, facilitator, rows } = setup()
     const body = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '2500', nonce: 'n1' })
     body.paymentPayload.resource.url = 'https://user:pw@api.example.com/weather?token=secret#frag'
     const answers = await Promise.all([facilitator.settle(body), facilitator.settle(body), facilitator.settle(body)])
-    // Every caller learns the one settlement; only the call that sent it writes a row.
+    // Every caller learns the one settlement; the ledger keeps one settled row of its transaction.
     expect(answers.every((a) => a.success)).toBe(true)
     expect(new Set(answers.map((a) => a.transaction)).size).toBe(1)
     const [row, ...more] = await rows()
@@ -62,6 +62,41 @@ describe('ledger recorder', () => {
     expect(text).not.toContain(adapter.sign({ from: PAYER, to: SHOP, value: '2500', nonce: 'n1' }))
     expect(text).not.toContain('secret')
     expect(text).not.toContain('pw')
+  })
+
+  it('writes no row for a failure answered from a record: another payment of the same authorization, a failed payment asked again', async () => {
+    const { adapter, facilitator, rows } = setup({ revert: true })
+    const body = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '100', nonce: 'once' })
+    const reverted = await facilitator.settle(body)
+    expect(reverted).toMatchObject({ success: false, errorReason: 'transaction_failed' })
+    expect(await facilitator.settle(body)).toMatchObject({ success: false, errorReason: 'transaction_failed', transaction: reverted.transaction })
+    const other = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '99', nonce: 'once' })
+    expect(await facilitator.settle(other)).toMatchObject({ success: false, errorReason: 'duplicate_settlement' })
+    expect((await rows()).map((r) => [r.status, r.errorReason])).toEqual([['failed', 'transaction_failed']])
+  })
+
+  it('lets a live settling call write the row: a row from the record waits recordedDelayMs, and the settling call\'s, with its cost, is kept', async () => {
+    // Two instances on one store and one ledger; the settling instance's append is slow (a busy database).
+    const run = async (recordedDelayMs: number | undefined) => {
+      const adapter = createLedgerAdapter({ confirmDelayMs: 50 })
+      adapter.balances.set(PAYER, 1_000_000n)
+      const costed: typeof adapter = { ...adapter, settle: async (ctx, journal) => ((ctx.cost = 4242n), adapter.settle(ctx, journal)) }
+      const store = createMemoryStore()
+      const ledger = createMemoryLedger()
+      const slow: typeof ledger = { read: (q) => ledger.read(q), append: async (entry) => (await new Promise((r) => setTimeout(r, 200)), ledger.append(entry)) }
+      const settling = createFacilitator({ schemes: [costed], store, hooks: [createLedgerRecorder({ ledger: slow })] })
+      const waiting = createFacilitator({ schemes: [costed], store, hooks: [createLedgerRecorder({ ledger, recordedDelayMs })] })
+      const body = ledgerBody(adapter, { from: PAYER, to: SHOP, value: '100', nonce: 'race' })
+      const first = settling.settle(body)
+      await new Promise((r) => setTimeout(r, 10))
+      const answers = await Promise.all([first, waiting.settle(body)])
+      expect(answers.map((a) => a.success)).toEqual([true, true])
+      await Promise.all([settling.drain(), waiting.drain()])
+      return (await ledger.read()).entries.map((r) => [r.status, r.cost])
+    }
+    expect(await run(undefined)).toEqual([['settled', '4242']])
+    // Without the wait, the retry's row (no cost) lands first and the settling call's is the one skipped.
+    expect(await run(0)).toEqual([['settled', null]])
   })
 
   it('keeps the origin and path of a resource URL, never its query', async () => {

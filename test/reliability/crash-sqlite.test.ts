@@ -32,7 +32,7 @@ describeCrashMidSettle({
       },
       async afterRetry({ transaction, payer }) {
         // The ledger in the file: process 1 died before its outcome; process 2 wrote one row, marked resumed
-        // (the duplicate answer is no row). It is written after the answer: wait for it, bounded.
+        // (the repeat answered from the record appends it again, and is skipped). It is written after the answer: wait for it, bounded.
         const reader = createSqliteStore({ path })
         let rows = (await reader.ledger.read()).entries
         for (const deadline = Date.now() + 3_000; rows.length === 0 && Date.now() < deadline; rows = (await reader.ledger.read()).entries) {

@@ -33,10 +33,12 @@ describe('races on PostgreSQL', () => {
     const [a, b] = await Promise.all([instance('race1'), instance('race1')])
     const { hash, payer, elapsed } = await settleOnePaymentFromFiftyCallers(race.world(), a, b)
 
-    // One ledger row for the payment, whichever instance reads it: the 49 duplicate answers are not rows.
+    // One ledger row for the payment, whichever instance reads it: the 49 answers from the record append it again, skipped.
     await Promise.all([a.facilitator.drain(), b.facilitator.drain()])
     const [fromA, fromB] = await Promise.all([a.store.ledger.read(), b.store.ledger.read()])
     expect(fromA.entries.map((e) => [e.status, e.transaction, e.payer])).toEqual([['settled', hash, payer.address.toLowerCase()]])
+    // The settling call's own row, with what its transaction cost: the waiters' rows from the record came later, and were skipped.
+    expect(fromA.entries[0]!.cost).toMatch(/^[1-9]\d*$/)
     expect(fromB).toEqual(fromA)
     console.info(`[races-postgres] 50 duplicate settles over 2 instances: 50/50 answered ${hash} (1 success, 49 duplicate_settlement), 1 transfer on chain, 1 ledger row, ${elapsed.toFixed(0)} ms`)
   })

@@ -179,8 +179,10 @@ describe('postgres store', () => {
     expect((await admin.query('SELECT max(version) AS v FROM version_one.schema_migrations')).rows[0].v).toBe(POSTGRES_SCHEMA_VERSION)
     expect(await columns()).toContain('cost')
     await store.ledger.append(sampleEntry(1, { cost: '123456789012345678901234567890' }))
-    // An instance of the older library on the upgraded schema: its batch op carries no cost.
-    await versionOneAppend({ ...versionOneRow, recordedAt: versionOneRow.recordedAt + 120_000 })
+    // An instance of the older library on the upgraded schema: its batch op carries no cost. It calls the
+    // batch function the upgrade replaced, so its second settled row of a transaction is skipped too.
+    await versionOneAppend({ ...versionOneRow, recordedAt: versionOneRow.recordedAt + 120_000, transaction: `0x${'2'.repeat(64)}` })
+    await versionOneAppend({ ...versionOneRow, recordedAt: versionOneRow.recordedAt + 180_000 })
     const rows = (await store.ledger.read({ order: 'asc' })).entries
     expect(rows.map((row) => [row.recordedAt.slice(11, 16), row.amount, row.cost])).toEqual([
       ['12:00', '10000', null],
@@ -189,6 +191,47 @@ describe('postgres store', () => {
     ])
     await expect(admin.query(`UPDATE version_one.ledger SET cost = 1`)).rejects.toThrow(/append-only/)
     await store.close()
+    await pool.end()
+  })
+
+  it('upgrades a schema of version 2 holding a transaction settled twice: the first row stays, the later moves aside, later appends are unique', async () => {
+    // The schema as version 2 left it after two calls both finished one transaction, appended through its batch statement.
+    const pool = new pg.Pool({ connectionString: server.url })
+    await migratePostgres(pool, 'version_two', 2)
+    const versionTwoAppend = (rows: object[]) => pool.query('SELECT version_two.run_batch($1::jsonb, $2::bigint)', [JSON.stringify(rows.map((row) => ({ o: 'ledger', k: '', ...row }))), Date.now()])
+    const tx = `0x${'d'.repeat(64)}`
+    await versionTwoAppend([
+      sampleEntry(0, { transaction: tx, status: 'pending', errorReason: 'settlement_pending' }),
+      sampleEntry(1, { transaction: tx, cost: '500' }),
+      sampleEntry(2, { transaction: tx, cost: '700' }),
+      sampleEntry(3, { transaction: `0x${'e'.repeat(64)}` }),
+    ])
+    await versionTwoAppend([sampleEntry(4, { transaction: tx })])
+
+    // Two instances of this version start at once: one migrates, under the lock.
+    const [a, b] = [0, 1].map(() => createPostgresStore({ connectionString: server.url, schema: 'version_two' })) as [PostgresStore, PostgresStore]
+    await Promise.all([a.ready(), b.ready()])
+    expect((await admin.query('SELECT max(version) AS v FROM version_two.schema_migrations')).rows[0].v).toBe(POSTGRES_SCHEMA_VERSION)
+    const summary = (rows: { recordedAt: string; status: string; transaction: string | null; cost: string | null }[]) =>
+      rows.map((r) => [r.recordedAt.slice(11, 16), r.status, r.transaction?.slice(0, 4), r.cost])
+    expect(summary((await a.ledger.read({ order: 'asc' })).entries)).toEqual([
+      ['12:00', 'pending', '0xdd', null],
+      ['12:01', 'settled', '0xdd', '500'],
+      ['12:03', 'settled', '0xee', null],
+    ])
+    // The later duplicates are kept whole, aside, with their ids.
+    const aside = await admin.query('SELECT id::integer AS id, cost::text AS cost FROM version_two.ledger_duplicates ORDER BY id')
+    expect(aside.rows).toEqual([{ id: 3, cost: '700' }, { id: 5, cost: null }])
+    // From now on a settled transaction's row appended again is skipped: by this version's instances, racing,
+    // and by an instance of version 2 (its batch statement is the function the upgrade replaced).
+    const racing = `0x${'f'.repeat(64)}`
+    await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).ledger.append(sampleEntry(6 + i, { transaction: racing }))))
+    await a.ledger.append(sampleEntry(20, { transaction: tx }))
+    await versionTwoAppend([sampleEntry(21, { transaction: tx })])
+    const after = (await a.ledger.read({ order: 'asc' })).entries
+    expect(after.map((r) => r.transaction?.slice(0, 4))).toEqual(['0xdd', '0xdd', '0xee', '0xff'])
+    await expect(admin.query('DELETE FROM version_two.ledger')).rejects.toThrow(/append-only/)
+    await Promise.all([a.close(), b.close()])
     await pool.end()
   })
 })

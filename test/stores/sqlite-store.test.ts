@@ -158,8 +158,10 @@ describe('sqlite store', () => {
     expect(store.database.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
     expect(columns(store.database)).toContain('cost')
     await store.ledger.append(sampleEntry(1, { cost: '21000000000000' }))
-    // A process of the older library on the upgraded file (its statement names no cost) still appends.
-    old.prepare(versionOneInsert).run({ ...before, recordedAt: before.recordedAt + 120_000 })
+    // A process of the older library on the upgraded file (its statement names no cost) still appends,
+    // and its plain INSERT of a transaction's second settled row is skipped, not failed (schema version 3).
+    old.prepare(versionOneInsert).run({ ...before, recordedAt: before.recordedAt + 120_000, transaction: `0x${'2'.repeat(64)}` })
+    expect(old.prepare(versionOneInsert).run({ ...before, recordedAt: before.recordedAt + 180_000 }).changes).toBe(0)
     const rows = (await store.ledger.read({ order: 'asc' })).entries
     expect(rows.map((row) => [row.recordedAt.slice(11, 16), row.amount, row.cost])).toEqual([
       ['12:00', '10000', null],
@@ -174,5 +176,49 @@ describe('sqlite store', () => {
     const again = createSqliteStore({ path })
     expect((await again.ledger.read()).entries).toHaveLength(3)
     await again.close()
+  })
+
+  it('upgrades a file of schema version 2 holding a transaction settled twice: the first row stays, the later moves aside, later appends are unique', async () => {
+    const path = join(dir, 'version-2-duplicates.sqlite')
+    // The file as version 2 left it after two calls both finished one transaction (and a pending row before them).
+    const old = new Database(path)
+    openSqliteSchema(old, { synchronous: 'NORMAL', busyTimeoutMs: 1_000, toVersion: 2 })
+    const versionTwoInsert = old.prepare(`INSERT INTO x402_ledger
+      (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url, cost)
+      VALUES (@recordedAt, @startedAt, @status, @resumed, @errorReason, @errorMessage, @network, @scheme, @x402Version, @payer, @payTo, @asset, @amount, @transaction, @resourceUrl, @cost)`)
+    const tx = `0x${'d'.repeat(64)}`
+    const row = (i: number, overrides: Partial<ReturnType<typeof sampleEntry>> = {}) => ({ cost: null, ...sampleEntry(i, { transaction: tx, ...overrides }), resumed: 0 })
+    versionTwoInsert.run(row(0, { status: 'pending', errorReason: 'settlement_pending' }))
+    versionTwoInsert.run(row(1, { cost: '500' }))
+    versionTwoInsert.run(row(2, { cost: '700' }))
+    versionTwoInsert.run(row(3, { transaction: `0x${'e'.repeat(64)}` }))
+    versionTwoInsert.run(row(4))
+    old.close()
+
+    const store = createSqliteStore({ path })
+    expect(store.database.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION)
+    const summary = (rows: { recordedAt: string; status: string; transaction: string | null; cost: string | null }[]) =>
+      rows.map((r) => [r.recordedAt.slice(11, 16), r.status, r.transaction?.slice(0, 4), r.cost])
+    expect(summary((await store.ledger.read({ order: 'asc' })).entries)).toEqual([
+      ['12:00', 'pending', '0xdd', null],
+      ['12:01', 'settled', '0xdd', '500'],
+      ['12:03', 'settled', '0xee', null],
+    ])
+    // The later duplicates are kept whole, aside, with their ids.
+    const aside = store.database.prepare('SELECT id, cost FROM x402_ledger_duplicates ORDER BY id').all()
+    expect(aside).toEqual([{ id: 3, cost: '700' }, { id: 5, cost: null }])
+    // From now on an append of a settled transaction's row again is skipped, whichever writer sends it.
+    await store.ledger.append(sampleEntry(5, { transaction: tx }))
+    await Promise.all(Array.from({ length: 10 }, (_, i) => store.ledger.append(sampleEntry(6 + i, { transaction: `0x${'f'.repeat(64)}` }))))
+    expect(summary((await store.ledger.read({ order: 'asc' })).entries)).toEqual([
+      ['12:00', 'pending', '0xdd', null],
+      ['12:01', 'settled', '0xdd', '500'],
+      ['12:03', 'settled', '0xee', null],
+      ['12:06', 'settled', '0xff', null],
+    ])
+    // Still append-only after the move.
+    expect(() => store.database.prepare('DELETE FROM x402_ledger').run()).toThrow(/append-only/)
+    expect(() => store.database.prepare(`UPDATE x402_ledger SET cost = '1'`).run()).toThrow(/append-only/)
+    await store.close()
   })
 })

@@ -19,13 +19,15 @@ export interface PostgresLedgerConnection {
  * it; ids come from one identity column, so they are unique, and increase in the
  * order rows were appended (two instances appending at the same moment may
  * commit out of id order: read a range that ended a few seconds ago to be sure
- * every row of it is there).
+ * every row of it is there). A transaction has one `settled` row: a second append of one is
+ * skipped (the table's unique index, schema version 3).
  */
 export function createPostgresLedger(connection: PostgresLedgerConnection): SettlementLedger {
   const s = connection.schema
   const insert = `INSERT INTO ${s}.ledger
     (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url, cost)
-    VALUES (to_timestamp($1::double precision / 1000), to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::numeric, $14, $15, $16::numeric)`
+    VALUES (to_timestamp($1::double precision / 1000), to_timestamp($2::double precision / 1000), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::numeric, $14, $15, $16::numeric)
+    ON CONFLICT DO NOTHING`
   return {
     async append(entry) {
       const row = ledgerRow(entry)

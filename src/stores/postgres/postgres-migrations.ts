@@ -4,8 +4,9 @@ import type { Pool } from 'pg'
  * The PostgreSQL schema, by version. Each migration runs once, in order, in one
  * transaction together with its row in `schema_migrations`, under an advisory
  * lock: instances starting at once against a new database migrate it once, and
- * the others wait for it and find it done. Migrations only ever add, so an
- * instance of an older library keeps working on a newer schema.
+ * the others wait for it and find it done. Migrations only add (but for version 3's
+ * move of older duplicate ledger rows), so an instance of an older library keeps
+ * working on a newer schema.
  *
  * Tables (in the store's schema, `x402` by default):
  * - `entries`: one row per key and kind (`v` value, `h` numeric hash, `t` text hash,
@@ -13,7 +14,10 @@ import type { Pool } from 'pg'
  *   (epoch ms; NULL never); a value's string is in `value`.
  * - `fields`: fields of hashes (`num`, `text`), ranking scores (`num`), sketch
  *   registers (index in `field`, rank in `num`) and holds (`amount`, `closed_at`, `expires_at`).
- * - `ledger`: the settlement ledger, append-only (a trigger refuses UPDATE and DELETE).
+ * - `ledger`: the settlement ledger, append-only (a trigger refuses UPDATE and DELETE), with one
+ *   `settled` row per transaction (version 3: a unique partial index; appends skip a second one).
+ * - `ledger_duplicates` (version 3): the later settled rows of a transaction that older versions wrote,
+ *   moved out of the ledger.
  *
  * Multi-step writes are functions: atomic, and serialised per key by the lock on the
  * key's `entries` row, which every write takes first. Calls issued together travel as one
@@ -180,13 +184,33 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
     CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON ${s}.ledger
       FOR EACH ROW EXECUTE FUNCTION ${s}.ledger_append_only();
 
-    ${runBatch(s, { ledgerCost: false })}
+    ${runBatch(s, { ledgerCost: false, settledOnce: false })}
   `,
   // 2: the ledger records what each settle's transactions cost (numeric, the chain's smallest unit;
   // NULL in older rows), and the batch statement writes it.
   (s) => `
     ALTER TABLE ${s}.ledger ADD COLUMN cost numeric;
-    ${runBatch(s, { ledgerCost: true })}
+    ${runBatch(s, { ledgerCost: true, settledOnce: false })}
+  `,
+  // 3: one settled row per transaction (network and transaction id), so that a retry writing the row a
+  // crash lost never writes a second. Schemas of older versions may hold a transaction's settled row
+  // twice (two calls that both finished it): the first (lowest id) stays, the later ones move whole to
+  // ledger_duplicates (kept for audit, never read by the library). The table is locked meanwhile, so
+  // no instance appends between the move and the index. The batch statement skips a second settled
+  // row instead of failing, for the instances of older versions too (they call the same function).
+  (s) => `
+    LOCK TABLE ${s}.ledger IN ACCESS EXCLUSIVE MODE;
+    CREATE TABLE ${s}.ledger_duplicates (LIKE ${s}.ledger);
+    INSERT INTO ${s}.ledger_duplicates SELECT * FROM ${s}.ledger l
+      WHERE l.status = 'settled' AND l.transaction_id IS NOT NULL AND EXISTS (
+        SELECT 1 FROM ${s}.ledger k
+        WHERE k.status = 'settled' AND k.network = l.network AND k.transaction_id = l.transaction_id AND k.id < l.id);
+    ALTER TABLE ${s}.ledger DISABLE TRIGGER ledger_append_only;
+    DELETE FROM ${s}.ledger WHERE id IN (SELECT id FROM ${s}.ledger_duplicates);
+    ALTER TABLE ${s}.ledger ENABLE TRIGGER ledger_append_only;
+    CREATE UNIQUE INDEX ledger_settled_transaction ON ${s}.ledger (network, transaction_id)
+      WHERE status = 'settled' AND transaction_id IS NOT NULL;
+    ${runBatch(s, { ledgerCost: true, settledOnce: true })}
   `,
 ]
 
@@ -194,9 +218,10 @@ const MIGRATIONS: readonly ((schema: string) => string)[] = [
  * The statement that runs store calls issued together, as one statement and one transaction: a
  * JSON array of operations in, a JSON array of their results out. The client sends them sorted by
  * key, so two instances' batches lock rows in one order and never deadlock. Each migration that
- * changes it replaces it whole (`ledgerCost`: version 2's ledger column).
+ * changes it replaces it whole (`ledgerCost`: version 2's ledger column; `settledOnce`: version 3's
+ * skip of a transaction's second settled row).
  */
-function runBatch(s: string, options: { ledgerCost: boolean }): string {
+function runBatch(s: string, options: { ledgerCost: boolean; settledOnce: boolean }): string {
   return `    CREATE OR REPLACE FUNCTION ${s}.run_batch(p_ops jsonb, p_now bigint) RETURNS jsonb
     LANGUAGE plpgsql AS $$
     DECLARE
@@ -241,7 +266,7 @@ function runBatch(s: string, options: { ledgerCost: boolean }): string {
           VALUES (to_timestamp((v_op->>'recordedAt')::double precision / 1000), to_timestamp((v_op->>'startedAt')::double precision / 1000),
             v_op->>'status', (v_op->>'resumed')::boolean, v_op->>'errorReason', v_op->>'errorMessage', v_op->>'network', v_op->>'scheme',
             (v_op->>'x402Version')::integer, v_op->>'payer', v_op->>'payTo', v_op->>'asset', (v_op->>'amount')::numeric,
-            v_op->>'transaction', v_op->>'resourceUrl'${options.ledgerCost ? ", (v_op->>'cost')::numeric" : ''});
+            v_op->>'transaction', v_op->>'resourceUrl'${options.ledgerCost ? ", (v_op->>'cost')::numeric" : ''})${options.settledOnce ? ' ON CONFLICT DO NOTHING' : ''};
         ELSE
           RAISE EXCEPTION 'unknown store operation %', v_op->>'o';
         END CASE;

@@ -23,9 +23,11 @@ export interface SqliteLedgerOptions {
  */
 export function createSqliteLedger(db: Database.Database, options: SqliteLedgerOptions = {}): SettlementLedger {
   const write = options.write ?? (async <T>(run: () => T) => run())
+  // A transaction's second settled row is skipped, not failed: the file's unique index holds one (schema version 3).
   const insert = db.prepare(`INSERT INTO x402_ledger
     (recorded_at, started_at, status, resumed, error_reason, error_message, network, scheme, x402_version, payer, pay_to, asset, amount, transaction_id, resource_url, cost)
-    VALUES (@recordedAt, @startedAt, @status, @resumed, @errorReason, @errorMessage, @network, @scheme, @x402Version, @payer, @payTo, @asset, @amount, @transaction, @resourceUrl, @cost)`)
+    VALUES (@recordedAt, @startedAt, @status, @resumed, @errorReason, @errorMessage, @network, @scheme, @x402Version, @payer, @payTo, @asset, @amount, @transaction, @resourceUrl, @cost)
+    ON CONFLICT DO NOTHING`)
   // Statements by the filters a query uses, prepared once each.
   const selects = new Map<string, Database.Statement<unknown[], LedgerRow>>()
 

@@ -1,6 +1,27 @@
 import type Database from 'better-sqlite3'
 import type { SqliteSynchronous } from './sqlite-store.js'
 
+/** Version 3: one settled row per transaction in the ledger (see the schema's description below). */
+const LEDGER_SETTLED_ONCE = `
+   -- Files of older versions may hold a transaction's settled row twice (two calls that both finished it).
+   -- The first (lowest id) stays; the later ones move, whole, to x402_ledger_duplicates, which the library never reads.
+   CREATE TABLE x402_ledger_duplicates AS SELECT * FROM x402_ledger WHERE 0;
+   INSERT INTO x402_ledger_duplicates SELECT * FROM x402_ledger AS l
+     WHERE l.status = 'settled' AND l.transaction_id IS NOT NULL AND EXISTS (
+       SELECT 1 FROM x402_ledger AS k
+       WHERE k.status = 'settled' AND k.network = l.network AND k.transaction_id = l.transaction_id AND k.id < l.id);
+   DROP TRIGGER x402_ledger_no_delete;
+   DELETE FROM x402_ledger WHERE id IN (SELECT id FROM x402_ledger_duplicates);
+   CREATE TRIGGER x402_ledger_no_delete BEFORE DELETE ON x402_ledger
+     BEGIN SELECT RAISE(ABORT, 'the settlement ledger is append-only'); END;
+   CREATE UNIQUE INDEX x402_ledger_settled_transaction ON x402_ledger (network, transaction_id)
+     WHERE status = 'settled' AND transaction_id IS NOT NULL;
+   -- An older library's plain INSERT of a second settled row is skipped as ON CONFLICT DO NOTHING would, not failed.
+   CREATE TRIGGER x402_ledger_settled_once BEFORE INSERT ON x402_ledger
+     WHEN NEW.status = 'settled' AND NEW.transaction_id IS NOT NULL AND EXISTS (
+       SELECT 1 FROM x402_ledger WHERE status = 'settled' AND network = NEW.network AND transaction_id = NEW.transaction_id)
+     BEGIN SELECT RAISE(IGNORE); END;`
+
 /**
  * The SQLite schema, by version (`PRAGMA user_version`). Each step runs once, in
  * order, inside one IMMEDIATE transaction: two processes opening a new file at
@@ -12,10 +33,15 @@ import type { SqliteSynchronous } from './sqlite-store.js'
  * - `x402_fields`: the fields of hashes, rankings (score in `num`), sketch registers
  *   (index in `field`, rank in `num`) and holds (amount in `text`).
  * - `x402_ledger`: the settlement ledger, append-only (triggers refuse UPDATE and DELETE).
+ * - `x402_ledger_duplicates` (version 3): the second and later settled rows of a transaction
+ *   that older versions wrote, moved out of the ledger; kept for audit, never read.
  *
  * Version 2 adds `x402_ledger.cost` (what the settle's transactions cost, a decimal string in the
- * chain's smallest unit; NULL in the rows written before it). Steps only ever add, so a process of
- * an older library keeps working on a newer file.
+ * chain's smallest unit; NULL in the rows written before it). Version 3 holds the ledger to one
+ * `settled` row per transaction (network and transaction id): a unique partial index, which appends
+ * meet with ON CONFLICT DO NOTHING, so a retry that writes the row a crash lost never writes a second one.
+ * Steps only add, but for version 3's move of older duplicate rows (see LEDGER_SETTLED_ONCE), so a
+ * process of an older library keeps working on a newer file.
  */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE x402_entries (
@@ -65,6 +91,8 @@ const MIGRATIONS: readonly string[] = [
    CREATE TRIGGER x402_ledger_no_delete BEFORE DELETE ON x402_ledger
      BEGIN SELECT RAISE(ABORT, 'the settlement ledger is append-only'); END;`,
   `ALTER TABLE x402_ledger ADD COLUMN cost TEXT;`,
+  // 3: one settled row per transaction (LEDGER_SETTLED_ONCE, above).
+  LEDGER_SETTLED_ONCE,
 ]
 
 /** The schema version this library writes. */

@@ -80,7 +80,7 @@ describe('ledger recorder', () => {
     const run = async (recordedDelayMs: number | undefined) => {
       const adapter = createLedgerAdapter({ confirmDelayMs: 50 })
       adapter.balances.set(PAYER, 1_000_000n)
-      const costed: typeof adapter = { ...adapter, settle: async (ctx, journal) => ((ctx.cost = 4242n), adapter.settle(ctx, journal)) }
+      const costed: typeof adapter = { ...adapter, settle: async (ctx, payment, journal, reservation) => ((ctx.cost = 4242n), adapter.settle(ctx, payment, journal, reservation)) }
       const store = createMemoryStore()
       const ledger = createMemoryLedger()
       const slow: typeof ledger = { read: (q) => ledger.read(q), append: async (entry) => (await new Promise((r) => setTimeout(r, 200)), ledger.append(entry)) }

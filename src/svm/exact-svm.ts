@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type Blockhash, isAddress, type TransactionPartialSigner } from '@solana/kit'
 import * as z from 'zod'
-import type { AdapterNetwork, BroadcastRecord, PayerSpend, PaymentContext, ReadinessCheck, SchemeAdapter, SettleJournal, SettleReservation } from '../core/adapter.js'
+import type { AdapterNetwork, BroadcastRecord, Parsed, PaymentContext, ReadinessCheck, SchemeAdapter, SettleJournal, SettleReservation, Verdict } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
@@ -29,7 +29,7 @@ import {
   type ExactSvmLimits,
   TOKEN_2022_PROGRAM_ADDRESS,
 } from './transaction-rules.js'
-import { bytesOfBase64, readWireTransaction, type WireTransaction } from './wire-transaction.js'
+import { bytesOfBase64, readFeePayer, readWireTransaction, type WireTransaction } from './wire-transaction.js'
 
 /** One Solana network served by {@link exactSvm}. */
 export interface ExactSvmNetworkConfig {
@@ -168,7 +168,12 @@ interface NetworkRuntime {
   readonly allowedMintExtensions: ReadonlySet<MintExtensionName>
 }
 
-/** A payment that passed the static rules, signed by its fee payer. */
+/** The payload as `parse` read it (`P`): its transaction, decoded once for the whole request. */
+interface ExactSvmPayload {
+  readonly transaction: WireTransaction
+}
+
+/** A payment that passed the static rules, signed by its fee payer: what a valid verify hands settle (`V`). */
 interface SignedPayment {
   readonly payment: CheckedPayment
   /** Base64 of the fully signed transaction: what settle sends. */
@@ -177,9 +182,28 @@ interface SignedPayment {
   readonly payerSignedWire: string
   /** The fee payer's signature in base58: the transaction id. */
   readonly signature: string
+  /** What the transaction costs the fee payer once processed, in lamports (see `transactionFee`). */
+  readonly fee: bigint
+}
+
+/** A settlement slot on the payment's fee payer (`R`), handed to the verify and the settle of one settle call. */
+interface FeePayerReservation extends SettleReservation {
+  /** The fee payer whose slot is held; `undefined` when the payment names none of ours (its verify refuses it). */
+  readonly feePayer: string | undefined
+  /**
+   * Set once a verify under this reservation reported a spend, or found the balance read it shared
+   * failed: a later verify (the core's retry after a refused hold) reads the balance afresh.
+   */
+  readsAfresh: boolean
 }
 
 type Prepared = { ok: true; signed: SignedPayment } | { ok: false; reason: SvmReason; message: string; payer?: string }
+
+/** A balance read under way for one source account, and when the verify that made it began. */
+interface BalanceRead {
+  readonly since: number
+  readonly balance: Promise<bigint | undefined>
+}
 
 /**
  * The x402 `exact` scheme on Solana: verifies a payer-signed SPL
@@ -269,46 +293,12 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     })
   }
 
-  // The core hands settlementKey, reserveSettlement, verify and settle one context object per payment:
-  // these carry its decoded transaction and its fee-payer-signed form from one step to the next.
-  const decodedByContext = new WeakMap<PaymentContext, { transaction: WireTransaction | undefined } | null>()
-  const preparedByContext = new WeakMap<PaymentContext, Promise<Prepared>>()
-  // Contexts the core is settling (it reserves a fee payer before it verifies): their verify reads the balance for spendOf.
-  const settling = new WeakSet<PaymentContext>()
-  /** What each context's payment spends, from its last verify that answered valid. */
-  const spendByContext = new WeakMap<PaymentContext, PayerSpend>()
-  // The balance read under way for each source account, and when its verify began. Settlements
-  // racing from one payer (a burst of an agent's calls) share it instead of each making the node
-  // copy the account out of its simulation: it answers with (or before) the sharer's own
-  // simulation, in the same JSON-RPC batch or an earlier one, and the core counts what landed since
-  // its moment against it (PayerSpend.since), as for a read of its own. Only a read still under way
-  // is shared, so that moment is at most one round trip old. A context verified again (the core's
-  // retry after a refused hold) reads afresh.
-  const balances = new Map<string, { since: number; balance: Promise<bigint | undefined> }>()
-  const reread = new WeakSet<PaymentContext>()
-
-  /** The decoding of the payload's base64 transaction, done once per context (`undefined`: not a base64 string). */
-  const decodedOf = (ctx: PaymentContext): { transaction: WireTransaction | undefined } | undefined => {
-    let decoded = decodedByContext.get(ctx)
-    if (decoded === undefined) {
-      const payload = payloadSchema.safeParse(ctx.payload.payload)
-      // The schema has checked the base64 alphabet already.
-      decoded = payload.success ? { transaction: readWireTransaction(bytesOfBase64(payload.data.transaction)) } : null
-      decodedByContext.set(ctx, decoded)
-    }
-    return decoded ?? undefined
-  }
-
-  /** `prepare`, run once per context: settle reuses what verify derived and signed for the same payment. */
-  const preparedOf = (ctx: PaymentContext, runtime: NetworkRuntime): Promise<Prepared> => {
-    const known = preparedByContext.get(ctx)
-    if (known) return known
-    const prepared = prepare(ctx, runtime)
-    preparedByContext.set(ctx, prepared)
-    // A fault (not a verdict) must not stick: a later call prepares afresh.
-    prepared.catch(() => preparedByContext.delete(ctx))
-    return prepared
-  }
+  // The balance read under way for each source account. Settlements racing from one payer (a burst
+  // of an agent's calls) share it instead of each making the node copy the account out of its
+  // simulation: it answers with (or before) the sharer's own simulation, and the core counts what
+  // landed since its moment against it (PayerSpend.since). Only a read still under way is shared,
+  // so that moment is at most one round trip old.
+  const balances = new Map<string, BalanceRead>()
 
   const runtimeOf = (ctx: PaymentContext): NetworkRuntime => {
     const runtime = runtimes.get(ctx.network)
@@ -316,24 +306,69 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     return runtime
   }
 
-  /** Static rules, the payer's signature, then the fee payer's; nothing touches the chain. */
-  async function prepare(ctx: PaymentContext, runtime: NetworkRuntime): Promise<Prepared> {
-    // A mint anyone can create would let them pay themselves at the fee payer's expense: refused before any work.
-    if (runtime.allowedMints && !runtime.allowedMints.has(ctx.asset)) {
-      return { ok: false, reason: SVM_REASON.mintNotAllowed, message: `mint ${ctx.asset} is not accepted on ${ctx.network}` }
+  /**
+   * Decodes the payload's base64 transaction once per request. A payload with no transaction to
+   * decode is refused with what verify answered for it before (an unaccepted mint comes first).
+   */
+  function parse(ctx: PaymentContext): Parsed<ExactSvmPayload> {
+    const payload = payloadSchema.safeParse(ctx.payload.payload)
+    // The schema has checked the base64 alphabet already.
+    const transaction = payload.success ? readWireTransaction(bytesOfBase64(payload.data.transaction)) : undefined
+    if (transaction) {
+      // The message is what every signature signs: one message, one payment, whatever signatures ride along.
+      return { payload: { transaction }, key: `${ctx.network}:${createHash('sha256').update(transaction.messageBytes).digest('base64url')}` }
     }
-    const decoded = decodedOf(ctx)
-    if (!decoded) {
-      return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentPayload.payload.transaction must be a base64 Solana transaction' }
+    const refuse = (reason: string, message: string): Parsed<ExactSvmPayload> => ({ refusal: invalid(reason, message) })
+    if (mintRefusedOn(ctx, runtimeOf(ctx))) return refuse(SVM_REASON.mintNotAllowed, `mint ${ctx.asset} is not accepted on ${ctx.network}`)
+    if (!payload.success) return refuse(SVM_REASON.invalidPayload, 'paymentPayload.payload.transaction must be a base64 Solana transaction')
+    if (!extraSchema.safeParse(ctx.requirements.extra ?? {}).success) {
+      return refuse(SVM_REASON.invalidPayload, 'paymentRequirements.extra.feePayer and .memo must be strings')
+    }
+    return refuse(SVM_REASON.undecodable, 'the payload transaction is not a base64 Solana transaction')
+  }
+
+  /** Takes a slot on the fee payer the payment names (the first account of its message). */
+  function reserveSettlement(ctx: PaymentContext): FeePayerReservation {
+    // The core reserves only after parse decoded the transaction: its fee payer is read again in place.
+    const transaction = (ctx.payload.payload as { transaction?: unknown } | undefined)?.transaction
+    const feePayer = typeof transaction === 'string' ? readFeePayer(bytesOfBase64(transaction)) : undefined
+    // A payload without one of our fee payers never reaches a send: verify rejects it.
+    if (feePayer === undefined || !feePayerSet.has(feePayer)) return { feePayer: undefined, readsAfresh: false, release() {} }
+    const count = inFlight.get(feePayer) ?? 0
+    if (count >= maxInFlight) {
+      throw new FacilitatorError('signer_busy', `fee payer ${feePayer} has ${maxInFlight} settlements in flight; retry shortly`)
+    }
+    inFlight.set(feePayer, count + 1)
+    let held = true
+    return {
+      feePayer,
+      readsAfresh: false,
+      release() {
+        if (!held) return
+        held = false
+        const left = (inFlight.get(feePayer) ?? 1) - 1
+        if (left > 0) inFlight.set(feePayer, left)
+        else inFlight.delete(feePayer)
+      },
+    }
+  }
+
+  /** Whether `restrictAssets` leaves out the required mint. */
+  const mintRefusedOn = (ctx: PaymentContext, runtime: NetworkRuntime) => runtime.allowedMints !== undefined && !runtime.allowedMints.has(ctx.asset)
+
+  /** Static rules, the payer's signature, then the fee payer's; nothing touches the chain. */
+  async function prepare(ctx: PaymentContext, runtime: NetworkRuntime, transaction: WireTransaction): Promise<Prepared> {
+    // A mint anyone can create would let them pay themselves at the fee payer's expense: refused before any work.
+    if (mintRefusedOn(ctx, runtime)) {
+      return { ok: false, reason: SVM_REASON.mintNotAllowed, message: `mint ${ctx.asset} is not accepted on ${ctx.network}` }
     }
     const extra = extraSchema.safeParse(ctx.requirements.extra ?? {})
     if (!extra.success) {
       return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentRequirements.extra.feePayer and .memo must be strings' }
     }
     // The rules answer malformed bytes (account indices out of range, an oversized message) with a violation.
-    if (!decoded.transaction) return { ok: false, reason: SVM_REASON.undecodable, message: 'the payload transaction is not a base64 Solana transaction' }
     const outcome = await checkDecodedPaymentTransaction({
-      transaction: decoded.transaction,
+      transaction,
       feePayers: feePayerSet,
       expectedFeePayer: extra.data.feePayer,
       allowedPrograms,
@@ -348,40 +383,46 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     if (!outcome.ok) return outcome
     const payment = outcome.payment
     // The rules allow exactly two signers, the fee payer and the payer; the payer's signature is checked
-    // here because the simulation runs without sigVerify (see verify).
+    // here because the simulation runs without sigVerify (see checkOnChain).
     const payerSignature = payment.transaction.signatures[payment.payer]
     if (!payerSignature || !verifySignature(payment.payer, payment.transaction.messageBytes, payerSignature)) {
       return { ok: false, reason: SVM_REASON.signatureInvalid, message: 'the payer\'s signature of the transaction does not verify', payer: payment.payer }
     }
     const signer = signers.get(payment.feePayer)
     if (!signer) return { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
-    return { ok: true, signed: await signAsFeePayer(signer, payment, decoded.transaction) }
+    return { ok: true, signed: await signAsFeePayer(signer, payment, transaction) }
   }
 
-  async function verify(ctx: PaymentContext): Promise<VerifyResponse> {
+  async function verify(ctx: PaymentContext, payload: ExactSvmPayload, reservation?: FeePayerReservation): Promise<Verdict<SignedPayment>> {
     const startedAt = Date.now()
-    if (spendByContext.delete(ctx)) reread.add(ctx)
     const runtime = runtimeOf(ctx)
-    const prepared = await preparedOf(ctx, runtime)
-    if (!prepared.ok) return invalid(prepared.reason, prepared.message, prepared.payer)
-    const { payment, signature } = prepared.signed
-    const payer = payment.payer
+    const prepared = await prepare(ctx, runtime, payload.transaction)
+    if (!prepared.ok) return { response: invalid(prepared.reason, prepared.message, prepared.payer) }
+    return judge(ctx, runtime, prepared.signed, reservation, startedAt)
+  }
+
+  /**
+   * The chain's judgement of a signed payment (see checkOnChain). A settle's verify (given a
+   * reservation) also reads the balance spent from, or shares a read of it under way.
+   */
+  async function judge(ctx: PaymentContext, runtime: NetworkRuntime, signed: SignedPayment, reservation: FeePayerReservation | undefined, startedAt: number): Promise<Verdict<SignedPayment>> {
+    const { payment } = signed
     // Token-2022 mints carry extensions that can short payTo or block the transfer later; spl-token mints have none.
     const readsMint = payment.tokenProgram === TOKEN_2022_PROGRAM_ADDRESS
     const readsEpoch = readsMint && runtime.allowedMintExtensions.has('transferFee')
     const account = `${ctx.network}:${payment.source}`
-    let shared: { since: number; balance: Promise<bigint | undefined> } | undefined
+    let shared: BalanceRead | undefined
     let reading: ((balance: bigint | undefined) => void) | undefined
-    let read: { since: number; balance: Promise<bigint | undefined> } | undefined
-    if (settling.has(ctx)) {
-      shared = reread.has(ctx) ? undefined : balances.get(account)
+    let read: BalanceRead | undefined
+    if (reservation) {
+      shared = reservation.readsAfresh ? undefined : balances.get(account)
       if (!shared) {
         read = { since: startedAt, balance: new Promise<bigint | undefined>((resolve) => (reading = resolve)) }
         balances.set(account, read)
       }
     }
     try {
-      return await checkOnChain(ctx, runtime, prepared.signed, { account, startedAt, shared, reading, readsMint, readsEpoch })
+      return await checkOnChain(ctx, runtime, signed, { account, startedAt, shared, reading, readsMint, readsEpoch, reservation })
     } finally {
       // Done: later verifies read for themselves. A read that failed (or threw) leaves its sharers to read afresh.
       if (read && balances.get(account) === read) balances.delete(account)
@@ -397,15 +438,17 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     read: {
       account: string
       startedAt: number
-      shared: { since: number; balance: Promise<bigint | undefined> } | undefined
+      shared: BalanceRead | undefined
       reading: ((balance: bigint | undefined) => void) | undefined
       readsMint: boolean
       readsEpoch: boolean
+      reservation: FeePayerReservation | undefined
     },
-  ): Promise<VerifyResponse> {
+  ): Promise<Verdict<SignedPayment>> {
     const { payment, signature } = signed
     const payer = payment.payer
-    const { account, shared, readsMint, readsEpoch } = read
+    const { account, shared, readsMint, readsEpoch, reservation } = read
+    const refused = (response: VerifyResponse): Verdict<SignedPayment> => ({ response })
 
     // One round trip: the replay check, the simulation and (Token-2022) the mint travel in one batch. A simulation
     // that passes proves the accounts (mint, funded source, destination of the mint); a failing one reads them below.
@@ -418,8 +461,8 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
         // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
         // was checked in prepare; the signature (transaction id) above comes from signing locally.
         // A settle's verify also asks for the source's state after the transfer: plus the amount, it is
-        // the balance spent from (spendOf, for the core's holds). A plain /verify holds nothing: it does
-        // not make the node copy the account out.
+        // the balance spent from (the verdict's spend, for the core's holds). A plain /verify holds
+        // nothing: it does not make the node copy the account out.
         params: [
           signed.payerSignedWire,
           {
@@ -438,18 +481,18 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const [statusOutcome, simulationOutcome, mintOutcome] = await runtime.rpc.request(calls, ctx.signal)
 
     const status = parseResult(signatureStatusesSchema, statusOutcome, 'getSignatureStatuses').value[0]
-    if (status) return invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer)
+    if (status) return refused(invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer))
     if (readsMint) {
       const problem = mintProblem(ctx, runtime, payment, mintOutcome, readsEpoch)
-      if (problem) return problem
+      if (problem) return refused(problem)
     }
 
     if (!simulationOutcome) throw new FacilitatorError('rpc_error', 'the Solana RPC gave no answer to simulateTransaction')
     if (!simulationOutcome.ok) {
       // Nodes answer a signature that does not verify with a JSON-RPC error (-32003), not a simulation error.
-      if (simulationOutcome.error.code === -32003) return invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
+      if (simulationOutcome.error.code === -32003) return refused(invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer))
       if (simulationOutcome.error.code === -32602 || simulationOutcome.error.code === -32002) {
-        return invalid(SVM_REASON.simulationFailed, `the simulation was refused: ${simulationOutcome.error.message}`, payer)
+        return refused(invalid(SVM_REASON.simulationFailed, `the simulation was refused: ${simulationOutcome.error.message}`, payer))
       }
       throw new FacilitatorError('rpc_error', `the Solana RPC failed simulateTransaction: ${simulationOutcome.error.message}`)
     }
@@ -458,32 +501,31 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const err = simulation.data.value.err
     if (err !== null && err !== undefined) {
       const text = describeTransactionError(err)
-      if (text === 'BlockhashNotFound') return invalid(SVM_REASON.blockhashExpired, 'the transaction blockhash is expired or unknown', payer)
-      if (text === 'AlreadyProcessed') return invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer)
-      if (text === 'SignatureFailure') return invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer)
+      if (text === 'BlockhashNotFound') return refused(invalid(SVM_REASON.blockhashExpired, 'the transaction blockhash is expired or unknown', payer))
+      if (text === 'AlreadyProcessed') return refused(invalid(SVM_REASON.alreadyProcessed, `transaction ${signature} was already processed`, payer))
+      if (text === 'SignatureFailure') return refused(invalid(SVM_REASON.signatureInvalid, 'a signature of the transaction does not verify', payer))
       // Name the account at fault when one is; the chain's error text otherwise.
-      return (await accountProblem(ctx, runtime, payment)) ?? invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer)
+      return refused((await accountProblem(ctx, runtime, payment)) ?? invalid(SVM_REASON.simulationFailed, `the simulation failed: ${text}`, payer))
     }
+    const valid = { isValid: true as const, payer }
     if (shared) {
       // Bounded by this call's own budget: the read shared is another call's.
       const balance = await withDeadline(shared.balance, ctx.signal)
       // The read shared failed: this payment reads its own (one more simulation, only then).
       if (balance === undefined) {
-        reread.add(ctx)
-        return verify(ctx)
+        reservation!.readsAfresh = true
+        return judge(ctx, runtime, signed, reservation, Date.now())
       }
-      spendByContext.set(ctx, { account, amount: payment.amount, balance, since: shared.since })
-      return { isValid: true, payer }
+      if (reservation) reservation.readsAfresh = true
+      return { response: valid, payment: signed, spend: { account, amount: payment.amount, balance, since: shared.since } }
     }
     const balanceAfter = sourceBalanceOf(simulation.data.value.accounts, payment)
-    if (balanceAfter !== undefined) {
-      const balance = balanceAfter + payment.amount
-      spendByContext.set(ctx, { account, amount: payment.amount, balance, since: read.startedAt })
-      read.reading?.(balance)
-    }
-    return { isValid: true, payer }
+    if (balanceAfter === undefined) return { response: valid, payment: signed }
+    const balance = balanceAfter + payment.amount
+    read.reading?.(balance)
+    if (reservation) reservation.readsAfresh = true
+    return { response: valid, payment: signed, spend: { account, amount: payment.amount, balance, since: read.startedAt } }
   }
-
   /**
    * Judges a Token-2022 payment's mint (read in verify's batch): its extensions, and, where the operator
    * allows transfer fees, that what reaches payTo after the fee is the required amount.
@@ -544,13 +586,10 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     return undefined
   }
 
-  async function settle(ctx: PaymentContext, journal: SettleJournal): Promise<SettleResponse> {
+  async function settle(ctx: PaymentContext, signed: SignedPayment, journal: SettleJournal): Promise<SettleResponse> {
     const runtime = runtimeOf(ctx)
-    // The core ran verify (with the simulation) just before claiming, on this same context: its
-    // checked and signed payment is reused; another context redoes the local steps.
-    const prepared = await preparedOf(ctx, runtime)
-    if (!prepared.ok) return settleFailure(ctx, prepared.reason, prepared.message, prepared.payer)
-    const { payment, wire, signature } = prepared.signed
+    // The verify of this call (with the simulation) checked and signed it just before the claim.
+    const { payment, wire, signature, fee } = signed
     await journal.broadcasting({ transaction: signature, raw: wire })
     const sentAt = performance.now()
     let offeredAt: number | undefined
@@ -571,15 +610,12 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     const refusal = finalRefusalOf(sendOutcome)
     if (refusal) return settleFailure(ctx, SVM_REASON.signatureInvalid, refusal, payment.payer, signature)
     // Any other refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
-    const decoded = decodedOf(ctx)?.transaction
-    const fee = decoded ? transactionFee(decoded) : undefined
     return confirm(ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt, fee })
   }
 
-  async function resume(ctx: PaymentContext, record: BroadcastRecord): Promise<SettleResponse> {
+  async function resume(ctx: PaymentContext, payload: ExactSvmPayload, record: BroadcastRecord): Promise<SettleResponse> {
     const runtime = runtimeOf(ctx)
-    const transaction = (record.raw ? decodeWireTransaction(record.raw) : undefined) ?? decodedOf(ctx)?.transaction
-    if (!transaction) throw new FacilitatorError('internal_error', 'the recorded Solana transaction cannot be decoded')
+    const transaction = (record.raw ? decodeWireTransaction(record.raw) : undefined) ?? payload.transaction
     return confirm(ctx, runtime, {
       signature: record.transaction,
       blockhash: transaction.blockhash,
@@ -718,47 +754,20 @@ export function exactSvm(config: ExactSvmConfig): SchemeAdapter {
     return checks.flat()
   }
 
-  return withRedactedErrors({
+  const adapter: SchemeAdapter<ExactSvmPayload, SignedPayment, FeePayerReservation> = {
     scheme: 'exact',
     family: 'solana',
     readiness,
     networks: [...runtimes.values()].map((runtime) => runtime.info),
     versions: config.versions ?? [1, 2],
     signers: () => [...feePayerSet],
+    parse,
+    reserveSettlement,
     verify,
-    reserveSettlement(ctx): SettleReservation {
-      settling.add(ctx)
-      const transaction = decodedOf(ctx)?.transaction
-      // The first account of a message is its fee payer.
-      const feePayer = transaction?.accounts[0]
-      // A payload without one of our fee payers never reaches a send: verify rejects it.
-      if (feePayer === undefined || !feePayerSet.has(feePayer)) return { release() {} }
-      const count = inFlight.get(feePayer) ?? 0
-      if (count >= maxInFlight) {
-        throw new FacilitatorError('signer_busy', `fee payer ${feePayer} has ${maxInFlight} settlements in flight; retry shortly`)
-      }
-      inFlight.set(feePayer, count + 1)
-      let held = true
-      return {
-        release() {
-          if (!held) return
-          held = false
-          const left = (inFlight.get(feePayer) ?? 1) - 1
-          if (left > 0) inFlight.set(feePayer, left)
-          else inFlight.delete(feePayer)
-        },
-      }
-    },
-    spendOf: (ctx) => spendByContext.get(ctx),
-    settlementKey(ctx) {
-      const transaction = decodedOf(ctx)?.transaction
-      if (!transaction) return undefined
-      // The message is what every signature signs: one message, one payment, whatever signatures ride along.
-      return `${ctx.network}:${createHash('sha256').update(transaction.messageBytes).digest('base64url')}`
-    },
     settle,
     resume,
-  }, secrets)
+  }
+  return withRedactedErrors(adapter, secrets)
 }
 
 /** The RPC URLs of a network entry, from `rpcUrls` or the `rpcUrl` shorthand. */
@@ -779,7 +788,7 @@ async function signAsFeePayer(sign: FeePayerSigning, payment: CheckedPayment, wi
   bytes.set(signature, slot)
   const signed = bytes.toString('base64')
   bytes.fill(0, slot, slot + signature.length)
-  return { payment, wire: signed, payerSignedWire: bytes.toString('base64'), signature: encodeBase58(signature) }
+  return { payment, wire: signed, payerSignedWire: bytes.toString('base64'), signature: encodeBase58(signature), fee: transactionFee(wire) }
 }
 
 /** Byte layout of an SPL token account (Token-2022 shares it and appends extensions). */

@@ -115,6 +115,27 @@ export function readWireTransaction(bytes: Uint8Array): WireTransaction | undefi
   }
 }
 
+/**
+ * The first account of a serialized transaction's message (its fee payer), read without the rest:
+ * for bytes {@link readWireTransaction} accepts, its `accounts[0]`. `undefined` when the bytes end first.
+ *
+ * @example
+ * readFeePayer(bytesOfBase64(base64)) // the address that pays the fees
+ */
+export function readFeePayer(bytes: Uint8Array): Address | undefined {
+  const reader = new Reader(bytes)
+  try {
+    reader.skip(reader.length() * SIGNATURE_SIZE)
+    if (reader.peek() & 0x80) reader.skip(1)
+    reader.skip(3)
+    if (reader.length() === 0) return undefined
+    return encodeBase58(reader.take(ADDRESS_SIZE)) as Address
+  } catch (error) {
+    if (error instanceof Malformed) return undefined
+    throw error
+  }
+}
+
 /** Thrown inside the reader: the bytes end early or break the format. */
 class Malformed extends Error {}
 

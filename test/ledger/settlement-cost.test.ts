@@ -241,7 +241,7 @@ describe('settlement cost on Solana (LiteSVM), in the SQLite ledger', () => {
       expect(chain.svm.sendTransaction(await signTransactionMessageWithSigners(message))).not.toBeInstanceOf(FailedTransactionMetadata)
       expect(tokenBalance(chain.svm, s.payerAta)).toBe(0n)
     }
-    const { store, metrics, facilitator } = setup('failed.sqlite', (adapter) => ({ ...adapter, settle: async (ctx, journal) => (await drain(), adapter.settle(ctx, journal)) }))
+    const { store, metrics, facilitator } = setup('failed.sqlite', (adapter) => ({ ...adapter, settle: async (ctx, payment, journal, reservation) => (await drain(), adapter.settle(ctx, payment, journal, reservation)) }))
     const body = await scenarioPaymentBody(chain.url, s, 1_000n)
     const before = lamportsOf(chain.svm, s.feePayer.address)
     const answer = await facilitator.settle(body)

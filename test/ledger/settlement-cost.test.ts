@@ -119,7 +119,7 @@ describe('settlement cost on EVM (anvil)', () => {
       const hash = await world.node.walletClient().sendTransaction({ to: world.token.address, data: transferWithAuthorizationBytesCalldata(message, signature), chain: world.node.chain, account: world.node.accounts[0]! })
       expect((await world.node.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success')
     }
-    const adapter: SchemeAdapter = { ...real, settle: async (ctx, journal) => (await frontRun(ctx), real.settle(ctx, journal)) }
+    const adapter: SchemeAdapter = { ...real, settle: async (ctx, payment, journal, reservation) => (await frontRun(ctx), real.settle(ctx, payment, journal, reservation)) }
     const { ledger, metrics, facilitator } = setup(adapter)
     const signer = world.signers[0]!.address
     const payer = await world.newPayer()

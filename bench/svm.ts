@@ -205,7 +205,7 @@ export async function benchSvm(): Promise<Row[]> {
  * ahead of time, sent raw all at once through our lean HTTP client, and every missing
  * status asked for in one call every 2 ms until all are confirmed. `withChecks` first asks
  * the chain, in one batch, what a verify asks it for each payment (the replay check and the
- * simulation of the payer-signed bytes, as src/svm/exact-svm.ts does): the chain's whole
+ * simulation of the payer-signed bytes, as src/svm/exact/verify.ts does): the chain's whole
  * share of a settle, with no facilitator's CPU.
  */
 async function chainFloor(url: string, bodies: readonly Body[], feePayer: KeyPairSigner, withChecks = false): Promise<number> {

@@ -1,6 +1,7 @@
 // Solana entry (`x402-facilitator/svm`): the only place @solana/* is imported.
-export { buildExactSvmTransaction, type ExactSvmTransactionOptions } from './build-transaction.js'
-export { exactSvm, type ExactSvmConfig, type ExactSvmNetworkConfig } from './exact-svm.js'
+export { buildExactSvmTransaction, type ExactSvmTransactionOptions } from './exact/build-transaction.js'
+export type { ExactSvmConfig, ExactSvmNetworkConfig } from './exact/config.js'
+export { exactSvm } from './exact/exact-svm.js'
 export { SVM_REASON, type SvmReason } from './reasons.js'
 export {
   createHttpRpcTransport,
@@ -8,7 +9,7 @@ export {
   type RpcCall,
   type RpcOutcome,
   type SvmRpcTransport,
-} from './solana-rpc.js'
+} from './rpc/solana-rpc.js'
 export {
   checkPaymentTransaction,
   DEFAULT_ALLOWED_PROGRAMS,
@@ -21,4 +22,4 @@ export {
   type RuleOutcome,
   type RuleViolation,
   type TransactionRuleInput,
-} from './transaction-rules.js'
+} from './rules/transaction-rules.js'

@@ -14,7 +14,7 @@ import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm, privateKeySigner } from '../../src/evm/index.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { exactSvm } from '../../src/svm/index.js'
-import { createHttpRpcTransport } from '../../src/svm/solana-rpc.js'
+import { createHttpRpcTransport } from '../../src/svm/rpc/solana-rpc.js'
 import { RPC_RESPONSE_CHANNEL, type RpcResponseEvent } from '../../src/transport/keep-alive-post.js'
 
 const SOLANA_DEVNET = 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1'

@@ -15,7 +15,7 @@ import { exactEvm } from '../../src/evm/exact-evm.js'
 import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
 import { createHandler } from '../../src/http/handler.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
-import { exactSvm } from '../../src/svm/exact-svm.js'
+import { exactSvm } from '../../src/svm/exact/exact-svm.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { createPaymentScenario, startSolanaTestRpc } from '../support/svm-fixtures.js'
@@ -123,7 +123,7 @@ describe('secrets never leave the library', () => {
     const feePayer = await createKeyPairSignerFromPrivateKeyBytes(svmKeyBytes)
     const s = await createPaymentScenario(chain.svm, { feePayer })
     chain.svm.airdrop(feePayer.address, 10_000_000_000n as never)
-    const { buildExactSvmTransaction } = await import('../../src/svm/build-transaction.js')
+    const { buildExactSvmTransaction } = await import('../../src/svm/exact/build-transaction.js')
     const { createSolanaRpc } = await import('@solana/kit')
     const requirements = { scheme: 'exact', network: SOLANA_DEVNET, amount: '5', asset: s.mint, payTo: s.payTo, maxTimeoutSeconds: 60, extra: { feePayer: feePayer.address } }
     const { value: blockhash } = await createSolanaRpc(chain.url).getLatestBlockhash().send()

@@ -36,13 +36,13 @@ import {
 } from '@solana-program/token'
 import { FailedTransactionMetadata, LiteSVM } from 'litesvm'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
-import { buildExactSvmTransaction } from '../../src/svm/build-transaction.js'
+import { buildExactSvmTransaction } from '../../src/svm/exact/build-transaction.js'
 import { type LiteSvmRpc, type LiteSvmRpcOptions, startLiteSvmRpc } from './litesvm-rpc.js'
 import { type MintExtensionInit, mintSpaceWith } from './token-2022-extensions.js'
 
 // The program ids the adapter knows, under the names the tests use (LiteSVM runs the real programs at
 // these addresses, so a wrong id would fail every token-2022 and memo test).
-import { LIGHTHOUSE_PROGRAM_ADDRESS, MEMO_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS } from '../../src/svm/transaction-rules.js'
+import { LIGHTHOUSE_PROGRAM_ADDRESS, MEMO_PROGRAM_ADDRESS, TOKEN_2022_PROGRAM_ADDRESS } from '../../src/svm/rules/transaction-rules.js'
 export const TOKEN_2022_PROGRAM = TOKEN_2022_PROGRAM_ADDRESS
 export const LIGHTHOUSE_PROGRAM = LIGHTHOUSE_PROGRAM_ADDRESS
 export const MEMO_PROGRAM = MEMO_PROGRAM_ADDRESS

@@ -37,7 +37,7 @@ import {
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createFacilitator, SOLANA_DEVNET } from '../../src/index.js'
 import { exactSvm, SVM_REASON } from '../../src/svm/index.js'
-import { readWireTransaction } from '../../src/svm/wire-transaction.js'
+import { readWireTransaction } from '../../src/svm/codec/wire-transaction.js'
 import { forgeSmallOrderSignature } from '../support/ed25519-forgery.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import {

@@ -11,7 +11,7 @@ import {
   type TransactionPartialSigner,
 } from '@solana/kit'
 import { describe, expect, it } from 'vitest'
-import { createEd25519Verifier, feePayerSigning } from '../../src/svm/ed25519.js'
+import { createEd25519Verifier, feePayerSigning } from '../../src/svm/crypto/ed25519.js'
 
 const messageOf = (text: string) => new TextEncoder().encode(text)
 /** A transaction whose one signer slot is `signer`'s (kit signs only listed signers). */

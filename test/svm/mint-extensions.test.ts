@@ -15,7 +15,7 @@ import {
   readToken2022Mint,
   type Token2022Mint,
   transferFeeOf,
-} from '../../src/svm/mint-extensions.js'
+} from '../../src/svm/rules/mint-extensions.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import {
   createMint,

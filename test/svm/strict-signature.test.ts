@@ -17,16 +17,16 @@ import {
 import { FailedTransactionMetadata } from 'litesvm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createFacilitator, SOLANA_DEVNET } from '../../src/index.js'
-import { createEd25519Verifier } from '../../src/svm/ed25519.js'
+import { createEd25519Verifier } from '../../src/svm/crypto/ed25519.js'
 import {
   isCanonicalEd25519Point,
   isCanonicalEd25519Scalar,
   isSmallOrderEd25519Point,
   isStrictEd25519PublicKey,
   isStrictEd25519SignatureEncoding,
-} from '../../src/svm/ed25519-strict.js'
+} from '../../src/svm/crypto/ed25519-strict.js'
 import { createHttpRpcTransport, exactSvm, type ExactSvmConfig, SVM_REASON, type SvmRpcTransport } from '../../src/svm/index.js'
-import { readWireTransaction } from '../../src/svm/wire-transaction.js'
+import { readWireTransaction } from '../../src/svm/codec/wire-transaction.js'
 import { bigIntToLittleEndian, ED25519_GROUP_ORDER, forgeSmallOrderSignature, IDENTITY_POINT, littleEndianToBigInt } from '../support/ed25519-forgery.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import { createPaymentScenario, lamportsOf, type PaymentScenario, scenarioPaymentBody, startSolanaTestRpc, tokenBalance } from '../support/svm-fixtures.js'

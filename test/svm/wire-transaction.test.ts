@@ -19,9 +19,9 @@ import {
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget'
 import { getTransferCheckedInstruction } from '@solana-program/token'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { encodeBase58 } from '../../src/svm/base58.js'
-import { MEMO_PROGRAM_ADDRESS } from '../../src/svm/transaction-rules.js'
-import { readWireTransaction } from '../../src/svm/wire-transaction.js'
+import { encodeBase58 } from '../../src/svm/codec/base58.js'
+import { MEMO_PROGRAM_ADDRESS } from '../../src/svm/rules/transaction-rules.js'
+import { readFeePayer, readWireTransaction } from '../../src/svm/codec/wire-transaction.js'
 import { buildTransaction } from '../support/svm-transactions.js'
 
 describe('encodeBase58', () => {
@@ -106,6 +106,19 @@ describe('readWireTransaction', () => {
     // The signature count 2 written as two bytes (0x82 0x00): the runtime refuses such aliases.
     expect(readWireTransaction(Uint8Array.from([0x82, 0x00, ...wire.subarray(1)]))).toBeUndefined()
     expect(readWireTransaction(new Uint8Array(0))).toBeUndefined()
+  })
+
+  it('reads the fee payer alone (what reserveSettlement takes a slot on): the first account readWireTransaction reads', async () => {
+    const v0 = new Uint8Array(getBase64Encoder().encode(await buildTransaction({ feePayer, blockhash, instructions: payment('fp') })))
+    const legacy = legacyTransfer(feePayer, payer.address, accounts)
+    for (const wire of [v0, legacy]) {
+      expect(readFeePayer(wire)).toBe(feePayer)
+      expect(readFeePayer(wire)).toBe(readWireTransaction(wire)?.accounts[0])
+    }
+    // Bytes that end before the first account, or list none.
+    const accountsAt = 1 + 2 * 64 + 1 + 3
+    for (const length of [0, 1, 65, accountsAt, accountsAt + 1 + 31]) expect(readFeePayer(v0.subarray(0, length))).toBeUndefined()
+    expect(readFeePayer(Uint8Array.from([...v0.subarray(0, accountsAt), 0]))).toBeUndefined()
   })
 
   it('marks an all-zero signature slot as missing', async () => {

@@ -1,5 +1,5 @@
 import * as z from 'zod'
-import { FacilitatorError } from '../errors/facilitator-error.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
 import { resultOf, type RpcCall, type SvmRpcTransport } from './solana-rpc.js'
 
 const signatureStatusSchema = z.looseObject({

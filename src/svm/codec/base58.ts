@@ -4,10 +4,8 @@ const LIMB = 656_356_768
 const DIGITS_PER_LIMB = 5
 
 /**
- * Base58 (Bitcoin alphabet) text of `bytes`: how Solana writes addresses and
- * signatures. A verify encodes a handful of each; @solana/kit's codec goes
- * through BigInt, which cost a tenth of a verify. This works in limbs of five
- * digits, about twenty times fewer steps than digit by digit.
+ * Base58 (Bitcoin alphabet) text of `bytes`: how Solana writes addresses and signatures.
+ * Works in limbs of five digits rather than through BigInt (see docs/benchmarks.md, Solana notes).
  *
  * @example
  * encodeBase58(new Uint8Array(32)) // '11111111111111111111111111111111'

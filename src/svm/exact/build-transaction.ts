@@ -13,7 +13,7 @@ import {
 } from '@solana/kit'
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget'
 import { findAssociatedTokenPda, getTransferCheckedInstruction, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token'
-import { MEMO_PROGRAM_ADDRESS } from './transaction-rules.js'
+import { MEMO_PROGRAM_ADDRESS } from '../rules/transaction-rules.js'
 
 /** What a payer needs to build an x402 `exact` Solana payment. */
 export interface ExactSvmTransactionOptions {

@@ -2,8 +2,8 @@ import { type Address, type Blockhash, isAddress, type Transaction, type Transac
 import { COMPUTE_BUDGET_PROGRAM_ADDRESS } from '@solana-program/compute-budget'
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token'
 import type { AssociatedTokenAccountOf } from './associated-token-cache.js'
-import { SVM_REASON, type SvmReason } from './reasons.js'
-import { bytesOfBase64, readWireTransaction, TRANSACTION_SIZE_LIMIT, type WireInstruction, type WireTransaction } from './wire-transaction.js'
+import { SVM_REASON, type SvmReason } from '../reasons.js'
+import { decodeWireTransaction, TRANSACTION_SIZE_LIMIT, type WireInstruction, type WireTransaction } from '../codec/wire-transaction.js'
 
 /** The Token-2022 program; its TransferChecked layout equals spl-token's. */
 export const TOKEN_2022_PROGRAM_ADDRESS = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb' as Address
@@ -95,18 +95,6 @@ const violation = (reason: SvmReason, message: string, payer?: string): RuleOutc
   message,
   ...(payer ? { payer } : {}),
 })
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
-
-/**
- * Reads a base64 wire transaction (see {@link readWireTransaction}). Returns
- * `undefined` when the text is not base64 or the bytes are not a transaction.
- */
-export function decodeWireTransaction(base64: string): WireTransaction | undefined {
-  // Node's decoder skips characters outside the alphabet: refuse them first.
-  if (!BASE64.test(base64)) return undefined
-  return readWireTransaction(bytesOfBase64(base64))
-}
 
 /**
  * Applies every rule that needs no chain state to a payment transaction: who

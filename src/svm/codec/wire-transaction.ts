@@ -42,10 +42,21 @@ export function bytesOfBase64(base64: string): Uint8Array {
   return new Uint8Array(Buffer.from(base64, 'base64'))
 }
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
 /**
- * Reads a serialized Solana transaction (legacy or versioned) without
- * @solana/kit's codecs, which build every field through generic combinators
- * and cost a fifth of a verify. Returns `undefined` for bytes that are not
+ * Reads a base64 wire transaction (see {@link readWireTransaction}). Returns
+ * `undefined` when the text is not base64 or the bytes are not a transaction.
+ */
+export function decodeWireTransaction(base64: string): WireTransaction | undefined {
+  // Node's decoder skips characters outside the alphabet: refuse them first.
+  if (!BASE64.test(base64)) return undefined
+  return readWireTransaction(bytesOfBase64(base64))
+}
+
+/**
+ * Reads a serialized Solana transaction (legacy or versioned) in place, without
+ * @solana/kit's generic codecs (see docs/benchmarks.md). Returns `undefined` for bytes that are not
  * exactly one well-formed transaction: truncated, with bytes left over, with
  * a signature count that differs from the header's, or with non-canonical
  * lengths. Instruction account indices are not checked against the account
@@ -109,6 +120,27 @@ export function readWireTransaction(bytes: Uint8Array): WireTransaction | undefi
       signatures: Object.freeze(signatures),
     })
     return { kitTransaction, bytes, messageBytes, signatureOffsets, version, header, accounts, blockhash, instructions, addressTableLookups }
+  } catch (error) {
+    if (error instanceof Malformed) return undefined
+    throw error
+  }
+}
+
+/**
+ * The first account of a serialized transaction's message (its fee payer), read without the rest:
+ * for bytes {@link readWireTransaction} accepts, its `accounts[0]`. `undefined` when the bytes end first.
+ *
+ * @example
+ * readFeePayer(bytesOfBase64(base64)) // the address that pays the fees
+ */
+export function readFeePayer(bytes: Uint8Array): Address | undefined {
+  const reader = new Reader(bytes)
+  try {
+    reader.skip(reader.length() * SIGNATURE_SIZE)
+    if (reader.peek() & 0x80) reader.skip(1)
+    reader.skip(3)
+    if (reader.length() === 0) return undefined
+    return encodeBase58(reader.take(ADDRESS_SIZE)) as Address
   } catch (error) {
     if (error instanceof Malformed) return undefined
     throw error

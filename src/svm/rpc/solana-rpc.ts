@@ -1,11 +1,11 @@
-import { traced } from '../core/tracing.js'
-import { countOption } from '../core/count-option.js'
-import { withDeadline } from '../core/deadline.js'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import { isRecord } from '../schemas/parse-request.js'
-import { createConnectionPool, MAX_TIMEOUT_MS, PostFailure, postKeepAlive } from '../transport/keep-alive-post.js'
-import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, Regroup } from '../transport/rpc-coalescer.js'
-import { connectionCause } from '../transport/connection-cause.js'
+import { traced } from '../../core/tracing.js'
+import { countOption } from '../../core/count-option.js'
+import { withDeadline } from '../../core/deadline.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { isRecord } from '../../schemas/parse-request.js'
+import { createConnectionPool, MAX_TIMEOUT_MS, PostFailure, postKeepAlive } from '../../transport/keep-alive-post.js'
+import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT, Regroup } from '../../transport/rpc-coalescer.js'
+import { connectionCause } from '../../transport/connection-cause.js'
 
 /** ` (connection refused)`: how a connection failed, for a fault message, or nothing. */
 const causeOf = (error: unknown) => {

@@ -5,9 +5,8 @@ import { findAssociatedTokenPda } from '@solana-program/token'
 export type AssociatedTokenAccountOf = (owner: Address, mint: Address, tokenProgram: Address) => Promise<Address>
 
 /**
- * `findAssociatedTokenPda` behind a small LRU. Deriving a PDA hashes and runs
- * a pure-JS on-curve check per bump (~0.4 ms), while a facilitator sees few
- * distinct (payTo, mint, program) triples: caching takes it off every verify.
+ * `findAssociatedTokenPda` behind a small LRU: deriving a PDA runs a pure-JS on-curve check per
+ * bump, while a facilitator sees few distinct (payTo, mint, program) triples.
  *
  * @example
  * const ataOf = createAssociatedTokenCache(256)

@@ -13,16 +13,11 @@ const KEY_CACHE_SIZE = 4_096
 export type Ed25519Verifier = (address: Address, message: ReadonlyUint8Array, signature: ReadonlyUint8Array) => boolean
 
 /**
- * A checker of `address`'s Ed25519 signatures with the Solana runtime's strict
- * semantics (ed25519-dalek `verify_strict`): the key and R must be canonical
- * points not of small order and S below L, checked here in a few byte
- * compares; the group equation then runs on Node's native (OpenSSL) Ed25519,
- * synchronous and far cheaper than a pure-JS check. OpenSSL alone accepts a
- * small-order R, which the chain refuses: such a payment would verify and
- * never land. Imported keys are kept (up to 4,096 payers) because importing
- * costs a third of a check. Verify checks the payer's signature with it so
- * that the RPC simulates the payer-signed transaction (`sigVerify: false`) and
- * never sees the fee payer's signature before settle sends it.
+ * A checker of Ed25519 signatures with the Solana runtime's strict semantics (ed25519-dalek
+ * `verify_strict`): canonical key and R not of small order, S below L (byte compares), then the
+ * equation on Node's native Ed25519. OpenSSL alone accepts a small-order R, which the chain
+ * refuses. Imported keys are kept (up to 4,096 payers). Verify checks the payer's signature with
+ * it, so the RPC simulates the payer-signed bytes (`sigVerify: false`) and never sees ours.
  *
  * @example
  * const verifySignature = createEd25519Verifier()
@@ -37,7 +32,7 @@ export function createEd25519Verifier(): Ed25519Verifier {
       const bytes = getAddressEncoder().encode(address)
       // A small-order or non-canonical key signs nothing the chain accepts; remembered as such, like a non-point.
       if (isStrictEd25519PublicKey(bytes)) {
-        // A JWK imports several times faster than the equivalent DER SubjectPublicKeyInfo.
+        // A JWK imports faster than the equivalent DER SubjectPublicKeyInfo.
         key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(bytes).toString('base64url') }, format: 'jwk' })
       } else {
         key = null
@@ -67,11 +62,9 @@ export function createEd25519Verifier(): Ed25519Verifier {
 export type FeePayerSigning = (transaction: SignableTransaction) => Promise<SignatureDictionary>
 
 /**
- * How a fee payer signs. A kit `KeyPairSigner` signs on Node's native Ed25519,
- * synchronously: kit's own path derives the address from the public key through
- * WebCrypto on every call, which costs more than the rest of a verify. The key
- * is used only when it is provably the signer's (its public key is the
- * address); any other signer signs through its own `signTransactions`.
+ * How a fee payer signs: a kit `KeyPairSigner` on Node's native Ed25519, synchronously (kit's path
+ * derives the address through WebCrypto on every call), when its key provably is the signer's
+ * (its public key is the address); any other signer through its own `signTransactions`.
  *
  * @example
  * const signing = feePayerSigning(await createKeyPairSignerFromBytes(secret))

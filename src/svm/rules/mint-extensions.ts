@@ -1,4 +1,4 @@
-import { SVM_REASON, type SvmReason } from './reasons.js'
+import { SVM_REASON, type SvmReason } from '../reasons.js'
 
 /**
  * Token-2022 extension types: the u16 at the head of each TLV entry of a mint

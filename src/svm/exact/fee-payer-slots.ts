@@ -1,0 +1,47 @@
+import type { PaymentContext, SettleReservation } from '../../core/adapter.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { bytesOfBase64, readFeePayer } from '../codec/wire-transaction.js'
+import type { ExactSvmRuntime } from './runtime.js'
+
+/** A settlement slot on the payment's fee payer (the adapter's `R`), handed to the verify and the settle of one settle call. */
+export interface FeePayerReservation extends SettleReservation {
+  /** The fee payer whose slot is held; `undefined` when the payment names none of ours (its verify refuses it). */
+  readonly feePayer: string | undefined
+  /**
+   * Set once a verify under this reservation reported a spend, or found the balance read it shared
+   * failed: a later verify (the core's retry after a refused hold) reads the balance afresh.
+   */
+  readsAfresh: boolean
+}
+
+/**
+ * `reserveSettlement`: takes a slot on the fee payer a payment names (the first account of its
+ * message), at most `maxInFlightSettlesPerSigner` per fee payer; `signer_busy` beyond.
+ */
+export function createFeePayerSlots(rt: ExactSvmRuntime): (ctx: PaymentContext) => FeePayerReservation {
+  const inFlight = new Map<string, number>()
+  return (ctx) => {
+    // The core reserves only after parse decoded the transaction: its fee payer is read again in place.
+    const transaction = (ctx.payload.payload as { transaction?: unknown } | undefined)?.transaction
+    const feePayer = typeof transaction === 'string' ? readFeePayer(bytesOfBase64(transaction)) : undefined
+    // A payload without one of our fee payers never reaches a send: verify rejects it.
+    if (feePayer === undefined || !rt.feePayers.has(feePayer)) return { feePayer: undefined, readsAfresh: false, release() {} }
+    const count = inFlight.get(feePayer) ?? 0
+    if (count >= rt.maxInFlight) {
+      throw new FacilitatorError('signer_busy', `fee payer ${feePayer} has ${rt.maxInFlight} settlements in flight; retry shortly`)
+    }
+    inFlight.set(feePayer, count + 1)
+    let held = true
+    return {
+      feePayer,
+      readsAfresh: false,
+      release() {
+        if (!held) return
+        held = false
+        const left = (inFlight.get(feePayer) ?? 1) - 1
+        if (left > 0) inFlight.set(feePayer, left)
+        else inFlight.delete(feePayer)
+      },
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import { isAddress, type Address, type Hex } from 'viem'
-import type { BroadcastRecord, PayerSpend, PaymentContext, ReadinessCheck, SchemeAdapter, SettleReservation } from '../core/adapter.js'
+import type { BroadcastRecord, Parsed, PaymentContext, ReadinessCheck, SchemeAdapter, SettleJournal, SettleReservation, Verdict } from '../core/adapter.js'
 import { withDeadline } from '../core/deadline.js'
 import { secretsOfUrl, withRedactedErrors } from '../core/redact.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
@@ -116,42 +116,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   if (!(maxDeploymentGas >= TRANSACTION_BASE_GAS)) {
     throw new FacilitatorError('misconfigured', `exactEvm: maxDeploymentGas must be at least ${TRANSACTION_BASE_GAS}`)
   }
-  // The signer reserved for a settle by reserveSettlement (the core calls it before verifying and claiming).
-  const reserved = new WeakMap<PaymentContext, SignerSlot>()
-  // The payment a successful verify prepared, by context: the core verifies right before it claims
-  // and then settles the same context, so settle reuses its digest, calldata, signature kind and estimate.
-  const prepared = new WeakMap<PaymentContext, VerifiedPayment>()
-  // What a payment that verified valid takes from its payer's balance (see spendOf); settle leaves it.
-  const spends = new WeakMap<PaymentContext, PayerSpend>()
   const gasLimit = config.gasLimit ?? DEFAULT_GAS_LIMIT
-  // The payload parsed once per context: settle asks for it in its key, its checks and its answer.
-  const parsedPayloads = new WeakMap<PaymentContext, ExactEvmPayload | Rejection>()
-  const payloadOf = (ctx: PaymentContext): ExactEvmPayload | Rejection => {
-    let parsed = parsedPayloads.get(ctx)
-    if (parsed === undefined) {
-      parsed = parseExactEvmPayload(ctx.payload.payload)
-      parsedPayloads.set(ctx, parsed)
-    }
-    return parsed
-  }
-  // Permit2 payments (a `permit2Authorization` payload), parsed once per context, and what their verify left.
-  const parsedPermits = new WeakMap<PaymentContext, Permit2Payload | Rejection>()
-  const permitOf = (ctx: PaymentContext): Permit2Payload | Rejection | undefined => {
-    if (!isPermit2Payload(ctx.payload.payload)) return undefined
-    let parsed = parsedPermits.get(ctx)
-    if (parsed === undefined) {
-      parsed = parsePermit2Payload(ctx.payload.payload)
-      parsedPermits.set(ctx, parsed)
-    }
-    return parsed
-  }
-  const verifiedPermits = new WeakMap<PaymentContext, VerifiedPermit2>()
-  /** The payer a payload names, of either kind, even one that fails later checks. */
-  const payerIn = (ctx: PaymentContext): string | undefined => {
-    const permit = permitOf(ctx)
-    if (permit) return 'reason' in permit ? undefined : permit.from
-    return payerOf(payloadOf(ctx))
-  }
   const rebroadcastIntervalMs = config.rebroadcastIntervalMs ?? 3_000
   const receiptOptions = (signal: AbortSignal) => ({
     timeoutMs: config.receiptTimeoutMs ?? 30_000,
@@ -168,16 +133,15 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
 
   /**
    * Offline checks then the chain check (one round trip; two for a known token's payer with code), run as
-   * the settlement will be: from the signer reserved for this context (settle's verify) or the one settle
+   * the settlement will be: from the signer reserved for this settle (settle's verify) or the one settle
    * would pick now (a verify alone), with the cached fee quote. Verify's.
    */
-  async function check(ctx: PaymentContext, runtime: NetworkRuntime): Promise<VerifiedPayment | Rejection> {
-    const offline = await prepareOffline(ctx, runtime, verifyPrepareOptions)
-    if ('reason' in offline) return offline
-    const slot = reserved.get(ctx) ?? pickSigner(runtime)
+  async function check(ctx: PaymentContext, runtime: NetworkRuntime, payload: ExactEvmPayload, reserved: SignerSlot | undefined): Promise<Verdict<ExactPayment>> {
+    const offline = addressRejection(ctx, payload) ?? (await preparePayment(ctx, runtime, verifyPrepareOptions, payload))
+    if ('reason' in offline) return refused(offline, payload.authorization.from)
+    const slot = reserved ?? pickSigner(runtime)
     // The quote the runtime holds, not one read for this verify (only the very first verify waits for one).
-    const quote = runtime.cachedFees()
-    const fees = quote instanceof Promise ? await withDeadline(quote, ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+    const fees = await verifyFees(runtime, ctx.signal)
     const options: ChainCheckOptions = {
       sender: { from: slot.signer.address, fees },
       gasLimit,
@@ -186,52 +150,58 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       renewFees: runtime.freshFees,
     }
     const verdict = await withDeadline(checkChainState(runtime, offline, options), ctx.signal).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
-    if (verdict.rejection) return verdict.rejection
+    if (verdict.rejection) return refused(verdict.rejection, payload.authorization.from)
     const { payment } = verdict
     if (payment.deployment && !verdict.walletDeployed && !deployWallets) {
-      return NOT_DEPLOYING
+      return refused(NOT_DEPLOYING, payload.authorization.from)
     }
     const estimate = verdict.estimatedGas === undefined ? undefined : { gas: verdict.estimatedGas, from: slot.signer.address }
     // A token outside the known table: the transfer ran as eth_call at the cap, as settle will send it (see estimatedGas).
     const simulated = verdict.simulation && { from: slot.signer.address, fees: verdict.simulation.fees, data: payment.transferCalldata, at: Date.now() }
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
-    // The balance was read in the same call that passed the payment, so it is there.
-    const spend = { account, amount: payment.payload.authorization.value, balance: verdict.balance ?? 0n }
-    return { payment, estimate, simulated, spend }
+    return {
+      response: { isValid: true, payer: payment.payer },
+      payment: { method: 'eip3009', payment, estimate, simulated },
+      // The balance was read in the same call that passed the payment, so it is there.
+      spend: { account, amount: payment.payload.authorization.value, balance: verdict.balance ?? 0n },
+    }
   }
 
   /**
    * A Permit2 payment's checks: offline in the official order, then the chain state in one round
    * trip (see checkPermit2State), run as the signer that will send it, with its fees.
    */
-  async function checkPermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload | Rejection): Promise<VerifiedPermit2 | Rejection> {
+  async function checkPermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload, reserved: SignerSlot | undefined): Promise<Verdict<ExactPayment>> {
     const payment = await preparePermit2(ctx, runtime, prepareOptions, permit)
-    if ('reason' in payment) return payment
-    const slot = reserved.get(ctx) ?? pickSigner(runtime)
-    const quote = runtime.cachedFees()
-    const fees = quote instanceof Promise ? await withDeadline(quote, ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+    if ('reason' in payment) return refused(payment, permit.from)
+    const slot = reserved ?? pickSigner(runtime)
+    const fees = await verifyFees(runtime, ctx.signal)
     const verdict = await withDeadline(checkPermit2State(runtime, payment, { from: slot.signer.address, fees }, maxSettlementGas), ctx.signal).catch((error: unknown) =>
       Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
     )
-    if (verdict.rejection) return verdict.rejection
+    if (verdict.rejection) return refused(verdict.rejection, permit.from)
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     const simulated = { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() }
     // Sent without the permit when the allowance covers the payment: settle simulates that call first (other calldata).
     const sent = verdict.permitUnneeded ? { ...payment, permit2612: undefined, settleCalldata: exactSettleCalldata(payment.payload) } : payment
-    return { payment: sent, simulated, spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n } }
+    return {
+      response: { isValid: true, payer: payment.payer },
+      payment: { method: 'permit2', payment: sent, simulated },
+      spend: { account, amount: payment.payload.amount, balance: verdict.balance ?? 0n },
+    }
   }
 
-  /** Counts a settlement on `slot` for `ctx` until released (idempotent). */
-  function reserveSlot(ctx: PaymentContext, slot: SignerSlot): SettleReservation {
+  /** Takes a settlement slot on `slot` (`signer_busy` when it is at its bound); `release` frees it (idempotent). */
+  function reserveSlot(slot: SignerSlot, busy: string): SignerReservation {
+    if (slot.inFlight >= maxInFlight) throw new FacilitatorError('signer_busy', busy)
     slot.inFlight++
-    reserved.set(ctx, slot)
     let held = true
     return {
+      slot,
       release() {
         if (!held) return
         held = false
         slot.inFlight--
-        reserved.delete(ctx)
       },
     }
   }
@@ -250,7 +220,7 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     slot: SignerSlot,
     call: { to: Address; data: Hex; payee: PayeeCredit | undefined },
     verified: VerifiedSimulation,
-    journal: Parameters<SchemeAdapter['settle']>[1],
+    journal: SettleJournal,
     kind: { asRejection: (rejection: Rejection) => Rejection; payer: string | undefined },
   ): Promise<SettleResponse> {
     const { payer } = kind
@@ -272,55 +242,65 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     return answer(ctx, sent.hash, outcome, payer)
   }
 
-  /** Settles a Permit2 payment: the proxy's `settle`, simulated exactly as sent. */
-  async function settlePermit(ctx: PaymentContext, runtime: NetworkRuntime, permit: Permit2Payload | Rejection, journal: Parameters<SchemeAdapter['settle']>[1]): Promise<SettleResponse> {
-    const payer = 'reason' in permit ? undefined : permit.from
-    let verified = verifiedPermits.get(ctx)
-    verifiedPermits.delete(ctx)
-    if (verified) {
-      const expired = preparedWindow(verified.payment, prepareOptions)
-      if (expired) return failure(ctx, expired, payer)
-    } else {
-      const checked = await checkPermit(ctx, runtime, permit)
-      if ('reason' in checked) return failure(ctx, checked, payer)
-      verified = checked
-    }
+  /** Settles a Permit2 payment its verify passed: the proxy's `settle`, simulated exactly as sent (the clock checked again). */
+  async function settlePermit(ctx: PaymentContext, runtime: NetworkRuntime, verified: VerifiedPermit2, journal: SettleJournal, reservation: SignerReservation | undefined): Promise<SettleResponse> {
     const { payment } = verified
-    const reservedSlot = reserved.get(ctx)
-    const slot = reservedSlot ?? pickSigner(runtime)
-    if (!reservedSlot) slot.inFlight++
-    try {
+    const payer = payment.payload.from
+    const expired = preparedWindow(payment, prepareOptions)
+    if (expired) return failure(ctx, expired, payer)
+    return onSigner(reservation?.slot ?? pickSigner(runtime), reservation, (slot) => {
       const call = { to: X402_EXACT_PERMIT2_PROXY, data: payment.settleCalldata, payee: payment.payee }
-      return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asPermitRejection, payer })
-    } finally {
-      if (!reservedSlot) slot.inFlight--
+      return sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asPermitRejection, payer })
+    })
+  }
+
+  /** Settles an EIP-3009 payment its verify passed (chain state included); only the clock may have moved since. */
+  async function settleAuthorization(ctx: PaymentContext, runtime: NetworkRuntime, verified: VerifiedPayment, journal: SettleJournal, reservation: SignerReservation | undefined): Promise<SettleResponse> {
+    const { payment } = verified
+    const expired = checkValidityWindow(payment.payload, prepareOptions)
+    if (expired) return failure(ctx, expired, payment.payer)
+    return onSigner(reservation?.slot ?? pickSigner(runtime), reservation, async (slot) => {
+      let gas = gasLimit
+      let fees: FeeQuote | undefined
+      // A plain account on a known token goes with the fixed limit; anything else as its estimate priced it.
+      if (!(payment.kind === 'eoa' && payment.knownToken)) {
+        const priced = await estimatedGas(runtime, slot, payment, verified, ctx.signal, (cost) => addCost(ctx, cost)).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
+        if ('reason' in priced) return failure(ctx, priced, payment.payer)
+        ;({ gas, fees } = priced)
+      }
+      const sentAt = performance.now()
+      const sent = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas, fees }, ctx.signal, (record) => journal.broadcasting(record))
+      const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
+      if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
+      return answer(ctx, sent.hash, outcome, payment.payer)
+    })
+  }
+
+  /** Finishes a journaled settlement of `payer`'s payment (see SchemeAdapter.resume). */
+  async function resumeSettlement(ctx: PaymentContext, payer: string, record: BroadcastRecord): Promise<SettleResponse> {
+    const runtime = runtimeOf(ctx)
+    const hash = asHash(record.transaction)
+    const quick = { ...receiptOptions(ctx.signal), timeoutMs: 0 }
+    const known = await runtime.receipts.wait(hash, quick)
+    if (known.status !== 'pending') return answer(ctx, hash, known, payer)
+    const seen = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch((error: unknown) => {
+      throw toRpcFault(error, 'looking up the settlement transaction')
+    })
+    const raw = rawOf(record)
+    if (!seen && raw) {
+      if ((await resend(runtime, raw)) === 'nonce_used') {
+        // The key's nonce moved on without this transaction: re-check once, it may just have been mined.
+        const late = await runtime.receipts.wait(hash, quick)
+        if (late.status !== 'pending') return answer(ctx, hash, late, payer)
+        // It never reached the chain and never can; the authorization may well be unspent: the core
+        // checks the payment again and sends it anew rather than recording a payment lost.
+        return failure(ctx, { reason: REJECTION.transactionDropped, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
+      }
     }
+    return answer(ctx, hash, await awaitReceipt(runtime, hash, raw, receiptOptions(ctx.signal), rebroadcastIntervalMs), payer)
   }
 
-  /** The payment settle sends: the one verify prepared on this context (time checks redone), or prepared afresh. */
-  async function preparedFor(
-    ctx: PaymentContext,
-    runtime: NetworkRuntime,
-  ): Promise<{ payment: PreparedPayment; estimate?: VerifiedPayment['estimate']; simulated?: VerifiedSimulation } | (Rejection & { payer?: string })> {
-    const earlier = prepared.get(ctx)
-    prepared.delete(ctx)
-    if (earlier) {
-      const expired = checkValidityWindow(earlier.payment.payload, prepareOptions)
-      return expired ? { ...expired, payer: earlier.payment.payer } : earlier
-    }
-    const payment = await prepareOffline(ctx, runtime)
-    if ('reason' in payment) return { ...payment, payer: payerOf(payloadOf(ctx)) }
-    // No verify read the payer's code: an EOA signature of an account with code (EIP-7702) is priced by an estimate.
-    if (payment.kind === 'eoa' && payment.knownToken && (await hasCode(runtime, payment.payer, ctx.signal))) return { payment: { ...payment, kind: 'erc1271' } }
-    return { payment }
-  }
-
-  /** The checks that need no chain: addresses, then the payload, signature and digest. */
-  async function prepareOffline(ctx: PaymentContext, runtime: NetworkRuntime, options = prepareOptions): Promise<PreparedPayment | Rejection> {
-    return addressRejection(ctx, payloadOf(ctx)) ?? preparePayment(ctx, runtime, options, payloadOf(ctx))
-  }
-
-  const adapter: SchemeAdapter = {
+  const adapter: SchemeAdapter<ExactPayload, ExactPayment, SignerReservation> = {
     scheme: 'exact',
     family: 'eip155',
     networks: [...runtimes.values()].map((r) => r.network),
@@ -339,197 +319,95 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
       for (const runtime of runtimes.values()) runtime.closeConnections()
     },
 
-    async verify(ctx): Promise<VerifyResponse> {
-      // A verify that ends in a fault leaves no earlier answer behind either.
-      prepared.delete(ctx)
-      spends.delete(ctx)
-      verifiedPermits.delete(ctx)
-      const permit = permitOf(ctx)
-      if (permit) {
-        const checked = await checkPermit(ctx, runtimeOf(ctx), permit)
-        if (!('reason' in checked)) {
-          verifiedPermits.set(ctx, checked)
-          spends.set(ctx, checked.spend)
-          return { isValid: true, payer: checked.payment.payer }
-        }
-        const payer = payerIn(ctx)
-        return { isValid: false, invalidReason: checked.reason, invalidMessage: checked.message, ...(payer ? { payer } : {}) }
+    parse(ctx): Parsed<ExactPayload> {
+      const { chainId } = runtimeOf(ctx)
+      const raw = ctx.payload.payload
+      if (isPermit2Payload(raw)) {
+        const permit = parsePermit2Payload(raw)
+        if ('reason' in permit) return { refusal: invalid(permit, undefined) }
+        // Permit2 spends the nonce of an owner whatever the token: the key is (chain, owner, nonce).
+        return { payload: { method: 'permit2', payload: permit }, key: `${chainId}:permit2:${permit.from.toLowerCase()}:${permit.nonce}` }
       }
-      const result = await check(ctx, runtimeOf(ctx))
-      if (!('reason' in result)) {
-        prepared.set(ctx, result)
-        spends.set(ctx, result.spend)
-        return { isValid: true, payer: result.payment.payer }
-      }
-      const payer = payerOf(payloadOf(ctx))
-      return { isValid: false, invalidReason: result.reason, invalidMessage: result.message, ...(payer ? { payer } : {}) }
+      const payload = parseExactEvmPayload(raw)
+      // The requirements' addresses are named before the payload's shape, as verify always did.
+      if ('reason' in payload) return { refusal: invalid(addressRejection(ctx, payload) ?? payload, undefined) }
+      const { from, nonce } = payload.authorization
+      return { payload: { method: 'eip3009', payload }, key: `${chainId}:${ctx.asset.toLowerCase()}:${from.toLowerCase()}:${nonce.toLowerCase()}` }
     },
 
-    spendOf(ctx) {
-      return spends.get(ctx)
+    async verify(ctx, parsed, reservation): Promise<Verdict<ExactPayment>> {
+      const runtime = runtimeOf(ctx)
+      if (parsed.method === 'permit2') return checkPermit(ctx, runtime, parsed.payload, reservation?.slot)
+      return check(ctx, runtime, parsed.payload, reservation?.slot)
     },
 
     // A Permit2 nonce may have been settled for an upto usage of zero: nothing on chain shows it.
-    spendableWithoutTransaction: (ctx) => permitOf(ctx) !== undefined,
+    spendableWithoutTransaction: (_ctx, parsed) => parsed.method === 'permit2',
 
-    settlementKey(ctx) {
-      const permit = permitOf(ctx)
-      if (permit) {
-        // Permit2 spends the nonce of an owner whatever the token: the key is (chain, owner, nonce).
-        const runtime = runtimes.get(ctx.network)
-        if ('reason' in permit || !runtime) return undefined
-        return `${runtime.chainId}:permit2:${permit.from.toLowerCase()}:${permit.nonce}`
-      }
-      const payload = payloadOf(ctx)
-      if ('reason' in payload) return undefined
-      const runtime = runtimes.get(ctx.network)
-      if (!runtime) return undefined
-      const { from, nonce } = payload.authorization
-      return `${runtime.chainId}:${ctx.asset.toLowerCase()}:${from.toLowerCase()}:${nonce.toLowerCase()}`
+    reserveSettlement(ctx): SignerReservation {
+      return reserveSlot(pickSigner(runtimeOf(ctx)), `every signer of ${ctx.network} has ${maxInFlight} settlements in flight; retry shortly`)
     },
 
-    reserveSettlement(ctx): SettleReservation {
-      const slot = pickSigner(runtimeOf(ctx))
-      if (slot.inFlight >= maxInFlight) {
-        throw new FacilitatorError('signer_busy', `every signer of ${ctx.network} has ${maxInFlight} settlements in flight; retry shortly`)
-      }
-      return reserveSlot(ctx, slot)
-    },
-
-    async settle(ctx, journal): Promise<SettleResponse> {
+    async settle(ctx, verified, journal, reservation): Promise<SettleResponse> {
       const runtime = runtimeOf(ctx)
-      const permit = permitOf(ctx)
-      if (permit) return settlePermit(ctx, runtime, permit, journal)
-      // The core verified (chain state included) just before claiming; only the clock may have moved since.
-      const ready = await preparedFor(ctx, runtime)
-      if ('reason' in ready) return failure(ctx, ready, 'payer' in ready ? ready.payer : undefined)
-      const { payment } = ready
-      // A slot reserved by the core is already counted; a direct call counts its own.
-      const reservedSlot = reserved.get(ctx)
-      const slot = reservedSlot ?? pickSigner(runtime)
-      if (!reservedSlot) slot.inFlight++
-      try {
-        let gas = gasLimit
-        let fees: FeeQuote | undefined
-        // A plain account on a known token goes with the fixed limit; anything else as its estimate priced it.
-        if (!(payment.kind === 'eoa' && payment.knownToken)) {
-          const priced = await estimatedGas(runtime, slot, payment, ready, ctx.signal, (cost) => addCost(ctx, cost)).catch((error: unknown) => Promise.reject(leftOutIfUnfunded(runtime, slot, error)))
-          if ('reason' in priced) return failure(ctx, priced, payment.payer)
-          ;({ gas, fees } = priced)
-        }
-        const sentAt = performance.now()
-        const sent = await signAndSend(runtime, slot, { to: payment.asset, data: payment.transferCalldata, gas, fees }, ctx.signal, (record) =>
-          journal.broadcasting(record),
-        )
-        const outcome = await awaitReceipt(runtime, sent.hash, sent.raw, receiptOptions(ctx.signal), rebroadcastIntervalMs)
-        if (outcome.status !== 'pending') ctx.timings.confirmationMs = performance.now() - sentAt
-        return answer(ctx, sent.hash, outcome, payment.payer)
-      } finally {
-        if (!reservedSlot) slot.inFlight--
-      }
+      if (verified.method === 'permit2') return settlePermit(ctx, runtime, verified, journal, reservation)
+      return settleAuthorization(ctx, runtime, verified, journal, reservation)
     },
 
-    async resume(ctx, record: BroadcastRecord): Promise<SettleResponse> {
-      const runtime = runtimeOf(ctx)
-      const payer = payerIn(ctx)
-      const hash = asHash(record.transaction)
-      const quick = { ...receiptOptions(ctx.signal), timeoutMs: 0 }
-      const known = await runtime.receipts.wait(hash, quick)
-      if (known.status !== 'pending') return answer(ctx, hash, known, payer)
-      const seen = await runtime.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch((error: unknown) => {
-        throw toRpcFault(error, 'looking up the settlement transaction')
-      })
-      const raw = rawOf(record)
-      if (!seen && raw) {
-        if ((await resend(runtime, raw)) === 'nonce_used') {
-          // The key's nonce moved on without this transaction: re-check once, it may just have been mined.
-          const late = await runtime.receipts.wait(hash, quick)
-          if (late.status !== 'pending') return answer(ctx, hash, late, payer)
-          // It never reached the chain and never can; the authorization may well be unspent: the core
-          // checks the payment again and sends it anew rather than recording a payment lost.
-          return failure(ctx, { reason: REJECTION.transactionDropped, message: 'the settlement transaction was dropped (its nonce was used by another transaction)' }, payer, hash)
-        }
-      }
-      return answer(ctx, hash, await awaitReceipt(runtime, hash, raw, receiptOptions(ctx.signal), rebroadcastIntervalMs), payer)
+    async resume(ctx, parsed, record): Promise<SettleResponse> {
+      return resumeSettlement(ctx, parsed.method === 'permit2' ? parsed.payload.from : parsed.payload.authorization.from, record)
     },
   }
 
   // upto: Permit2 payments through the upto proxy, sent by the signer the payer's witness names.
-  const parsedUptos = new WeakMap<PaymentContext, UptoPayload | Rejection>()
-  const uptoOf = (ctx: PaymentContext): UptoPayload | Rejection => {
-    let parsed = parsedUptos.get(ctx)
-    if (parsed === undefined) {
-      parsed = parseUptoPayload(ctx.payload.payload)
-      parsedUptos.set(ctx, parsed)
-    }
-    return parsed
-  }
-  const verifiedUptos = new WeakMap<PaymentContext, VerifiedPermit2>()
   /** The slot of the signer an upto payload names (undefined when none of ours). */
-  const uptoSlot = (runtime: NetworkRuntime, payload: UptoPayload | Rejection): SignerSlot | undefined =>
-    'reason' in payload ? undefined : runtime.signers.find((slot) => sameAddress(slot.signer.address, payload.facilitator))
+  const uptoSlot = (runtime: NetworkRuntime, payload: UptoPayload): SignerSlot | undefined => runtime.signers.find((slot) => sameAddress(slot.signer.address, payload.facilitator))
 
-  async function checkUpto(ctx: PaymentContext, runtime: NetworkRuntime): Promise<VerifiedPermit2 | Rejection> {
-    const payment = await prepareUpto(ctx, runtime, prepareOptions, uptoOf(ctx))
-    if ('reason' in payment) return payment
+  async function checkUpto(ctx: PaymentContext, runtime: NetworkRuntime, permit: UptoPayload): Promise<Verdict<UptoPayment>> {
+    const payment = await prepareUpto(ctx, runtime, prepareOptions, permit)
+    if ('reason' in payment) return refused(payment, permit.from)
     const slot = uptoSlot(runtime, payment.payload)!
-    const quote = runtime.cachedFees()
-    const fees = quote instanceof Promise ? await withDeadline(quote, ctx.signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+    const fees = await verifyFees(runtime, ctx.signal)
     const verdict = await withDeadline(checkPermit2State(runtime, payment, { from: slot.signer.address, fees }, maxSettlementGas), ctx.signal).catch((error: unknown) =>
       Promise.reject(leftOutIfUnfunded(runtime, slot, error)),
     )
-    if (verdict.rejection) return asUptoRejection(verdict.rejection)
+    if (verdict.rejection) return refused(asUptoRejection(verdict.rejection), permit.from)
     const account = `${runtime.chainId}:${ctx.asset.toLowerCase()}:${payment.payer.toLowerCase()}`
     // Sent without the permit when the allowance covers the maximum (see Permit2Verdict.permitUnneeded).
     const sent = verdict.permitUnneeded ? { ...payment, permit2612: undefined, settleCalldata: uptoSettleCalldata(payment.payload, chargedBy(ctx, payment.payload)) } : payment
     return {
-      payment: sent,
-      simulated: { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() },
+      response: { isValid: true, payer: payment.payer },
+      payment: { payment: sent, simulated: { from: slot.signer.address, fees, data: payment.settleCalldata, at: Date.now() } },
       // Held: what this request charges (a verify's is the maximum, a settle's the usage).
       spend: { account, amount: ctx.amount, balance: verdict.balance ?? 0n },
     }
   }
 
-  async function settleUpto(ctx: PaymentContext, runtime: NetworkRuntime, journal: Parameters<SchemeAdapter['settle']>[1]): Promise<SettleResponse> {
-    const permit = uptoOf(ctx)
-    const payer = 'reason' in permit ? undefined : permit.from
-    let verified = verifiedUptos.get(ctx)
-    verifiedUptos.delete(ctx)
-    if (verified) {
-      const expired = preparedWindow(verified.payment, prepareOptions)
-      if (expired) return failure(ctx, expired, payer)
-    } else {
-      const checked = await checkUpto(ctx, runtime)
-      if ('reason' in checked) return failure(ctx, checked, payer)
-      verified = checked
-    }
-    const payload = verified.payment.payload as UptoPayload
+  async function settleUpto(ctx: PaymentContext, runtime: NetworkRuntime, verified: UptoPayment, journal: SettleJournal, reservation: SignerReservation | undefined): Promise<SettleResponse> {
+    const { payload } = verified.payment
+    const payer = payload.from
+    const expired = preparedWindow(verified.payment, prepareOptions)
+    if (expired) return failure(ctx, expired, payer)
     const charge = ctx.amount
     if (charge > payload.amount) {
       return failure(ctx, { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${charge} exceeds the permitted maximum ${payload.amount}` }, payer)
     }
     // Nothing used, nothing sent: the permit's nonce stays unspent on chain (this facilitator still settles it at most once).
     if (charge === 0n) return { success: true, transaction: '', network: ctx.wireNetwork, ...(payer ? { payer } : {}), amount: '0' }
-    const reservedSlot = reserved.get(ctx)
-    const named = uptoSlot(runtime, payload)!
-    const slot = reservedSlot && reservedSlot === named ? reservedSlot : named
-    const counted = slot !== reservedSlot
-    if (counted) slot.inFlight++
-    try {
+    // Only the signer the witness names may call the upto proxy; a reservation of another one is not used.
+    return onSigner(uptoSlot(runtime, payload)!, reservation, (slot) => {
       // The exact transaction (the charged amount, this signer, these fees) runs as eth_call before it is
       // sent: the calldata prepareUpto built for this charge (ctx.amount), without the permit when unneeded.
       const call = { to: X402_UPTO_PERMIT2_PROXY, data: verified.payment.settleCalldata, payee: verified.payment.payee }
-      return await sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asUptoRejection, payer })
-    } finally {
-      if (counted) slot.inFlight--
-    }
+      return sendProxySettlement(ctx, runtime, slot, call, verified.simulated, journal, { asRejection: asUptoRejection, payer })
+    })
   }
 
   /** Every upto settle answer carries the amount: the charge when it landed (or may land), otherwise 0. */
   const withAmount = (ctx: PaymentContext, response: SettleResponse): SettleResponse =>
     response.amount !== undefined ? response : { ...response, amount: response.success || response.errorReason === REJECTION.settlementPending ? String(ctx.amount) : '0' }
 
-  const upto: SchemeAdapter = {
+  const upto: SchemeAdapter<UptoPayload, UptoPayment, SignerReservation> = {
     scheme: 'upto',
     family: 'eip155',
     settleSetsAmount: true,
@@ -539,52 +417,35 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
     signers: () => signerAddresses,
     extensions: [EIP2612_GAS_SPONSORING],
 
-    async verify(ctx): Promise<VerifyResponse> {
-      spends.delete(ctx)
-      verifiedUptos.delete(ctx)
-      const checked = await checkUpto(ctx, runtimeOf(ctx))
-      if (!('reason' in checked)) {
-        verifiedUptos.set(ctx, checked)
-        spends.set(ctx, checked.spend)
-        return { isValid: true, payer: checked.payment.payer }
-      }
-      const permit = uptoOf(ctx)
-      const payer = 'reason' in permit ? undefined : permit.from
-      return { isValid: false, invalidReason: checked.reason, invalidMessage: checked.message, ...(payer ? { payer } : {}) }
+    parse(ctx): Parsed<UptoPayload> {
+      const { chainId } = runtimeOf(ctx)
+      const permit = parseUptoPayload(ctx.payload.payload)
+      if ('reason' in permit) return { refusal: invalid(permit, undefined) }
+      // The same identity as exact through Permit2: Permit2 spends an owner's nonce whatever the proxy.
+      return { payload: permit, key: `${chainId}:permit2:${permit.from.toLowerCase()}:${permit.nonce}` }
     },
 
-    spendOf(ctx) {
-      return spends.get(ctx)
+    verify(ctx, permit): Promise<Verdict<UptoPayment>> {
+      return checkUpto(ctx, runtimeOf(ctx), permit)
     },
 
     // A usage of zero settles with no transaction: only the store knows the nonce is spent.
     spendableWithoutTransaction: () => true,
 
-    settlementKey(ctx) {
-      // The same identity as exact through Permit2: Permit2 spends an owner's nonce whatever the proxy.
-      const permit = uptoOf(ctx)
-      const runtime = runtimes.get(ctx.network)
-      if ('reason' in permit || !runtime) return undefined
-      return `${runtime.chainId}:permit2:${permit.from.toLowerCase()}:${permit.nonce}`
-    },
-
-    reserveSettlement(ctx): SettleReservation {
-      const runtime = runtimeOf(ctx)
-      const slot = uptoSlot(runtime, uptoOf(ctx))
+    /** `payload`: the parsed payload, when the caller has it (otherwise read again from `ctx`). */
+    reserveSettlement(ctx, payload: UptoPayload | Rejection = parseUptoPayload(ctx.payload.payload)): SignerReservation {
       // A payload naming none of our signers is refused by verify; nothing to reserve.
-      if (!slot) return { release() {} }
-      if (slot.inFlight >= maxInFlight) {
-        throw new FacilitatorError('signer_busy', `the signer ${slot.signer.address} named by this upto payment has ${maxInFlight} settlements in flight; retry shortly`)
-      }
-      return reserveSlot(ctx, slot)
+      const slot = 'reason' in payload ? undefined : uptoSlot(runtimeOf(ctx), payload)
+      if (!slot) return { slot: undefined, release() {} }
+      return reserveSlot(slot, `the signer ${slot.signer.address} named by this upto payment has ${maxInFlight} settlements in flight; retry shortly`)
     },
 
-    async settle(ctx, journal): Promise<SettleResponse> {
-      return withAmount(ctx, await settleUpto(ctx, runtimeOf(ctx), journal))
+    async settle(ctx, verified, journal, reservation): Promise<SettleResponse> {
+      return withAmount(ctx, await settleUpto(ctx, runtimeOf(ctx), verified, journal, reservation))
     },
 
-    async resume(ctx, record: BroadcastRecord): Promise<SettleResponse> {
-      return withAmount(ctx, await adapter.resume(ctx, record))
+    async resume(ctx, permit, record): Promise<SettleResponse> {
+      return withAmount(ctx, await resumeSettlement(ctx, permit.from, record))
     },
   }
 
@@ -679,12 +540,56 @@ function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto
   }
 }
 
-/** What a valid verify of a Permit2 payment leaves for the settle of the same context. */
+/** The exact scheme's payload as parsed, by how it moves the tokens: an EIP-3009 authorization or a Permit2 permit. */
+export type ExactPayload = { readonly method: 'eip3009'; readonly payload: ExactEvmPayload } | { readonly method: 'permit2'; readonly payload: Permit2Payload }
+
+/** What a valid verify of an exact payment hands its settle, by transfer method. */
+export type ExactPayment = ({ readonly method: 'eip3009' } & VerifiedPayment) | ({ readonly method: 'permit2' } & VerifiedPermit2)
+
+/** What a valid verify of an upto payment hands its settle. */
+export interface UptoPayment extends VerifiedPermit2 {
+  readonly payment: PreparedPermit2 & { readonly payload: UptoPayload }
+}
+
+/** A settlement slot held on a signer (`undefined`: an upto payload naming none of ours, refused by verify). */
+export interface SignerReservation extends SettleReservation {
+  readonly slot: SignerSlot | undefined
+}
+
+/** The cached fee quote for a verify's simulation (only the very first verify waits for one to be read). */
+async function verifyFees(runtime: NetworkRuntime, signal: AbortSignal): Promise<FeeQuote> {
+  const quote = runtime.cachedFees()
+  return quote instanceof Promise ? withDeadline(quote, signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+}
+
+/**
+ * Runs a settle's sending on `slot`: a slot the core reserved for this settle is already counted;
+ * any other (a direct call, or an upto signer other than the one reserved) is counted meanwhile.
+ */
+async function onSigner<T>(slot: SignerSlot, reservation: SignerReservation | undefined, work: (slot: SignerSlot) => Promise<T>): Promise<T> {
+  const counted = slot !== reservation?.slot
+  if (counted) slot.inFlight++
+  try {
+    return await work(slot)
+  } finally {
+    if (counted) slot.inFlight--
+  }
+}
+
+/** A verify's refusal, naming the payer when the payload names one. */
+function refused(rejection: Rejection, payer: string | undefined): Verdict<never> {
+  return { response: invalid(rejection, payer) }
+}
+
+function invalid(rejection: Rejection, payer: string | undefined): VerifyResponse {
+  return { isValid: false, invalidReason: rejection.reason, invalidMessage: rejection.message, ...(payer ? { payer } : {}) }
+}
+
+/** What a valid verify of a Permit2 payment hands its settle. */
 interface VerifiedPermit2 {
   readonly payment: PreparedPermit2
   /** The proxy call verify ran as `eth_call` at `maxSettlementGas`: its sender, fees and calldata. */
   readonly simulated: VerifiedSimulation
-  readonly spend: PayerSpend
 }
 
 interface VerifiedSimulation {
@@ -723,14 +628,13 @@ function asPermitRejection(rejection: Rejection): Rejection {
   return rejection.reason === EVM_REJECTION.simulationFailed ? { reason: PERMIT2_REJECTION.simulationFailed, message: rejection.message } : rejection
 }
 
-/** What a valid verify leaves for the settle of the same context. */
+/** What a valid verify of an EIP-3009 payment hands its settle. */
 interface VerifiedPayment {
   readonly payment: PreparedPayment
   /** The gas verify's estimate gave, and the signer it ran as (a payment priced by an estimate). */
   readonly estimate: { readonly gas: bigint; readonly from: Address } | undefined
   /** The transfer verify ran as `eth_call` at `maxSettlementGas` with the payee proof (a token outside the known table, plain signature). */
   readonly simulated: VerifiedSimulation | undefined
-  readonly spend: PayerSpend
 }
 
 /**
@@ -836,11 +740,6 @@ function addCost(ctx: PaymentContext, cost: bigint): void {
 
 function failure(ctx: PaymentContext, rejection: Rejection, payer: string | undefined, transaction = ''): SettleResponse {
   return settleFailure(ctx, rejection.reason, rejection.message, payer, transaction)
-}
-
-/** The payer named by a payload, even one that fails later checks. */
-function payerOf(payload: ExactEvmPayload | Rejection): string | undefined {
-  return 'reason' in payload ? undefined : payload.authorization.from
 }
 
 /** The signed bytes of a journaled transaction, to offer again if the node loses them. */

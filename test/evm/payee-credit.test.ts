@@ -21,8 +21,8 @@ import { dispatch } from '../../src/core/context.js'
 import { createRegistry } from '../../src/core/registry.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import { EIP2612_GAS_SPONSORING, evmSchemes, EVM_REJECTION } from '../../src/evm/index.js'
-import { PAYEE_PROBE_CODE } from '../../src/evm/payee-probe.js'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { PAYEE_PROBE_CODE } from '../../src/evm/chain/payee-probe.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
@@ -312,9 +312,9 @@ describe('the cost of the proof', () => {
 })
 
 describe('PayeeProbe', () => {
-  it('the runtime code the facilitator embeds is src/evm/payee-probe.sol compiled (solc 0.8.37, paris, optimizer 200, no metadata)', () => {
+  it('the runtime code the facilitator embeds is src/evm/chain/payee-probe.sol compiled (solc 0.8.37, paris, optimizer 200, no metadata)', () => {
     const solc = require('solc') as { version(): string; compile(input: string): string }
-    const source = readFileSync(new URL('../../src/evm/payee-probe.sol', import.meta.url), 'utf8')
+    const source = readFileSync(new URL('../../src/evm/chain/payee-probe.sol', import.meta.url), 'utf8')
     const settings = { evmVersion: 'paris', optimizer: { enabled: true, runs: 200 }, metadata: { appendCBOR: false }, outputSelection: { '*': { PayeeProbe: ['evm.deployedBytecode.object'] } } }
     const output = JSON.parse(solc.compile(JSON.stringify({ language: 'Solidity', sources: { 'payee-probe.sol': { content: source } }, settings }))) as {
       errors?: { severity: string; formattedMessage: string }[]

@@ -1,5 +1,5 @@
 import { hashTypedData, isAddress, stringToBytes, type Address, type Hex } from 'viem'
-import { keccak256 } from './keccak.js'
+import { keccak256 } from '../crypto/keccak.js'
 import { PERMIT2_ADDRESS, permitWitnessTransferFromTypes, uptoPermitWitnessTransferFromTypes } from './permit2-abi.js'
 import { eip712Digest, isUint256, writeAddress, writeUint } from './typed-data.js'
 

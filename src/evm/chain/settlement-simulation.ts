@@ -1,11 +1,11 @@
 import { BaseError, decodeErrorResult, RpcRequestError, type Address, type Hex } from 'viem'
-import { withDeadline } from '../core/deadline.js'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import { aggregate3Calldata } from './calldata.js'
-import type { PayeeCredit } from './asset-policy.js'
+import { withDeadline } from '../../core/deadline.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { aggregate3Calldata } from '../codec/calldata.js'
+import type { PayeeCredit } from '../asset-policy.js'
 import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
 import { PAYEE_PROBE_GAS, payeeRejection, probePayeeCredit } from './payee-probe.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
+import { EVM_REJECTION, type Rejection } from '../reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 
 /**

@@ -1,5 +1,5 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
-import { isHexAddress } from './authorization.js'
+import { isHexAddress } from '../exact/authorization.js'
 import { UINT256_MAX } from './typed-data.js'
 
 /** The fields of an EIP-1559 transaction with no access list (what a settlement sends). */

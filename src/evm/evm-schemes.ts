@@ -6,23 +6,23 @@ import { FacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
 import { settleFailure, settlementPending } from '../settlement/settle-answers.js'
-import { awaitReceipt } from './await-receipt.js'
-import { parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
-import { checkChainState, type ChainCheckOptions } from './check-chain-state.js'
-import { loadKeccak } from './keccak.js'
+import { awaitReceipt } from './chain/await-receipt.js'
+import { parseExactEvmPayload, type ExactEvmPayload } from './exact/authorization.js'
+import { checkChainState, type ChainCheckOptions } from './exact/check-chain-state.js'
+import { loadKeccak } from './crypto/keccak.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
-import { createNetworkRuntime, type FeeQuote, type NetworkRuntime, type SignerSlot } from './network-runtime.js'
-import { checkValidityWindow, preparePayment, sameAddress, type PrepareOptions, type PreparedPayment } from './prepare-payment.js'
+import { createNetworkRuntime, type FeeQuote, type NetworkRuntime, type SignerSlot } from './chain/network-runtime.js'
+import { checkValidityWindow, preparePayment, sameAddress, type PrepareOptions, type PreparedPayment } from './exact/prepare-payment.js'
 import { EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type Rejection } from './reasons.js'
-import { X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
-import { chargedBy, parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto-payment.js'
-import { checkPermit2State, exactSettleCalldata, parsePermit2Payload, preparedWindow, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2-payment.js'
-import { isPermit2Payload } from './permit2-payload-kind.js'
-import { toRpcFault } from './rpc-fault.js'
+import { X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from './codec/permit2-abi.js'
+import { chargedBy, parseUptoPayload, prepareUpto, uptoSettleCalldata, type UptoPayload } from './upto/upto-payment.js'
+import { checkPermit2State, exactSettleCalldata, parsePermit2Payload, preparedWindow, preparePermit2, type Permit2Payload, type PreparedPermit2 } from './permit2/permit2-prepare.js'
+import { isPermit2Payload } from './permit2/permit2-payload-kind.js'
+import { toRpcFault } from './chain/rpc-fault.js'
 import type { PayeeCredit } from './asset-policy.js'
-import { EIP2612_GAS_SPONSORING } from './eip2612-extension.js'
-import type { ReceiptOutcome } from './receipt-poller.js'
-import { pickSigner, resend, signAndSend } from './send-transaction.js'
+import { EIP2612_GAS_SPONSORING } from './permit2/eip2612-extension.js'
+import type { ReceiptOutcome } from './chain/receipt-poller.js'
+import { pickSigner, resend, signAndSend } from './chain/send-transaction.js'
 import {
   deploymentPrice,
   estimateDeployment,
@@ -31,7 +31,7 @@ import {
   TRANSACTION_BASE_GAS,
   type GasEstimate,
   type SettlementSender,
-} from './settlement-simulation.js'
+} from './chain/settlement-simulation.js'
 
 const DEFAULT_GAS_LIMIT = 150_000n
 const DEFAULT_MAX_SETTLEMENT_GAS = 300_000n

@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem'
-import { isHexAddress } from './authorization.js'
+import { isHexAddress } from '../exact/authorization.js'
 import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js'
 
 /**

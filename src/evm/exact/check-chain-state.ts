@@ -1,12 +1,12 @@
 import type { Hex } from 'viem'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import { ERC1271_MAGIC_VALUE } from './abi.js'
-import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
-import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { ERC1271_MAGIC_VALUE } from '../codec/abi.js'
+import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from '../codec/calldata.js'
+import type { FeeQuote, NetworkRuntime } from '../chain/network-runtime.js'
 import { kindByRecovery, transferCalldata, type PreparedPayment } from './prepare-payment.js'
-import { PAYEE_PROBE_GAS, probePayeeCredit } from './payee-probe.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
-import { toRpcFault } from './rpc-fault.js'
+import { PAYEE_PROBE_GAS, probePayeeCredit } from '../chain/payee-probe.js'
+import { EVM_REJECTION, type Rejection } from '../reasons.js'
+import { toRpcFault } from '../chain/rpc-fault.js'
 import {
   deploymentPrice,
   estimateDeployment,
@@ -20,7 +20,7 @@ import {
   unfundedSigner,
   type GasEstimate,
   type SettlementSender,
-} from './settlement-simulation.js'
+} from '../chain/settlement-simulation.js'
 
 /** What verify's chain check runs as, and the gas limits it holds the payment to. */
 export interface ChainCheckOptions {

@@ -141,7 +141,7 @@ export type LimitSimulation = { readonly limit: bigint } | { readonly rejection:
  * `eth_call` of the exact call the facilitator will send, as the sender with its fees and with
  * `limit` as its gas: when it succeeds, the transaction sent with that limit runs as simulated (the
  * limit is what it may use, not what it costs: unused gas is not paid for). One call where
- * `eth_estimateGas` runs the call a dozen times in its search (a node's CPU, 10x the time on anvil).
+ * `eth_estimateGas` runs the call a dozen times in its search.
  * Never rejects: a call that fails is estimated (that path only), and named
  * `invalid_exact_evm_settlement_gas_too_high` when it needs more than `limit`, `simulationFailed`
  * when it reverts; a sender without gas money or an unreachable node is a fault. Sends its request

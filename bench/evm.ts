@@ -14,15 +14,15 @@ import { createNonceManager, jsonRpc } from 'viem/nonce'
 import { mnemonicToAccount } from 'viem/accounts'
 import { createFacilitator } from '../src/index.js'
 import { exactEvm, privateKeySigner, signExactEvmPayment } from '../src/evm/index.js'
-import { hashAuthorization } from '../src/evm/typed-data.js'
-import { recoverAuthorizationSigner, recoverWith, recoverWithViem, recoveryBackend } from '../src/evm/recover-signer.js'
-import { loadSecp256k1Backends } from '../src/evm/secp256k1-backend.js'
+import { hashAuthorization } from '../src/evm/codec/typed-data.js'
+import { recoverAuthorizationSigner, recoverWith, recoverWithViem, recoveryBackend } from '../src/evm/crypto/recover-signer.js'
+import { loadSecp256k1Backends } from '../src/evm/crypto/secp256k1-backend.js'
 import type { PaymentPayload } from '../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
-import { eip3009Abi, MULTICALL3_ADDRESS, multicall3Abi } from '../src/evm/abi.js'
+import { eip3009Abi, MULTICALL3_ADDRESS, multicall3Abi } from '../src/evm/codec/abi.js'
 import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { awaitReceipts, check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
@@ -461,7 +461,7 @@ async function rawSettleRate(
         functionName: 'transferWithAuthorization',
         args: [a.from as Hex, a.to as Hex, BigInt(a.value!), BigInt(a.validAfter!), BigInt(a.validBefore!), a.nonce as Hex, yParity + 27, r, s],
       })
-      // What a verify asks the chain for an EOA payer (src/evm/check-chain-state.ts): balance, nonce state
+      // What a verify asks the chain for an EOA payer (src/evm/exact/check-chain-state.ts): balance, nonce state
       // and a simulation of this very transfer, in one Multicall3 eth_call.
       checks[i] = encodeFunctionData({
         abi: multicall3Abi,

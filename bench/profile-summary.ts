@@ -117,7 +117,7 @@ const OPS: Record<string, number> = {
   [`settle-${AB_COUNTS.settleConcurrency}`]: AB_COUNTS.settleConcurrent,
 }
 
-/** A place without its line (lines move between commits): `src/evm/exact-evm.ts verify`. */
+/** A place without its line (lines move between commits): `src/evm/evm-schemes.ts verify`. */
 const withoutLine = (where: string) => where.replace(/:\d+ /, ' ')
 
 /** Per operation, what B spent more (or less) than A on each function (self) and each origin, largest first. */

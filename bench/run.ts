@@ -28,7 +28,7 @@ import { formatTable, progress, type Row } from './measure.js'
 import { benchStats, STATS_COUNTS } from './stats.js'
 import { benchStores, STORES_COUNTS } from './stores.js'
 import { benchSvm, SVM_COUNTS } from './svm.js'
-import { cryptoBackends } from '../src/evm/crypto-backends.js'
+import { cryptoBackends } from '../src/evm/crypto/crypto-backends.js'
 
 const SECTIONS = {
   evm: { run: benchEvm, counts: EVM_COUNTS },

@@ -1,11 +1,11 @@
 /**
  * Microbenchmark of the Permit2 witness digests: viem's hashTypedData against the fixed-shape
- * encoders in src/evm/permit2-typed-data.ts. Run: node --import tsx scripts/bench-permit2-digest.ts
+ * encoders in src/evm/codec/permit2-typed-data.ts. Run: node --import tsx scripts/bench-permit2-digest.ts
  */
 import { randomBytes } from 'node:crypto'
 import { bytesToHex, getAddress, hashTypedData, type Address } from 'viem'
-import { loadKeccak, keccakBackend } from '../src/evm/keccak.js'
-import { hashPermit2Witness, hashUptoWitness, permit2TypedData, uptoTypedData, type UptoWitnessMessage } from '../src/evm/permit2-typed-data.js'
+import { loadKeccak, keccakBackend } from '../src/evm/crypto/keccak.js'
+import { hashPermit2Witness, hashUptoWitness, permit2TypedData, uptoTypedData, type UptoWitnessMessage } from '../src/evm/codec/permit2-typed-data.js'
 
 await loadKeccak()
 const address = () => getAddress(bytesToHex(randomBytes(20))) as Address

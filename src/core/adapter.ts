@@ -204,7 +204,7 @@ export interface SchemeAdapter<P = unknown, V = unknown, R extends SettleReserva
    * verify and the settle of the same call, and releases it at the end. Optional: adapters without
    * a bound omit it.
    */
-  reserveSettlement?(ctx: PaymentContext): R
+  reserveSettlement?(ctx: PaymentContext, payload: P): R
   /**
    * Checks a payment; never throws for a bad payment, only for faults. `reservation` is given when
    * the verify is settle's own (the payment is about to be sent from that signer).

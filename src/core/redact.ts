@@ -1,5 +1,5 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
-import type { SchemeAdapter } from './adapter.js'
+import type { SchemeAdapter, SettleReservation } from './adapter.js'
 
 /**
  * The parts of an RPC URL that may be credentials: the URL itself (also as
@@ -92,7 +92,7 @@ function describeChain(error: unknown): string {
  * @example
  * return withRedactedErrors(adapter, rpcUrls.flatMap(secretsOfUrl))
  */
-export function withRedactedErrors(adapter: SchemeAdapter, secrets: readonly string[]): SchemeAdapter {
+export function withRedactedErrors<P, V, R extends SettleReservation>(adapter: SchemeAdapter<P, V, R>, secrets: readonly string[]): SchemeAdapter<P, V, R> {
   const redacting = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(redactError(error, secrets)))
   return {
     ...adapter,

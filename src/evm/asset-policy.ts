@@ -1,6 +1,6 @@
 import type { Address } from 'viem'
 import type { KnownAsset } from '../networks/assets.js'
-import type { NetworkRuntime } from './network-runtime.js'
+import type { NetworkRuntime } from './chain/network-runtime.js'
 import { EVM_REJECTION, type Rejection } from './reasons.js'
 
 declare const admitted: unique symbol

@@ -1,3 +1,6 @@
+import type { Verdict } from '../core/adapter.js'
+import type { VerifyResponse } from '../schemas/messages.js'
+
 /**
  * Rejection codes of the EVM `exact` scheme. Names follow the reference x402
  * implementations where one exists, so clients that switch on them keep working.
@@ -53,6 +56,16 @@ export type EvmRejectionCode = (typeof EVM_REJECTION)[keyof typeof EVM_REJECTION
 export interface Rejection {
   readonly reason: string
   readonly message: string
+}
+
+/** A verify's answer for a rejected payment, naming the payer when the payload names one. */
+export function invalid(rejection: Rejection, payer: string | undefined): VerifyResponse {
+  return { isValid: false, invalidReason: rejection.reason, invalidMessage: rejection.message, ...(payer ? { payer } : {}) }
+}
+
+/** A verify's verdict for a rejected payment: nothing for settle. */
+export function refused(rejection: Rejection, payer: string | undefined): Verdict<never> {
+  return { response: invalid(rejection, payer) }
 }
 
 /**

@@ -1,7 +1,7 @@
 import { differingAcceptedField } from '../core/context.js'
 import type { Facilitator } from '../facilitator/facilitator.js'
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
-import { isPermit2Payload } from '../evm/permit2-payload-kind.js'
+import { isPermit2Payload } from '../evm/permit2/permit2-payload-kind.js'
 import type { SettleResponse, SupportedResponse } from '../schemas/messages.js'
 import type { PaymentPayload } from '../schemas/payload.js'
 import type { PaymentRequirements, ResourceInfo } from '../schemas/requirements.js'

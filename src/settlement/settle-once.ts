@@ -236,7 +236,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       }
 
       // Before any work on a new payment: a saturated signer set answers signer_busy, nothing claimed.
-      reservation ??= adapter.reserveSettlement?.(context)
+      reservation ??= adapter.reserveSettlement?.(context, payload)
       if (!verdict) {
         const refusal = await verifyForClaim()
         if (refusal === RACED) continue
@@ -270,7 +270,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
    */
   async function settleAnew(): Promise<SettleResponse> {
     try {
-      reservation ??= adapter.reserveSettlement?.(context)
+      reservation ??= adapter.reserveSettlement?.(context, payload)
       const { response } = await verifyNow()
       if (!response.isValid) {
         await release()

@@ -160,11 +160,13 @@ export function adapterConformance<P, V, R extends SettleReservation>(setup: Con
       name: 'a reservation is released once, however often release is called',
       async run() {
         const ctx = contextOf(adapter, await payment())
-        const reservation = adapter.reserveSettlement!(ctx)
+        const parsed = adapter.parse(ctx)
+        if (!('key' in parsed)) throw new Error('a valid payment did not parse')
+        const reservation = adapter.reserveSettlement!(ctx, parsed.payload)
         reservation.release()
         reservation.release()
         // With its slot back, the signer serves another reservation.
-        adapter.reserveSettlement!(ctx).release()
+        adapter.reserveSettlement!(ctx, parsed.payload).release()
       },
     })
   }

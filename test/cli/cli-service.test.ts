@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path'
 import { build } from 'esbuild'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')

@@ -5,7 +5,7 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
 import { countOption } from '../../src/core/count-option.js'
-import { exactEvm } from '../../src/evm/exact-evm.js'
+import { exactEvm } from '../../src/evm/evm-schemes.js'
 import { createHttpRpcTransport } from '../../src/svm/rpc/solana-rpc.js'
 
 const BAD = [0, -1, 1.5, 1_001, Number.NaN, Number.POSITIVE_INFINITY]

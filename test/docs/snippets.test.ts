@@ -265,7 +265,7 @@ describe('documentation snippets', () => {
     const examples = snippets.filter((snippet) => snippet.file.startsWith('src/'))
     expect(fromMarkdown.length).toBeGreaterThan(5)
     expect(examples.length).toBeGreaterThan(10)
-    expect(examples.some((snippet) => snippet.file === 'src/core/facilitator.ts')).toBe(true)
+    expect(examples.some((snippet) => snippet.file === 'src/facilitator/facilitator.ts')).toBe(true)
     // Most blocks run; those that do not say why.
     expect(runs.size).toBeGreaterThanOrEqual(10)
     for (const snippet of fromMarkdown.filter((s) => s.notRun !== undefined)) expect(snippet.notRun!.length, `${snippet.file}:${snippet.line}`).toBeGreaterThan(10)

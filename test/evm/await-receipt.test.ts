@@ -5,8 +5,8 @@
  */
 import { keccak256, type Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { awaitReceipt } from '../../src/evm/await-receipt.js'
-import { createNetworkRuntime } from '../../src/evm/network-runtime.js'
+import { awaitReceipt } from '../../src/evm/chain/await-receipt.js'
+import { createNetworkRuntime } from '../../src/evm/chain/network-runtime.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 let world: EvmFixture

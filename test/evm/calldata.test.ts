@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { bytesToHex, decodeFunctionResult, encodeAbiParameters, encodeFunctionData, getAddress, type Address, type Hex } from 'viem'
 import { describe, expect, it } from 'vitest'
-import { eip3009Abi, erc1271Abi, multicall3Abi } from '../../src/evm/abi.js'
+import { eip3009Abi, erc1271Abi, multicall3Abi } from '../../src/evm/codec/abi.js'
 import {
   aggregate3Calldata,
   allowanceCalldata,
@@ -19,9 +19,9 @@ import {
   transferWithAuthorizationBytesCalldata,
   transferWithAuthorizationVrsCalldata,
   uptoProxySettleCalldata,
-} from '../../src/evm/calldata.js'
-import { erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, uptoPermit2ProxyAbi } from '../../src/evm/permit2-abi.js'
-import { UINT256_MAX, type AuthorizationMessage } from '../../src/evm/typed-data.js'
+} from '../../src/evm/codec/calldata.js'
+import { erc20AllowanceAbi, exactPermit2ProxyAbi, permit2NonceBitmapAbi, uptoPermit2ProxyAbi } from '../../src/evm/codec/permit2-abi.js'
+import { UINT256_MAX, type AuthorizationMessage } from '../../src/evm/codec/typed-data.js'
 
 const random = (bytes: number) => bytesToHex(randomBytes(bytes))
 const pick = <T>(values: readonly T[]): T => values[Math.floor(Math.random() * values.length)]!

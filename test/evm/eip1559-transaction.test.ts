@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { bytesToHex, hexToBytes, serializeTransaction, type Hex } from 'viem'
 import { describe, expect, it } from 'vitest'
-import { encodeEip1559, type Eip1559Fields } from '../../src/evm/eip1559-transaction.js'
+import { encodeEip1559, type Eip1559Fields } from '../../src/evm/codec/eip1559-transaction.js'
 
 const random = (bytes: number) => bytesToHex(randomBytes(bytes))
 const randomBig = (bytes: number) => (bytes === 0 ? 0n : BigInt(random(bytes)))

@@ -13,6 +13,7 @@ import { dispatch } from '../../src/core/context.js'
 import { createRegistry } from '../../src/core/registry.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import type { SchemeAdapter } from '../../src/core/adapter.js'
+import { noJournal, resumeDirectly, settleDirectly, verifyDirectly } from '../support/adapter-steps.js'
 import { exactEvm, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
@@ -304,9 +305,10 @@ describe('exactEvm: exact through Permit2', () => {
       const requirements = permit2Requirements()
       const payer = await permit2Payer()
       const ctx = contextOf(adapter, await officialPayload(payer, requirements), requirements)
-      expect(await adapter.verify(ctx)).toMatchObject({ isValid: true })
+      const verdict = await verifyDirectly(adapter, ctx)
+      expect(verdict.response).toMatchObject({ isValid: true })
       await new Promise((resolve) => setTimeout(resolve, 2_100))
-      const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, { broadcasting: async () => undefined }))
+      const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, verdict.payment, noJournal))
       expect(settled).toMatchObject({ success: true })
       const proxyCalls = requests.flat().filter((call) => call.method === 'eth_call' && (call.params as [{ to: string }])[0].to.toLowerCase() === X402_EXACT_PERMIT2_PROXY.toLowerCase())
       expect(proxyCalls).toHaveLength(1)
@@ -378,23 +380,29 @@ describe('exactEvm: exact through Permit2', () => {
     let recorded: BroadcastRecord | undefined
     const crash = new Error('process died right after journaling')
     await expect(
-      adapter.settle(contextOf(adapter, paymentPayload, requirements), {
+      settleDirectly(adapter, contextOf(adapter, paymentPayload, requirements), {
         broadcasting: async (record) => {
           recorded = record
           throw crash
         },
       }),
     ).rejects.toBe(crash)
-    const resumed = await adapter.resume(contextOf(adapter, paymentPayload, requirements), recorded!)
+    const resumed = await resumeDirectly(adapter, contextOf(adapter, paymentPayload, requirements), recorded!)
     expect(resumed).toMatchObject({ success: true, transaction: recorded!.transaction, payer: payer.address })
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
   })
 
-  it('holds a verified Permit2 payment against the payer\'s balance (spendOf)', async () => {
+  it('holds a verified Permit2 payment against the payer\'s balance (Verdict.spend)', async () => {
     const adapter = exactEvm(world.adapterConfig())
     const payer = await permit2Payer({ amount: 1500n })
     const requirements = permit2Requirements()
     const paymentPayload = await officialPayload(payer, requirements)
+    // What verify hands the core to hold: the amount, and the balance it can move (the allowance is unlimited).
+    expect((await verifyDirectly(adapter, contextOf(adapter, paymentPayload, requirements))).spend).toEqual({
+      account: `84532:${requirements.asset.toLowerCase()}:${payer.address.toLowerCase()}`,
+      amount: 1000n,
+      balance: 1500n,
+    })
     const racing = createFacilitator({ schemes: [adapter] })
     // Two payments of 1000 from a payer holding 1500: both verify alone, only one can land.
     const second = await officialPayload(payer, requirements)

@@ -11,6 +11,7 @@ import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
 import { delegateAccount, deployGasBurningWallet, deploySmartWallet, deployTestToken, deployWalletFactory, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { noJournal, resumeDirectly, settleDirectly, verifyDirectly } from '../support/adapter-steps.js'
 
 let world: EvmFixture
 
@@ -29,7 +30,6 @@ function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requi
   return routed.context
 }
 
-const noJournal = { broadcasting: async () => undefined }
 
 async function transfersOf(hash: Hex) {
   const receipt = await world.node.publicClient.getTransactionReceipt({ hash })
@@ -210,23 +210,25 @@ describe('exactEvm settle', () => {
     const payer = await world.newPayer()
     const requirements = world.requirementsV2()
     const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
-    const first = await adapter.settle(contextOf(adapter, paymentPayload, requirements), noJournal)
+    const ctx = contextOf(adapter, paymentPayload, requirements)
+    const verdict = await verifyDirectly(adapter, ctx)
+    const first = await adapter.settle(ctx, verdict.payment, noJournal)
     expect(first.success).toBe(true)
     // adapter.settle trusts the core's verify; sending the used authorization again reverts on chain.
-    const again = await adapter.settle(contextOf(adapter, paymentPayload, requirements), noJournal)
+    const again = await adapter.settle(contextOf(adapter, paymentPayload, requirements), verdict.payment, noJournal)
     expect(again).toMatchObject({ success: false, errorReason: REJECTION.transactionFailed, payer: payer.address })
     expect(again.transaction).toMatch(/^0x[0-9a-f]{64}$/)
     expect(again.transaction).not.toBe(first.transaction)
     expect((await world.node.publicClient.getTransactionReceipt({ hash: again.transaction as Hex })).status).toBe('reverted')
   })
 
-  it('settle without a verify reads the payer\'s code: an EIP-7702 account is priced by an estimate, not the fixed limit', async () => {
+  it('a plain signature of an account with code (EIP-7702): verify reads its code, settle prices it by an estimate, not the fixed limit', async () => {
     const adapter = exactEvm(world.adapterConfig())
     const payer = await world.newPayer()
     // A delegate that takes the payer's own signatures after burning about 110k gas.
     await delegateAccount(world.node, payer.address, 500n)
     const requirements = world.requirementsV2()
-    const answer = await adapter.settle(contextOf(adapter, await signExactEvmPayment({ signer: payer, requirements }), requirements), noJournal)
+    const answer = await settleDirectly(adapter, contextOf(adapter, await signExactEvmPayment({ signer: payer, requirements }), requirements), noJournal)
     expect(answer).toMatchObject({ success: true, payer: payer.address })
     const { receipt, used } = await transfersOf(answer.transaction as Hex)
     expect(used).toHaveLength(1)
@@ -240,11 +242,12 @@ describe('exactEvm settle', () => {
     const signedAt = Math.floor(Date.now() / 1000)
     const paymentPayload = await signExactEvmPayment({ signer: payer, requirements, validForSeconds: 8 })
     const ctx = contextOf(adapter, paymentPayload, requirements)
-    expect(await adapter.verify(ctx)).toEqual({ isValid: true, payer: payer.address })
+    const verdict = await verifyDirectly(adapter, ctx)
+    expect(verdict.response).toEqual({ isValid: true, payer: payer.address })
     // validBefore = signedAt + 8: with a 6 s margin it is too close once the clock passes signedAt + 2.
     await new Promise((resolve) => setTimeout(resolve, (signedAt + 3) * 1000 - Date.now() + 50))
     let journaled = false
-    const answer = await adapter.settle(ctx, { broadcasting: async () => void (journaled = true) })
+    const answer = await adapter.settle(ctx, verdict.payment, { broadcasting: async () => void (journaled = true) })
     expect(answer).toMatchObject({ success: false, errorReason: EVM_REJECTION.validBefore, transaction: '', payer: payer.address })
     expect(journaled).toBe(false)
   })
@@ -254,8 +257,9 @@ describe('exactEvm settle', () => {
     const payer = await world.newPayer()
     const requirements = world.requirementsV2()
     const ctx = contextOf(adapter, await signExactEvmPayment({ signer: payer, requirements }), requirements)
-    expect(await adapter.verify(ctx)).toEqual({ isValid: true, payer: payer.address })
-    const answer = await adapter.settle(ctx, noJournal)
+    const verdict = await verifyDirectly(adapter, ctx)
+    expect(verdict.response).toEqual({ isValid: true, payer: payer.address })
+    const answer = await adapter.settle(ctx, verdict.payment, noJournal)
     expect(answer).toMatchObject({ success: true, payer: payer.address })
     const { used } = await transfersOf(answer.transaction as Hex)
     expect(used).toHaveLength(1)
@@ -269,7 +273,7 @@ describe('exactEvm settle', () => {
     let recorded: BroadcastRecord | undefined
     const crash = new Error('process died right after journaling')
     await expect(
-      adapter.settle(contextOf(adapter, paymentPayload, requirements), {
+      settleDirectly(adapter, contextOf(adapter, paymentPayload, requirements), {
         broadcasting: async (record) => {
           recorded = record
           throw crash
@@ -279,7 +283,7 @@ describe('exactEvm settle', () => {
     expect(recorded?.raw).toMatch(/^0x/)
     const hash = recorded!.transaction as Hex
     expect(await world.node.publicClient.getTransaction({ hash }).catch(() => undefined)).toBeUndefined()
-    const resumed = await adapter.resume(contextOf(adapter, paymentPayload, requirements), recorded!)
+    const resumed = await resumeDirectly(adapter, contextOf(adapter, paymentPayload, requirements), recorded!)
     expect(resumed).toMatchObject({ success: true, transaction: hash, payer: payer.address })
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1000n)
   })

@@ -28,6 +28,7 @@ import {
   type TestToken,
 } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { noJournal, verifyDirectly } from '../support/adapter-steps.js'
 import { requestsDuring, startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 
 let world: EvmFixture
@@ -66,7 +67,7 @@ async function requestsOf<T>(work: () => Promise<T>): Promise<{ result: T; reque
 const signerState = () =>
   Promise.all(world.signers.map(async (s) => [await world.node.publicClient.getBalance({ address: s.address }), await world.node.publicClient.getTransactionCount({ address: s.address })]))
 
-/** The context the core would hand the adapter, to drive verify, spendOf and settle directly. */
+/** The context the core would hand the adapter, to drive parse, verify and settle directly. */
 function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requirements: PaymentRequirements) {
   const parsed = parsePaymentRequest(body(paymentPayload, requirements))
   if (!parsed.ok) throw new Error('bad test request')
@@ -75,7 +76,6 @@ function contextOf(adapter: SchemeAdapter, paymentPayload: PaymentPayload, requi
   return routed.context
 }
 
-const noJournal = { broadcasting: async () => undefined }
 const callParams = (call: { params: unknown }) => (call.params as [Record<string, string>])[0]
 
 /** A payment of `amount` in `token` from a fresh plain account holding `balance`. */
@@ -227,10 +227,11 @@ describe('payments that verify valid only in a simulation cost the facilitator n
     expect(verdict.invalidMessage).toContain('300000')
     const settled = await facilitator.settle(body(paymentPayload, requirements))
     expect(settled).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '' })
-    // A direct settle, with no verify before it, prices it as well and sends nothing.
+    // The adapter alone refuses it too: its verify hands settle no payment to send.
     const adapter = exactEvm(config())
-    const direct = await adapter.settle(contextOf(adapter, paymentPayload, requirements), noJournal)
-    expect(direct).toMatchObject({ success: false, errorReason: EVM_REJECTION.settlementGasTooHigh, transaction: '' })
+    const direct = await verifyDirectly(adapter, contextOf(adapter, paymentPayload, requirements))
+    expect(direct.response).toMatchObject({ isValid: false, invalidReason: EVM_REJECTION.settlementGasTooHigh })
+    expect(direct.payment).toBeUndefined()
     expect(await signerState()).toEqual(before)
     expect(await tokenBalance(world.node, hungry, payer.address)).toBe(1_000_000n)
   })
@@ -289,12 +290,11 @@ describe('payments that verify valid only in a simulation cost the facilitator n
           const settled = await facilitator.settle(body(paymentPayload, requirements))
           expect(settled).toMatchObject({ success: false, transaction: '' })
         }
-        // A direct settle, with no verify before it, estimates and simulates with the fees too.
+        // The adapter alone refuses it too (its chain check runs with the fees): its verify hands settle no payment to send.
         const adapter = exactEvm(config())
-        let journaled = false
-        const direct = await adapter.settle(contextOf(adapter, paymentPayload, requirements), { broadcasting: async () => void (journaled = true) })
-        expect(direct).toMatchObject({ success: false, transaction: '' })
-        expect(journaled).toBe(false)
+        const direct = await verifyDirectly(adapter, contextOf(adapter, paymentPayload, requirements))
+        expect(direct.response.isValid).toBe(false)
+        expect(direct.payment).toBeUndefined()
         expect(await signerState()).toEqual(before)
         expect(await tokenBalance(world.node, world.token, payer)).toBe(1_000_000n)
       })
@@ -321,26 +321,25 @@ describe('payments that verify valid only in a simulation cost the facilitator n
   })
 })
 
-describe('spendOf', () => {
-  it('after a valid verify: the payer\'s balance as verify read it, the amount, and the account <chainId>:<token>:<payer>; undefined otherwise', async () => {
+describe('Verdict.spend', () => {
+  it('after a valid verify: the payer\'s balance as verify read it, the amount, and the account <chainId>:<token>:<payer>; none otherwise', async () => {
     const adapter = exactEvm(config())
     const { payer, requirements, paymentPayload } = await plainPayment(world.token, 777_777n)
     const ctx = contextOf(adapter, paymentPayload, requirements)
-    expect(adapter.spendOf?.(ctx)).toBeUndefined()
-    expect(await adapter.verify(ctx)).toEqual({ isValid: true, payer: payer.address })
-    expect(adapter.spendOf?.(ctx)).toEqual({
+    const verdict = await verifyDirectly(adapter, ctx)
+    expect(verdict.response).toEqual({ isValid: true, payer: payer.address })
+    expect(verdict.spend).toEqual({
       account: `84532:${world.token.address.toLowerCase()}:${payer.address.toLowerCase()}`,
       amount: 1000n,
       balance: 777_777n,
     })
-    // Settling leaves it: the core may still hold the amount while the transaction confirms.
-    expect(await adapter.settle(ctx, noJournal)).toMatchObject({ success: true })
-    expect(adapter.spendOf?.(ctx)?.balance).toBe(777_777n)
+    expect(await adapter.settle(ctx, verdict.payment, noJournal)).toMatchObject({ success: true })
     // A payment that fails verify spends nothing.
     const poor = await plainPayment(world.token, 999n)
-    const poorCtx = contextOf(adapter, poor.paymentPayload, poor.requirements)
-    expect(await adapter.verify(poorCtx)).toMatchObject({ isValid: false, invalidReason: EVM_REJECTION.insufficientFunds })
-    expect(adapter.spendOf?.(poorCtx)).toBeUndefined()
+    const refused = await verifyDirectly(adapter, contextOf(adapter, poor.paymentPayload, poor.requirements))
+    expect(refused.response).toMatchObject({ isValid: false, invalidReason: EVM_REJECTION.insufficientFunds })
+    expect(refused.spend).toBeUndefined()
+    expect(refused.payment).toBeUndefined()
   })
 })
 
@@ -397,9 +396,10 @@ describe('a token outside the known table: verify runs the transaction at the ca
     const other = await deployTestToken(world.node)
     const { requirements, paymentPayload } = await plainPayment(other)
     const ctx = contextOf(adapter, paymentPayload, requirements)
-    expect(await adapter.verify(ctx)).toMatchObject({ isValid: true })
+    const verdict = await verifyDirectly(adapter, ctx)
+    expect(verdict.response).toMatchObject({ isValid: true })
     await new Promise((resolve) => setTimeout(resolve, 2_100))
-    const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, noJournal))
+    const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, verdict.payment, noJournal))
     expect(settled).toMatchObject({ success: true })
     const simulating = requests.filter((request) => transferRuns(request, other.address).length > 0)
     expect(simulating).toHaveLength(1)
@@ -417,12 +417,13 @@ describe('a token outside the known table: verify runs the transaction at the ca
     const other = await deployTestToken(world.node)
     const { requirements, paymentPayload } = await plainPayment(other)
     const ctx = contextOf(adapter, paymentPayload, requirements)
-    expect(await adapter.verify(ctx)).toMatchObject({ isValid: true })
+    const verdict = await verifyDirectly(adapter, ctx)
+    expect(verdict.response).toMatchObject({ isValid: true })
     const { baseFeePerGas } = await world.node.publicClient.getBlock()
     await world.node.testClient.setNextBlockBaseFeePerGas({ baseFeePerGas: (baseFeePerGas ?? 1_000_000_000n) * 3n })
     await world.node.testClient.mine({ blocks: 1 })
     await new Promise((resolve) => setTimeout(resolve, 150))
-    const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, noJournal))
+    const { result: settled, requests } = await requestsDuring(proxy, () => adapter.settle(ctx, verdict.payment, noJournal))
     expect(settled).toMatchObject({ success: true })
     const simulating = requests.filter((request) => transferRuns(request, other.address).length > 0)
     expect(simulating).toHaveLength(1)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createNonceManager } from '../../src/evm/nonce-manager.js'
+import { createNonceManager } from '../../src/evm/chain/nonce-manager.js'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { EVM_REJECTION, exactEvm, parseExactEvmPayload } from '../../src/evm/index.js'
 import { FacilitatorError } from '../../src/index.js'

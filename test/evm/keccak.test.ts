@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { bytesToHex, checksumAddress, keccak256 as viemKeccak } from 'viem'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { checksummed, keccak256, keccakBackend, loadKeccak } from '../../src/evm/keccak.js'
+import { checksummed, keccak256, keccakBackend, loadKeccak } from '../../src/evm/crypto/keccak.js'
 
 describe('keccak256', () => {
   beforeAll(async () => {

@@ -21,13 +21,14 @@ import { dispatch } from '../../src/core/context.js'
 import { createRegistry } from '../../src/core/registry.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import { EIP2612_GAS_SPONSORING, evmSchemes, EVM_REJECTION } from '../../src/evm/index.js'
-import { PAYEE_PROBE_CODE } from '../../src/evm/payee-probe.js'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { PAYEE_PROBE_CODE } from '../../src/evm/chain/payee-probe.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployFeeOnTransferToken, deployTestToken, fundPayer, tokenBalance, type TestToken } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { noJournal, verifyDirectly } from '../support/adapter-steps.js'
 import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
 import { approvePermit2, installPermit2 } from '../support/permit2-contracts.js'
 
@@ -174,15 +175,17 @@ describe('what reaches payTo is proven before anything is sent (tokens outside t
     for (const method of METHODS) {
       const { paymentPayload, requirements } = await paymentOf(method, switchable)
       const adapter = method === 'upto' ? upto! : exact!
-      contexts.push({ method, adapter, ctx: contextOf(adapter, paymentPayload, requirements) })
+      const ctx = contextOf(adapter, paymentPayload, requirements)
+      const verdict = await verifyDirectly(adapter, ctx)
+      expect(verdict.response, method).toMatchObject({ isValid: true })
+      contexts.push({ method, adapter, ctx, verdict })
     }
-    for (const { method, adapter, ctx } of contexts) expect(await adapter.verify(ctx), method).toMatchObject({ isValid: true })
     const fee = encodeFunctionData({ abi: switchable.abi, functionName: 'setFeePercent', args: [10n] })
     await world.node.publicClient.waitForTransactionReceipt({ hash: await world.node.walletClient().sendTransaction({ account: world.node.accounts[0]!, chain: world.node.chain, to: switchable.address, data: fee }) })
     await new Promise((resolve) => setTimeout(resolve, 2_100))
     const before = await sent()
-    for (const { method, adapter, ctx } of contexts) {
-      expect(await adapter.settle(ctx, { broadcasting: async () => undefined }), method).toMatchObject({
+    for (const { method, adapter, ctx, verdict } of contexts) {
+      expect(await adapter.settle(ctx, verdict.payment, noJournal), method).toMatchObject({
         success: false,
         errorReason: EVM_REJECTION.payeeAmountMismatch,
         errorMessage: expect.stringContaining('would receive 900'),
@@ -309,9 +312,9 @@ describe('the cost of the proof', () => {
 })
 
 describe('PayeeProbe', () => {
-  it('the runtime code the facilitator embeds is src/evm/payee-probe.sol compiled (solc 0.8.37, paris, optimizer 200, no metadata)', () => {
+  it('the runtime code the facilitator embeds is src/evm/chain/payee-probe.sol compiled (solc 0.8.37, paris, optimizer 200, no metadata)', () => {
     const solc = require('solc') as { version(): string; compile(input: string): string }
-    const source = readFileSync(new URL('../../src/evm/payee-probe.sol', import.meta.url), 'utf8')
+    const source = readFileSync(new URL('../../src/evm/chain/payee-probe.sol', import.meta.url), 'utf8')
     const settings = { evmVersion: 'paris', optimizer: { enabled: true, runs: 200 }, metadata: { appendCBOR: false }, outputSelection: { '*': { PayeeProbe: ['evm.deployedBytecode.object'] } } }
     const output = JSON.parse(solc.compile(JSON.stringify({ language: 'Solidity', sources: { 'payee-probe.sol': { content: source } }, settings }))) as {
       errors?: { severity: string; formattedMessage: string }[]

@@ -5,9 +5,9 @@
 import fc from 'fast-check'
 import { bytesToHex, getAddress, hashTypedData, type Address } from 'viem'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { keccakBackend, loadKeccak } from '../../src/evm/keccak.js'
-import { hashPermit2Witness, hashUptoWitness, permit2TypedData, uptoTypedData, type UptoWitnessMessage } from '../../src/evm/permit2-typed-data.js'
-import { UINT256_MAX } from '../../src/evm/typed-data.js'
+import { keccakBackend, loadKeccak } from '../../src/evm/crypto/keccak.js'
+import { hashPermit2Witness, hashUptoWitness, permit2TypedData, uptoTypedData, type UptoWitnessMessage } from '../../src/evm/codec/permit2-typed-data.js'
+import { UINT256_MAX } from '../../src/evm/codec/typed-data.js'
 
 // Lowercase and EIP-55 checksummed, as payloads carry them.
 const address = fc

@@ -7,8 +7,8 @@ import { bytesToHex, parseTransaction, recoverTransactionAddress, type Hex, type
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
 import { privateKeySigner } from '../../src/evm/index.js'
-import { signerOn } from '../../src/evm/private-key-signer.js'
-import { loadSecp256k1, loadSecp256k1Backends } from '../../src/evm/secp256k1-backend.js'
+import { signerOn } from '../../src/evm/crypto/private-key-signer.js'
+import { loadSecp256k1, loadSecp256k1Backends } from '../../src/evm/crypto/secp256k1-backend.js'
 
 const random = (bytes: number) => bytesToHex(crypto.getRandomValues(new Uint8Array(bytes)))
 const randomBig = (bytes: number) => BigInt(random(bytes))

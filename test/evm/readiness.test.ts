@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/index.js'
 import { createHandler, healthRoutes } from '../../src/http/index.js'
-import { exactEvm } from '../../src/evm/exact-evm.js'
-import { MULTICALL3_ADDRESS } from '../../src/evm/abi.js'
+import { exactEvm } from '../../src/evm/evm-schemes.js'
+import { MULTICALL3_ADDRESS } from '../../src/evm/codec/abi.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 

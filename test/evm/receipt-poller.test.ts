@@ -1,6 +1,6 @@
 import type { Hex } from 'viem'
 import { describe, expect, it, vi } from 'vitest'
-import { createReceiptPoller, type ReceiptSummary } from '../../src/evm/receipt-poller.js'
+import { createReceiptPoller, type ReceiptSummary } from '../../src/evm/chain/receipt-poller.js'
 
 const hash = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`
 

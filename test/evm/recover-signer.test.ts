@@ -7,9 +7,9 @@
 import { bytesToHex, checksumAddress, hashTypedData, numberToHex, serializeSignature, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, sign } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
-import { recoverAuthorizationSigner, recoveryBackend, recoverWith, recoverWithViem } from '../../src/evm/recover-signer.js'
-import { loadSecp256k1Backends, type Secp256k1Name } from '../../src/evm/secp256k1-backend.js'
-import { authorizationTypedData, hashAuthorization } from '../../src/evm/typed-data.js'
+import { recoverAuthorizationSigner, recoveryBackend, recoverWith, recoverWithViem } from '../../src/evm/crypto/recover-signer.js'
+import { loadSecp256k1Backends, type Secp256k1Name } from '../../src/evm/crypto/secp256k1-backend.js'
+import { authorizationTypedData, hashAuthorization } from '../../src/evm/codec/typed-data.js'
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
 const random32 = (): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(32)))

@@ -14,12 +14,12 @@ import { createFacilitator, type Facilitator } from '../../src/index.js'
 import { exactEvm, EVM_REJECTION, signExactEvmPayment } from '../../src/evm/index.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirements } from '../../src/schemas/requirements.js'
-import { recoverAuthorizationSigner } from '../../src/evm/recover-signer.js'
+import { recoverAuthorizationSigner } from '../../src/evm/crypto/recover-signer.js'
 import { delegateAccount, deploySmartWallet, deployTestToken, fundPayer } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
-vi.mock('../../src/evm/recover-signer.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/evm/recover-signer.js')>()
+vi.mock('../../src/evm/crypto/recover-signer.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/evm/crypto/recover-signer.js')>()
   return { ...real, recoverAuthorizationSigner: vi.fn(real.recoverAuthorizationSigner) }
 })
 const recoveries = vi.mocked(recoverAuthorizationSigner)

@@ -18,6 +18,7 @@ import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { resumeDirectly, settleDirectly, verifyDirectly } from '../support/adapter-steps.js'
 import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
 import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
@@ -351,9 +352,9 @@ describe('evmSchemes: upto through Permit2', () => {
     const { upto, payer, requirements, contextFor } = await uptoAdapterPayment()
     let recorded: BroadcastRecord | undefined
     const crash = new Error('process died right after journaling')
-    await expect(upto.settle(contextFor(used(requirements, '321')), { broadcasting: async (record) => { recorded = record; throw crash } })).rejects.toBe(crash)
+    await expect(settleDirectly(upto, contextFor(used(requirements, '321')), { broadcasting: async (record) => { recorded = record; throw crash } })).rejects.toBe(crash)
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n)
-    const resumed = await upto.resume(contextFor(used(requirements, '321')), recorded!)
+    const resumed = await resumeDirectly(upto, contextFor(used(requirements, '321')), recorded!)
     expect(resumed).toMatchObject({ success: true, transaction: recorded!.transaction, payer: payer.address })
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 321n)
   })
@@ -401,13 +402,13 @@ describe('evmSchemes: upto through Permit2', () => {
     expect(route(exPayload, { ...exRequirements, amount: '10' })).toMatchObject({ rejection: { reason: REJECTION.acceptedMismatch, message: expect.stringContaining('amount') } })
   })
 
-  it('holds the amount actually charged (spendOf): the usage on settle, the maximum on verify', async () => {
+  it('holds the amount actually charged (Verdict.spend): the usage on settle, the maximum on verify', async () => {
     const { upto, payer, requirements, contextFor } = await uptoAdapterPayment()
-    const forVerify = contextFor(requirements)
-    expect(await upto.verify(forVerify)).toMatchObject({ isValid: true })
-    expect(upto.spendOf?.(forVerify)).toMatchObject({ amount: 5000n, balance: 1_000_000n })
-    const forSettle = contextFor(used(requirements, '42'))
-    expect(await upto.verify(forSettle)).toMatchObject({ isValid: true })
-    expect(upto.spendOf?.(forSettle)).toMatchObject({ amount: 42n })
+    const forVerify = await verifyDirectly(upto, contextFor(requirements))
+    expect(forVerify.response).toMatchObject({ isValid: true })
+    expect(forVerify.spend).toMatchObject({ amount: 5000n, balance: 1_000_000n })
+    const forSettle = await verifyDirectly(upto, contextFor(used(requirements, '42')))
+    expect(forSettle.response).toMatchObject({ isValid: true })
+    expect(forSettle.spend).toMatchObject({ amount: 42n })
   })
 })

@@ -48,8 +48,8 @@ describe('tracing', () => {
 
   it('makes each RPC call of a verify a child span naming the method and the host only', async () => {
     const { startEvmFixture } = await import('../support/evm-fixture.js')
-    const { exactEvm } = await import('../../src/evm/exact-evm.js')
-    const { signExactEvmPayment } = await import('../../src/evm/sign-payment.js')
+    const { exactEvm } = await import('../../src/evm/evm-schemes.js')
+    const { signExactEvmPayment } = await import('../../src/evm/exact/sign-payment.js')
     const world = await startEvmFixture()
     try {
       const keyed = `${world.node.rpcUrl}/?apikey=SECRET-KEY`

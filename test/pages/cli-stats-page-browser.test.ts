@@ -7,7 +7,7 @@
  */
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import { catalogListingSchema } from '../../src/catalog/catalog-schema.js'
 import { publicStatsSchema } from '../../src/stats/stats-schema.js'
 import { launchChromium, type LaunchedChromium } from '../support/chromium.js'

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
-import { exactEvm } from '../../src/evm/exact-evm.js'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { exactEvm } from '../../src/evm/evm-schemes.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
 import { exactSvm } from '../../src/svm/exact/exact-svm.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
-import { exactEvm } from '../../src/evm/exact-evm.js'
+import { exactEvm } from '../../src/evm/evm-schemes.js'
 import { createLedgerRecorder } from '../../src/ledger/ledger-recorder.js'
 import { createPostgresStore } from '../../src/stores/postgres/postgres-store.js'
 import { startPostgresServer } from '../support/postgres-server.js'

@@ -7,7 +7,7 @@
 import type { Hex, LocalAccount } from 'viem'
 import { afterAll, beforeAll, expect } from 'vitest'
 import type { Facilitator } from '../../src/facilitator/facilitator.js'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import { tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { authorizationsIn, authorizationsUsed, body, nonceSum, postJson, serve } from './support.js'

@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
-import { exactEvm } from '../../src/evm/exact-evm.js'
+import { exactEvm } from '../../src/evm/evm-schemes.js'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { authorizationsUsed, body, timed } from './support.js'

@@ -16,7 +16,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { encodeFunctionData, type Abi, type Address, type Hex, type LocalAccount } from 'viem'
-import { MULTICALL3_ADDRESS } from '../../src/evm/abi.js'
+import { MULTICALL3_ADDRESS } from '../../src/evm/codec/abi.js'
 import type { AnvilNode } from './anvil.js'
 
 const require = createRequire(import.meta.url)

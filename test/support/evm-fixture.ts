@@ -13,7 +13,7 @@
 import { serializeErc6492Signature, type Address, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { ExactEvmConfig } from '../../src/evm/exact-evm-config.js'
-import { signExactEvmPayment } from '../../src/evm/sign-payment.js'
+import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV1, PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { startAnvil, type AnvilNode, type StartAnvilOptions } from './anvil.js'

@@ -49,7 +49,7 @@ function requestOf(adapter: SchemeAdapter, body: unknown, settling = true): Requ
   const ctx = contextOf(adapter, body)
   const parsed = adapter.parse(ctx)
   if ('refusal' in parsed) throw new Error(`parse refused: ${parsed.refusal.invalidReason}`)
-  return { ctx, payload: parsed.payload, key: parsed.key, reservation: settling ? adapter.reserveSettlement?.(ctx) : undefined }
+  return { ctx, payload: parsed.payload, key: parsed.key, reservation: settling ? adapter.reserveSettlement?.(ctx, parsed.payload) : undefined }
 }
 
 const verifyOf = (adapter: SchemeAdapter, r: Request) => adapter.verify(r.ctx, r.payload, r.reservation)

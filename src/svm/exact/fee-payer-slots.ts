@@ -1,6 +1,6 @@
 import type { PaymentContext, SettleReservation } from '../../core/adapter.js'
+import type { ExactSvmPayload } from './parse.js'
 import { FacilitatorError } from '../../errors/facilitator-error.js'
-import { bytesOfBase64, readFeePayer } from '../codec/wire-transaction.js'
 import type { ExactSvmRuntime } from './runtime.js'
 
 /** A settlement slot on the payment's fee payer (the adapter's `R`), handed to the verify and the settle of one settle call. */
@@ -18,12 +18,11 @@ export interface FeePayerReservation extends SettleReservation {
  * `reserveSettlement`: takes a slot on the fee payer a payment names (the first account of its
  * message), at most `maxInFlightSettlesPerSigner` per fee payer; `signer_busy` beyond.
  */
-export function createFeePayerSlots(rt: ExactSvmRuntime): (ctx: PaymentContext) => FeePayerReservation {
+export function createFeePayerSlots(rt: ExactSvmRuntime): (ctx: PaymentContext, payload: ExactSvmPayload) => FeePayerReservation {
   const inFlight = new Map<string, number>()
-  return (ctx) => {
-    // The core reserves only after parse decoded the transaction: its fee payer is read again in place.
-    const transaction = (ctx.payload.payload as { transaction?: unknown } | undefined)?.transaction
-    const feePayer = typeof transaction === 'string' ? readFeePayer(bytesOfBase64(transaction)) : undefined
+  return (_ctx, payload) => {
+    // The fee payer is the message's first account.
+    const feePayer = payload.transaction.accounts[0]
     // A payload without one of our fee payers never reaches a send: verify rejects it.
     if (feePayer === undefined || !rt.feePayers.has(feePayer)) return { feePayer: undefined, readsAfresh: false, release() {} }
     const count = inFlight.get(feePayer) ?? 0

@@ -1,5 +1,5 @@
 import { hashTypedData, isAddress, stringToBytes, type Address, type Hex } from 'viem'
-import { keccak256 } from './keccak.js'
+import { keccak256 } from '../crypto/keccak.js'
 import { PERMIT2_ADDRESS, permitWitnessTransferFromTypes, uptoPermitWitnessTransferFromTypes } from './permit2-abi.js'
 import { eip712Digest, isUint256, writeAddress, writeUint } from './typed-data.js'
 
@@ -97,8 +97,7 @@ export function uptoTypedData(chainId: number, m: UptoWitnessMessage) {
  * word buffers, the type hashes computed once and Permit2's domain separator kept per chain.
  * viem's generic `hashTypedData` is the reference (test/evm/permit2-typed-data.test.ts holds both
  * to the same digest on random messages) and still answers (or throws) for input out of shape.
- * Measured (scripts/bench-permit2-digest.ts: hash-wasm keccak, median of 5 runs of 20,000 digests,
- * three runs on a shared, noisy 2-core machine): viem 168-184 µs a digest, this one 12.0-13.8 µs.
+ * About a tenth of viem's time (see docs/benchmarks.md, "Notes on the EVM path").
  */
 export function hashPermit2Witness(chainId: number, m: Permit2WitnessMessage): Hex {
   if (!fitsFastPath(chainId, m) || !isAddress(m.to)) return hashTypedData(permit2TypedData(chainId, m))
@@ -111,7 +110,6 @@ export function hashPermit2Witness(chainId: number, m: Permit2WitnessMessage): H
 
 /**
  * The same for an upto payment, witness `Witness(address to,address facilitator,uint256 validAfter)`.
- * Measured as hashPermit2Witness: viem 153-182 µs a digest, this one 12.7-14.9 µs.
  */
 export function hashUptoWitness(chainId: number, m: UptoWitnessMessage): Hex {
   if (!fitsFastPath(chainId, m) || !isAddress(m.to) || !isAddress(m.facilitator)) return hashTypedData(uptoTypedData(chainId, m))

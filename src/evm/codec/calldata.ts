@@ -1,17 +1,15 @@
 import type { Address, Hex } from 'viem'
-import { isHexAddress } from './authorization.js'
+import { isHexAddress } from '../exact/authorization.js'
 import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js'
 
 /**
- * The calldata a verify and a settle send, and the one answer they read, written word by word.
- * These few fixed shapes cost viem's generic ABI coder about 60 µs a settle (measured), a tenth
- * of the facilitator's CPU; here they cost a few. Inputs are the validated payload's; anything
- * out of shape throws instead of encoding something else. test/evm/calldata.test.ts holds every
- * function to viem's coder byte for byte. Output hex is lowercase. Addresses are taken in any
- * casing: their checksum, when mixed case, was checked upstream (`addressRejection` in exact-evm.ts).
- * The Permit2 shapes (the proxies' `settle`, `allowance`, `nonceBitmap`, `PERMIT2`): 18 µs through
- * viem for the five, 2.4 µs here, and 22 of the 229 KB of garbage a Permit2 settle left in a burst
- * (heap sampling); with an EIP-2612 permit the proxies' `settleWithPermit` stays with viem.
+ * The calldata a verify and a settle send, and the one answer they read, written word by word:
+ * viem's generic ABI coder is a large share of a settle's CPU for these few fixed shapes (see
+ * docs/benchmarks.md, "Notes on the EVM path"). Inputs are the validated payload's; anything out of
+ * shape throws instead of encoding something else. test/evm/calldata.test.ts holds every function
+ * to viem's coder byte for byte. Output hex is lowercase. Addresses are taken in any casing: their
+ * checksum, when mixed case, was checked upstream (`addressRejection` in exact/eip3009.ts). With an
+ * EIP-2612 permit the proxies' `settleWithPermit` stays with viem.
  */
 
 const SELECTOR = {

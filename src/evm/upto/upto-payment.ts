@@ -1,24 +1,15 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem'
-import type { PaymentContext } from '../core/adapter.js'
-import type { NetworkRuntime } from './network-runtime.js'
-import { uptoPermit2ProxyAbi, X402_UPTO_PERMIT2_PROXY } from './permit2-abi.js'
-import type { Eip2612Permit } from './eip2612-extension.js'
-import { uptoProxySettleCalldata } from './calldata.js'
-import { hashUptoWitness } from './permit2-typed-data.js'
-import {
-  permit2612Arg,
-  payloadShapeRejection,
-  permit2PayloadOf,
-  permit2PayloadSchema,
-  permit2FieldChecks,
-  signedPermit,
-  type Permit2Options,
-  type Permit2Payload,
-  type PreparedPermit2,
-} from './permit2-payment.js'
-import { UPTO_REJECTION, type Rejection } from './reasons.js'
-import { address } from './authorization.js'
-import { sameAddress } from './prepare-payment.js'
+import type { PaymentContext } from '../../core/adapter.js'
+import type { NetworkRuntime } from '../chain/network-runtime.js'
+import { uptoPermit2ProxyAbi, X402_UPTO_PERMIT2_PROXY } from '../codec/permit2-abi.js'
+import type { Eip2612Permit } from '../permit2/eip2612-extension.js'
+import { uptoProxySettleCalldata } from '../codec/calldata.js'
+import { hashUptoWitness } from '../codec/permit2-typed-data.js'
+import { payloadShapeRejection, permit2PayloadOf, permit2PayloadSchema, type Permit2Payload } from '../permit2/permit2-payload.js'
+import { permit2612Arg, permit2FieldChecks, signedPermit, type Permit2Options, type PreparedPermit2 } from '../permit2/permit2-prepare.js'
+import { UPTO_REJECTION, type Rejection } from '../reasons.js'
+import { address } from '../exact/authorization.js'
+import { sameAddress } from '../exact/prepare-payment.js'
 
 
 /** The inner payload of an `upto` payment: a Permit2 authorization whose witness also names the facilitator. */

@@ -1,11 +1,11 @@
 import { BaseError, decodeErrorResult, RpcRequestError, type Address, type Hex } from 'viem'
-import { withDeadline } from '../core/deadline.js'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import { aggregate3Calldata } from './calldata.js'
-import type { PayeeCredit } from './asset-policy.js'
+import { withDeadline } from '../../core/deadline.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { aggregate3Calldata } from '../codec/calldata.js'
+import type { PayeeCredit } from '../asset-policy.js'
 import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
 import { PAYEE_PROBE_GAS, payeeRejection, probePayeeCredit } from './payee-probe.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
+import { EVM_REJECTION, type Rejection } from '../reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 
 /**
@@ -141,7 +141,7 @@ export type LimitSimulation = { readonly limit: bigint } | { readonly rejection:
  * `eth_call` of the exact call the facilitator will send, as the sender with its fees and with
  * `limit` as its gas: when it succeeds, the transaction sent with that limit runs as simulated (the
  * limit is what it may use, not what it costs: unused gas is not paid for). One call where
- * `eth_estimateGas` runs the call a dozen times in its search (a node's CPU, 10x the time on anvil).
+ * `eth_estimateGas` runs the call a dozen times in its search.
  * Never rejects: a call that fails is estimated (that path only), and named
  * `invalid_exact_evm_settlement_gas_too_high` when it needs more than `limit`, `simulationFailed`
  * when it reverts; a sender without gas money or an unreachable node is a fault. Sends its request

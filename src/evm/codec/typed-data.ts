@@ -1,5 +1,5 @@
 import { hashTypedData, isAddress, stringToBytes, type Address, type Hex } from 'viem'
-import { keccak256 } from './keccak.js'
+import { keccak256 } from '../crypto/keccak.js'
 import { transferWithAuthorizationTypes } from './abi.js'
 
 /** The EIP-712 domain of an EIP-3009 token. */

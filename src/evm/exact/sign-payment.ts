@@ -1,9 +1,9 @@
 import { bytesToHex, type Address, type Hex, type LocalAccount } from 'viem'
-import { describeNetwork, evmChainId } from '../networks/networks.js'
-import type { PaymentPayload } from '../schemas/payload.js'
-import { paymentRequirementsV1Schema, paymentRequirementsV2Schema, type PaymentRequirements, type ResourceInfo } from '../schemas/requirements.js'
+import { describeNetwork, evmChainId } from '../../networks/networks.js'
+import type { PaymentPayload } from '../../schemas/payload.js'
+import { paymentRequirementsV1Schema, paymentRequirementsV2Schema, type PaymentRequirements, type ResourceInfo } from '../../schemas/requirements.js'
 import { isHexAddress } from './authorization.js'
-import { authorizationTypedData, type AuthorizationMessage } from './typed-data.js'
+import { authorizationTypedData, type AuthorizationMessage } from '../codec/typed-data.js'
 
 /** Who signs a payment: a viem LocalAccount, or any object with an address and EIP-712 signing (a smart wallet's owner). */
 export type EvmPaymentSigner = Pick<LocalAccount, 'address' | 'signTypedData'>

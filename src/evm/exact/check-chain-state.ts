@@ -1,12 +1,12 @@
 import type { Hex } from 'viem'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import { ERC1271_MAGIC_VALUE } from './abi.js'
-import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from './calldata.js'
-import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { ERC1271_MAGIC_VALUE } from '../codec/abi.js'
+import { aggregate3Calldata, authorizationStateCalldata, balanceOfCalldata, decodeAggregate3Result, isValidSignatureCalldata, type Aggregate3Call, type Aggregate3Result } from '../codec/calldata.js'
+import type { FeeQuote, NetworkRuntime } from '../chain/network-runtime.js'
 import { kindByRecovery, transferCalldata, type PreparedPayment } from './prepare-payment.js'
-import { PAYEE_PROBE_GAS, probePayeeCredit } from './payee-probe.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
-import { toRpcFault } from './rpc-fault.js'
+import { PAYEE_PROBE_GAS, probePayeeCredit } from '../chain/payee-probe.js'
+import { EVM_REJECTION, type Rejection } from '../reasons.js'
+import { toRpcFault } from '../chain/rpc-fault.js'
 import {
   deploymentPrice,
   estimateDeployment,
@@ -18,9 +18,8 @@ import {
   revertReason,
   simulationFailed,
   unfundedSigner,
-  type GasEstimate,
   type SettlementSender,
-} from './settlement-simulation.js'
+} from '../chain/settlement-simulation.js'
 
 /** What verify's chain check runs as, and the gas limits it holds the payment to. */
 export interface ChainCheckOptions {
@@ -69,61 +68,10 @@ export interface ChainVerdict {
 const CHECKS_GAS = 100_000n
 
 /**
- * Checks signature, nonce, balance and a simulation of the exact settlement
- * call in one `eth_call` to Multicall3 `aggregate3` (with an `unproven` or
- * `eoa` signature, also the payer's code; for a payment priced by an estimate,
- * that estimate; all in the same JSON-RPC batch, see below).
- *
- * Every call and estimate runs as the settlement will: from the signer that will
- * send it (`options.sender`), with the fee fields it will carry, and bounded by gas:
- * a contract can tell a call without fees (`tx.gasprice == 0`) from a transaction,
- * and the node refuses a sender that cannot pay for the gas (`signer_unfunded`).
- *
- * The calls run in order inside one simulated block, so state changes carry
- * over: an ERC-6492 factory call deploys the wallet before its ERC-1271 check,
- * and the reads come before the simulated transfer that would change them.
- *
- * How the gas is priced decides what runs:
- * - A known token (the built-in table or the configured `assets`) paid by a plain
- *   account is sent with the fixed `gasLimit`: the Multicall3 call carries that limit
- *   and simulates the transfer inside it (the reads before it take some 17k of it, so
- *   the check is stricter than the chain). An `unproven` signature (see
- *   `preparePayment`'s `deferSignerCheck`) is checked by that simulation: when it
- *   succeeds, the token itself checked the signature, and nothing is recovered here
- *   (the recovery is most of a verify's CPU). The payer's code is read with
- *   `eth_getCode` in the same batch: from the node, not from a call into the payer,
- *   which a contract could answer as it likes. When a check fails, the signer is
- *   recovered offline as for any payment, so that a bad signature is named as one.
- * - A token outside that table paid with a plain signature is sent at the cap,
- *   `maxSettlementGas` (unused gas is not paid for), as a Permit2 payment is: the
- *   exact settlement transaction runs as `eth_call` from the signer, with its fees
- *   and the cap as its gas limit, in the same batch (see simulateAtLimit; only when
- *   it fails does an estimate tell a price above the cap from a revert). That call is
- *   the simulation (the token's code may burn any gas, or behave otherwise when called
- *   by Multicall3); no `eth_estimateGas` on the valid path, whose search runs the call
- *   a dozen times. The payer's code needs no read: the call ran at the limit sent.
- * - An `erc1271` signature is priced by `eth_estimateGas` of the exact settlement
- *   call, in the same batch, capped by `maxSettlementGas`: that estimate is the
- *   simulation.
- * - A token outside the table also has, in the same batch, the proof of what reaches
- *   `payTo`: the calls settle sends run as its signer between two reads of `payTo`'s
- *   balance, which must rise by exactly the value (see probePayeeCredit; a
- *   fee-on-transfer, rebasing or hook token is refused with
- *   `invalid_exact_evm_payee_amount_mismatch`).
- * - A known token's payer with code (a smart wallet signing with its owner's key, an
- *   EIP-7702 account): a token that checks signatures as USDC v2.2 does runs the
- *   payer's `isValidSignature`, at our expense, so the payment is priced and proven
- *   by an estimate too, in a second request. When the fixed-limit simulation failed,
- *   a signature that does not recover to the payer goes as a smart wallet's (its
- *   `isValidSignature` and the `bytes` overload), which names the reason and
- *   accepts it on a token whose (v,r,s) overload only recovers.
- * - An undeployed ERC-6492 wallet is checked with its deployment inside the call, and
- *   priced, in the same batch, by estimates of its deployment and of the deployment
- *   followed by the transfer (the transfer alone cannot run before the wallet exists);
- *   settle prices the transfer again once it has deployed the wallet. One deployed
- *   already is checked again as the smart wallet it is (a second request).
- * - A rejection on price (`invalid_exact_evm_settlement_gas_too_high`) comes before
- *   one on the signature: a wallet that burns gas fails its own check in the call too.
+ * Checks signature, nonce, balance and a simulation of the exact settlement call in one Multicall3
+ * `aggregate3` `eth_call` (with the payer's code, an estimate or a payee proof in the same JSON-RPC
+ * batch where the payment needs them), run as the settlement will be: from its signer, with its fees
+ * and its gas limit. How each kind of payment is priced and proven: docs/evm.md, "Verify simulates the transaction settle will send".
  */
 export async function checkChainState(runtime: NetworkRuntime, payment: PreparedPayment, options: ChainCheckOptions): Promise<ChainVerdict> {
   return check(runtime, payment, options, false, false)

@@ -5,7 +5,7 @@ pragma solidity ^0.8.20;
 /// override) and calls it from that signer, so every call it makes has the signer as `msg.sender` and
 /// `tx.origin`, as the settlement transaction will: it runs the settlement's calls in order and reads
 /// the payee's token balance before and after them, in one simulated execution.
-/// The facilitator embeds the runtime code (src/evm/payee-probe.ts); test/evm/payee-credit.test.ts
+/// The facilitator embeds the runtime code (src/evm/chain/payee-probe.ts); test/evm/payee-credit.test.ts
 /// compiles this file (evmVersion paris, optimizer 200 runs, no metadata) and checks the two match.
 contract PayeeProbe {
     struct Call {

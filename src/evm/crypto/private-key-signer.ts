@@ -1,10 +1,10 @@
 import { bytesToHex, hexToBytes, serializeTransaction, type Address, type Hex, type LocalAccount } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import type { EvmSettlementSigner } from './exact-evm-config.js'
-import { encodeEip1559, type Eip1559Fields } from './eip1559-transaction.js'
+import type { EvmSettlementSigner } from '../exact-evm-config.js'
+import { encodeEip1559, type Eip1559Fields } from '../codec/eip1559-transaction.js'
 import { keccak256, loadKeccak } from './keccak.js'
 import { loadSecp256k1, type Secp256k1 } from './secp256k1-backend.js'
-import { FacilitatorError } from '../errors/facilitator-error.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
 
 /**
  * Refuses what is not a 32-byte hex key (an unset environment variable, a key without its

@@ -1,12 +1,12 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import type { PayeeCredit } from './asset-policy.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import type { PayeeCredit } from '../asset-policy.js'
 import type { NetworkRuntime } from './network-runtime.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
+import { EVM_REJECTION, type Rejection } from '../reasons.js'
 import { feeFields, quantity, revertReasonOf, whenRefused, type SettlementSender } from './settlement-simulation.js'
 
 /**
- * Runtime code of `PayeeProbe` (src/evm/payee-probe.sol; solc 0.8.37, evmVersion paris so that it
+ * Runtime code of `PayeeProbe` (src/evm/chain/payee-probe.sol; solc 0.8.37, evmVersion paris so that it
  * runs on chains without PUSH0, optimizer 200 runs, no metadata). Never deployed: only ever placed
  * at the signer's address by an `eth_call` state override. test/evm/payee-credit.test.ts compiles the
  * source and checks it is this code.

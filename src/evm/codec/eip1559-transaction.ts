@@ -1,5 +1,5 @@
 import { hexToBytes, type Address, type Hex } from 'viem'
-import { isHexAddress } from './authorization.js'
+import { isHexAddress } from '../exact/authorization.js'
 import { UINT256_MAX } from './typed-data.js'
 
 /** The fields of an EIP-1559 transaction with no access list (what a settlement sends). */
@@ -24,8 +24,7 @@ export interface EncodedEip1559 {
 
 /**
  * Encodes an EIP-1559 transaction with RLP on bytes, once for both the hash to sign and the
- * signed form: viem's serializer goes through hex strings (about 16 µs and 26 KB of garbage for
- * the two serializations of a settlement, measured). The bytes are viem's; the test holds it to that.
+ * signed form (viem's serializer goes through hex strings). The bytes are viem's; the test holds it to that.
  */
 export function encodeEip1559(tx: Eip1559Fields): EncodedEip1559 {
   // viem's own checks of an EIP-1559 transaction, so that nothing it would refuse gets signed here.

@@ -1,17 +1,19 @@
 import { createPublicClient, fallback, type Address, type Hex, type PublicClient } from 'viem'
-import type { AdapterNetwork } from '../core/adapter.js'
-import { countOption } from '../core/count-option.js'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import { checkRpcUrls } from '../networks/rpc-urls.js'
-import { createAssetTable, type AssetTable } from '../networks/assets.js'
-import { describeNetwork, evmChainId, type Caip2Network } from '../networks/networks.js'
-import { MULTICALL3_ADDRESS } from './abi.js'
-import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from './exact-evm-config.js'
-import { createConnectionPool, MAX_TIMEOUT_MS } from '../transport/keep-alive-post.js'
-import { DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT } from '../transport/rpc-coalescer.js'
+import type { AdapterNetwork } from '../../core/adapter.js'
+import { countOption } from '../../core/count-option.js'
+import { withDeadline } from '../../core/deadline.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { checkRpcUrls } from '../../networks/rpc-urls.js'
+import { createAssetTable, type AssetTable } from '../../networks/assets.js'
+import { describeNetwork, evmChainId, type Caip2Network } from '../../networks/networks.js'
+import { MULTICALL3_ADDRESS } from '../codec/abi.js'
+import type { EvmSettlementSigner, ExactEvmConfig, ExactEvmNetworkConfig } from '../exact-evm-config.js'
+import { createConnectionPool, MAX_TIMEOUT_MS } from '../../transport/keep-alive-post.js'
+import { DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT } from '../../transport/rpc-coalescer.js'
 import { keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
+import { toRpcFault } from './rpc-fault.js'
 import { createSendLane, type SendLane } from './send-lane.js'
 
 // viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
@@ -25,6 +27,11 @@ const USER_TRANSPORT_SEND_BOUND_MS = 30_000
 
 /** Fees of a type-2 transaction, or a legacy gas price on chains without EIP-1559. */
 export type FeeQuote = { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { gasPrice: bigint }
+
+/** A fee quote of the runtime's (cached, current or fresh) within the request's time; an RPC fault when its read fails. */
+export async function awaitFees(quote: FeeQuote | Promise<FeeQuote>, signal: AbortSignal): Promise<FeeQuote> {
+  return quote instanceof Promise ? withDeadline(quote, signal).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the gas fees'))) : quote
+}
 
 /** A signer of one network with its local nonce counter and load. */
 export interface SignerSlot {

@@ -1,8 +1,8 @@
 import * as z from 'zod'
 import type { Address, Hex } from 'viem'
-import { formatIssuePath } from '../schemas/parse-request.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
-import { BYTES32, UINT256_MAX, type AuthorizationMessage } from './typed-data.js'
+import { formatIssuePath } from '../../schemas/parse-request.js'
+import { EVM_REJECTION, type Rejection } from '../reasons.js'
+import { BYTES32, UINT256_MAX, type AuthorizationMessage } from '../codec/typed-data.js'
 
 /** 20 bytes as 0x-prefixed hex, in any casing (no checksum). */
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/

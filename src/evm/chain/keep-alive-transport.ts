@@ -1,7 +1,7 @@
-import { traced } from '../core/tracing.js'
+import { traced } from '../../core/tracing.js'
 import { custom, HttpRequestError, RpcRequestError, TimeoutError, type Transport } from 'viem'
-import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, Regroup } from '../transport/rpc-coalescer.js'
-import { basicAuthorization, type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../transport/keep-alive-post.js'
+import { createRpcCoalescer, DEFAULT_MAX_IN_FLIGHT, Regroup } from '../../transport/rpc-coalescer.js'
+import { basicAuthorization, type ConnectionPool, PostFailure, postKeepAlive, type PostAnswer } from '../../transport/keep-alive-post.js'
 
 /** Options of {@link keepAliveHttp}. */
 export interface KeepAliveHttpOptions {

@@ -1,6 +1,6 @@
 import { BaseError, HttpRequestError, RpcRequestError, TimeoutError } from 'viem'
-import { FacilitatorError } from '../errors/facilitator-error.js'
-import { connectionCause } from '../transport/connection-cause.js'
+import { FacilitatorError } from '../../errors/facilitator-error.js'
+import { connectionCause } from '../../transport/connection-cause.js'
 
 /**
  * Turns an error of an RPC request into the library's fault family. Messages

@@ -1,10 +1,10 @@
 import * as z from 'zod'
 import { isAddress, type Address, type Hex } from 'viem'
-import type { PaymentContext } from '../core/adapter.js'
-import { isRecord } from '../schemas/parse-request.js'
-import { PERMIT2_ADDRESS } from './permit2-abi.js'
-import { sameAddress } from './prepare-payment.js'
-import { EIP2612_REJECTION, PERMIT2_REJECTION, type Rejection } from './reasons.js'
+import type { PaymentContext } from '../../core/adapter.js'
+import { isRecord } from '../../schemas/parse-request.js'
+import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
+import { sameAddress } from '../exact/prepare-payment.js'
+import { EIP2612_REJECTION, PERMIT2_REJECTION, type Rejection } from '../reasons.js'
 
 /** The payload extension carrying an EIP-2612 `permit` of the token to Permit2 (the facilitator pays its gas in the settlement). */
 export const EIP2612_GAS_SPONSORING = 'eip2612GasSponsoring'

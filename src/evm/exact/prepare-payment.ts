@@ -1,12 +1,12 @@
 import { parseErc6492Signature, parseSignature, type Address, type Hex } from 'viem'
-import type { PaymentContext } from '../core/adapter.js'
-import { admitAsset, payeeCreditOf, type AdmittedAsset, type PayeeCredit } from './asset-policy.js'
+import type { PaymentContext } from '../../core/adapter.js'
+import { admitAsset, payeeCreditOf, type AdmittedAsset, type PayeeCredit } from '../asset-policy.js'
 import { isHexAddress, parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
-import { transferWithAuthorizationBytesCalldata, transferWithAuthorizationVrsCalldata } from './calldata.js'
-import type { NetworkRuntime } from './network-runtime.js'
-import { EVM_REJECTION, type Rejection } from './reasons.js'
-import { recoverAuthorizationSigner } from './recover-signer.js'
-import { hashAuthorization, type TokenDomain } from './typed-data.js'
+import { transferWithAuthorizationBytesCalldata, transferWithAuthorizationVrsCalldata } from '../codec/calldata.js'
+import type { NetworkRuntime } from '../chain/network-runtime.js'
+import { EVM_REJECTION, type Rejection } from '../reasons.js'
+import { recoverAuthorizationSigner } from '../crypto/recover-signer.js'
+import { hashAuthorization, type TokenDomain } from '../codec/typed-data.js'
 
 /**
  * How the payer's signature is proven, which decides how settle prices its gas: `eoa` a

@@ -2,6 +2,7 @@ import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-erro
 import { REJECTION } from '../errors/reasons.js'
 import type { PaymentRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../schemas/messages.js'
 import { parsePaymentRequest } from '../schemas/parse-request.js'
+import { settleFailure } from '../settlement/settle-answers.js'
 import { settledWithoutTransaction, settleOnce, type SettlementOptions } from '../settlement/settle-once.js'
 import { createMemoryStore } from '../stores/memory-store.js'
 import type { Store } from '../stores/store.js'
@@ -92,9 +93,6 @@ async function verifyUntraced(registry: Registry, body: unknown, options: Paymen
       } else {
         context = routed.context
         result = await runVerify(routed.match.adapter, context, options)
-        if (result.isValid && routed.match.adapter.spendableWithoutTransaction?.(context) && options.store && (await settledWithoutTransaction(routed.match.adapter, context, options.store, STORE_CHECK_MS))) {
-          result = { ...invalid(REJECTION.duplicateSettlement, 'this authorization was already settled, for a usage of zero: it cannot pay again'), ...(result.payer ? { payer: result.payer } : {}) }
-        }
       }
     }
   } catch (error) {
@@ -145,21 +143,17 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
         context = ctx
         const adapter = routed.match.adapter
         routedAdapter = adapter
-        const reserve = adapter.reserveSettlement?.bind(adapter)
         const rejection = await firstRejection(options.hooks, 'beforeSettle', ctx)
-        result = rejection
-          ? { success: false, errorReason: rejection.reason ?? REJECTION.rejectedByPolicy, errorMessage: rejection.message, transaction: '', network: ctx.wireNetwork }
-          : await settleOnce({
-              adapter,
-              context: ctx,
-              store: options.store,
-              budgetMs,
-              options: options.settlement ?? {},
-              // Settle re-verifies with the adapter only: the before-verify hooks guard /verify.
-              verify: () => adapter.verify(ctx),
-              reserve: reserve && (() => reserve(ctx)),
-              trace,
-            })
+        const parsed = rejection ? undefined : adapter.parse(ctx)
+        if (rejection) {
+          result = { success: false, errorReason: rejection.reason ?? REJECTION.rejectedByPolicy, errorMessage: rejection.message, transaction: '', network: ctx.wireNetwork }
+        } else if (parsed && 'refusal' in parsed) {
+          // No identity means the payload is malformed: parse's refusal says why.
+          const { invalidReason, invalidMessage, payer } = parsed.refusal
+          result = settleFailure(ctx, invalidReason ?? REJECTION.invalidPayload, invalidMessage, payer)
+        } else {
+          result = await settleOnce({ adapter, context: ctx, payload: parsed!.payload, key: parsed!.key, store: options.store, budgetMs, options: options.settlement ?? {}, trace })
+        }
       }
     }
   } catch (error) {
@@ -303,7 +297,13 @@ export function createFacilitator(config: FacilitatorConfig): Facilitator {
 async function runVerify(adapter: SchemeAdapter, context: PaymentContext, options: PaymentOptions): Promise<VerifyResponse> {
   const rejection = await firstRejection(options.hooks, 'beforeVerify', context)
   if (rejection) return invalid(rejection.reason ?? REJECTION.rejectedByPolicy, rejection.message)
-  return withDeadline(adapter.verify(context), context.signal)
+  const parsed = adapter.parse(context)
+  if ('refusal' in parsed) return parsed.refusal
+  const { response } = await withDeadline(adapter.verify(context, parsed.payload), context.signal)
+  if (response.isValid && options.store && adapter.spendableWithoutTransaction?.(context, parsed.payload) && (await settledWithoutTransaction(parsed.key, options.store, STORE_CHECK_MS))) {
+    return { ...invalid(REJECTION.duplicateSettlement, 'this authorization was already settled, for a usage of zero: it cannot pay again'), ...(response.payer ? { payer: response.payer } : {}) }
+  }
+  return response
 }
 
 async function firstRejection(hooks: readonly FacilitatorHooks[] | undefined, name: 'beforeVerify' | 'beforeSettle', ctx: PaymentContext) {

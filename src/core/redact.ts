@@ -96,8 +96,8 @@ export function withRedactedErrors(adapter: SchemeAdapter, secrets: readonly str
   const redacting = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(redactError(error, secrets)))
   return {
     ...adapter,
-    verify: (ctx) => redacting(adapter.verify(ctx)),
-    settle: (ctx, journal) => redacting(adapter.settle(ctx, journal)),
-    resume: (ctx, record) => redacting(adapter.resume(ctx, record)),
+    verify: (ctx, payload, reservation) => redacting(adapter.verify(ctx, payload, reservation)),
+    settle: (ctx, payment, journal, reservation) => redacting(adapter.settle(ctx, payment, journal, reservation)),
+    resume: (ctx, payload, record) => redacting(adapter.resume(ctx, payload, record)),
   }
 }

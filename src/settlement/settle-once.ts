@@ -1,9 +1,9 @@
-import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleReservation } from '../core/adapter.js'
+import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleReservation, Verdict } from '../core/adapter.js'
 import type { SettleOrigin } from '../core/hooks.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { isPendingSettlement, REJECTION } from '../errors/reasons.js'
-import type { SettleResponse, VerifyResponse } from '../schemas/messages.js'
+import type { SettleResponse } from '../schemas/messages.js'
 import type { Store } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
@@ -23,9 +23,7 @@ const recordKey = (key: string) => `settlement:${key}`
  * verifying valid and buy the work again. A store that fails or is slow answers `false`: verify
  * needs no store to answer, and settle still refuses the repeat from its record.
  */
-export async function settledWithoutTransaction(adapter: SchemeAdapter, context: PaymentContext, store: Store, boundMs: number): Promise<boolean> {
-  const key = adapter.settlementKey(context)
-  if (key === undefined) return false
+export async function settledWithoutTransaction(key: string, store: Store, boundMs: number): Promise<boolean> {
   try {
     const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey(key)), boundMs, 'reading the settlement record'))
     // Whatever the fingerprint: the same authorization (its key) re-encoded (a key added, a number for a
@@ -80,18 +78,14 @@ export interface PayerFailureBudget {
 interface SettleOnceInput {
   adapter: SchemeAdapter
   context: PaymentContext
+  /** The adapter's reading of the payload (`parse`), handed to its verify and resume. */
+  payload: unknown
+  /** The payment's replay domain (`parse`): its claim and record live under it. */
+  key: string
   store: Store
   /** Time budget of the whole settle call, in ms. */
   budgetMs: number
   options: SettlementOptions
-  /** Runs the adapter's verify (with the before-hooks) so a bad payment is never claimed. */
-  verify: () => Promise<VerifyResponse>
-  /**
-   * Takes a signer slot before a new payment is verified and claimed; throws
-   * `signer_busy` when none is free. Not asked for payments that already have
-   * a record (they are answered or waited for, never sent again).
-   */
-  reserve?: () => SettleReservation
   /** Receives how the answer came about (see `SettleOrigin`), for the after-hooks. */
   trace?: { origin?: SettleOrigin }
 }
@@ -135,8 +129,7 @@ const DEFAULT_PAYER_FAILURE_WINDOW_MS = 3_600_000
  * nothing is sent; after it, the answer keeps the transaction id.
  */
 export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse> {
-  const { adapter, context, store, budgetMs, options } = input
-  const key = adapter.settlementKey(context)
+  const { adapter, context, payload, key, store, budgetMs, options } = input
   const deadline = Date.now() + budgetMs
   const pollMs = options.pollIntervalMs ?? 25
   const recordTtlMs = options.recordTtlMs ?? 7 * DAY_MS
@@ -156,11 +149,6 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     return answer
   }
 
-  if (key === undefined) {
-    // No identity means the payload is malformed: verify says why.
-    const verdict = await input.verify()
-    return as('refused', settleFailure(context, verdict.invalidReason ?? REJECTION.invalidPayload, verdict.invalidMessage, verdict.payer))
-  }
   const storeKey = recordKey(key)
   const fingerprint = await paymentFingerprint(context)
   // This call's id in the records it holds the lease of.
@@ -198,10 +186,20 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     windowMs: options.payerFailures?.windowMs ?? DEFAULT_PAYER_FAILURE_WINDOW_MS,
   }
 
-  let verified: VerifyResponse | undefined
-  // When the verify that `verified` came from started: the balance it read is at least this old.
+  // The last verify of this call: its answer, and for a valid payment what settle sends.
+  let verdict: Verdict<unknown> | undefined
+  // When that verify started: the balance it read is at least this old.
   let verifiedSince = 0
+  // A signer slot, taken before a new payment is verified and claimed (`signer_busy` when none is
+  // free); never for payments that already have a record (answered or waited for, never sent again).
   let reservation: SettleReservation | undefined
+  // Settle re-verifies with the adapter only: the before-verify hooks guard /verify.
+  const verifyNow = async (): Promise<Verdict<unknown>> => {
+    verdict = undefined
+    verifiedSince = Date.now()
+    verdict = await adapter.verify(context, payload, reservation)
+    return verdict
+  }
   try {
     return await claimAndSettle()
   } finally {
@@ -238,30 +236,29 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       }
 
       // Before any work on a new payment: a saturated signer set answers signer_busy, nothing claimed.
-      reservation ??= input.reserve?.()
-      if (!verified) {
+      reservation ??= adapter.reserveSettlement?.(context)
+      if (!verdict) {
         const refusal = await verifyForClaim()
         if (refusal === RACED) continue
         if (refusal) return refusal
       }
       // A claim that fails or times out counts as not taken: nothing is sent, the caller gets store_unavailable.
-      if (await claim()) return settleClaimed(verified!.payer)
+      if (await claim()) return settleClaimed(verdict!.response.payer)
     }
   }
 
   /** Verifies before claiming; answers the refusal, `RACED` when a racing call's record appeared meanwhile, or nothing when valid. */
   async function verifyForClaim(): Promise<SettleResponse | typeof RACED | undefined> {
-    verifiedSince = Date.now()
-    verified = await input.verify()
-    if (!verified.isValid) {
+    const { response } = await verifyNow()
+    if (!response.isValid) {
       // A racing call may have settled it meanwhile (the nonce is then "used"): prefer its answer.
       if (await read()) {
-        verified = undefined
+        verdict = undefined
         return RACED
       }
-      return as('refused', settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer))
+      return as('refused', settleFailure(context, response.invalidReason ?? REJECTION.invalidPayload, response.invalidMessage, response.payer))
     }
-    return suspension(verified.payer).then((suspended) => suspended && as('refused', suspended))
+    return suspension(response.payer).then((suspended) => suspended && as('refused', suspended))
   }
 
   /**
@@ -273,15 +270,13 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
    */
   async function settleAnew(): Promise<SettleResponse> {
     try {
-      reservation ??= input.reserve?.()
-      verified = undefined
-      verifiedSince = Date.now()
-      verified = await input.verify()
-      if (!verified.isValid) {
+      reservation ??= adapter.reserveSettlement?.(context)
+      const { response } = await verifyNow()
+      if (!response.isValid) {
         await release()
-        return as('refused', settleFailure(context, verified.invalidReason ?? REJECTION.invalidPayload, verified.invalidMessage, verified.payer))
+        return as('refused', settleFailure(context, response.invalidReason ?? REJECTION.invalidPayload, response.invalidMessage, response.payer))
       }
-      return await settleClaimed(verified.payer)
+      return await settleClaimed(response.payer)
     } catch (error) {
       // Nothing was sent by this call: the claim is left to expire for a later retry.
       keeper.letGo()
@@ -391,8 +386,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /** The payer's address, and the balance it pays from when the adapter names it. */
   function failureKeys(payer: string | undefined): string[] {
     const keys = payer ? [`payer-failures:${context.network}:${identity(payer)}`] : []
-    // Right after verify (before the claim) the spend is not taken yet: ask the adapter.
-    const account = (spend ?? adapter.spendOf?.(context))?.account
+    // Right after verify (before the claim) the spend is not taken yet: the verdict names it.
+    const account = (spend ?? verdict?.spend)?.account
     if (account) keys.push(`payer-failures:${identity(account)}`)
     return keys
   }
@@ -400,7 +395,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   /** Counts a settlement the chain refused after it passed verify against the payer (best effort). */
   async function countFailure(result: SettleResponse): Promise<void> {
     if (!failureBudget || result.success || isPendingSettlement(result.errorReason) || result.errorReason?.endsWith('transaction_expired')) return
-    const payer = result.payer ?? verified?.payer
+    const payer = result.payer ?? verdict?.response.payer
     await Promise.all(
       failureKeys(payer).map((key) =>
         boundedStoreCall(() => store.incrementFields(key, { failures: 1 }, { ttlMs: failureBudget.windowMs }), storeTimeoutMs, 'counting the payer\'s failure').catch(() => undefined),
@@ -438,7 +433,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   }
 
   async function settleClaimed(payer: string | undefined): Promise<SettleResponse> {
-    spend = adapter.spendOf?.(context)
+    spend = verdict?.spend
     let refusal: SettleResponse | undefined
     try {
       refusal = await holdSpend(payer)
@@ -451,14 +446,12 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       for (const waitMs of HOLD_RETRY_WAITS_MS) {
         if (!refusal || !spend || deadline - Date.now() < waitMs + storeTimeoutMs) break
         await sleep(waitMs)
-        verifiedSince = Date.now()
-        const again = await input.verify()
-        verified = again
-        if (!again.isValid) {
-          refusal = settleFailure(context, again.invalidReason ?? REJECTION.invalidPayload, again.invalidMessage, again.payer)
+        const again = await verifyNow()
+        if (!again.response.isValid) {
+          refusal = settleFailure(context, again.response.invalidReason ?? REJECTION.invalidPayload, again.response.invalidMessage, again.response.payer)
           break
         }
-        spend = adapter.spendOf?.(context)
+        spend = again.spend
         refusal = await holdSpend(payer)
       }
     } catch (error) {
@@ -476,7 +469,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     // Set once this call has given up (time budget spent): the adapter may still be
     // running, but it must not send anything any more.
     let abandoned = false
-    const work = adapter.settle(context, {
+    // Every path to here passed a verify of this call that answered valid.
+    const work = adapter.settle(context, verdict!.payment, {
       async broadcasting(record) {
         if (abandoned) throw new FacilitatorError('timeout', 'the settle ran out of its time budget before sending; nothing was sent')
         // A call that lost its claim (it stalled past its lease and another call took over) sends nothing.
@@ -495,7 +489,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         journaling = writing
         await writing
       },
-    })
+    }, reservation)
     try {
       // A hung RPC inside the adapter must not hold the caller past the budget.
       const result = await withDeadline(work, context.signal)
@@ -546,7 +540,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
 
   async function resumeSafely(record: BroadcastRecord): Promise<SettleResponse> {
     try {
-      return await adapter.resume(context, record)
+      return await adapter.resume(context, payload, record)
     } catch {
       return pending(record.transaction, undefined)
     }
@@ -573,7 +567,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   }
 
   function pending(transaction: string, payerHint: string | undefined): SettleResponse {
-    return settlementPending(context, transaction, payerHint ?? verified?.payer)
+    return settlementPending(context, transaction, payerHint ?? verdict?.response.payer)
   }
 }
 

@@ -152,7 +152,7 @@ describe('verify', () => {
 
   it('answers a timeout fault when an adapter hangs past the budget', async () => {
     const adapter = setup()
-    const hanging: SchemeAdapter = { ...adapter, verify: () => new Promise(() => undefined) }
+    const hanging: typeof adapter = { ...adapter, verify: () => new Promise(() => undefined) }
     const facilitator = createFacilitator({ schemes: [hanging], timeouts: { verifyMs: 50 } })
     const started = Date.now()
     const error = await facilitator.verify(ledgerBody(adapter, { from: payer, to: shop, value: '1', nonce: 'd' })).catch((e: unknown) => e)
@@ -162,7 +162,7 @@ describe('verify', () => {
 
   it('never shows a foreign error message (which may hold secrets) to callers', async () => {
     const adapter = setup()
-    const leaky: SchemeAdapter = { ...adapter, verify: () => Promise.reject(new Error('connect https://rpc.example/key=SECRET123')) }
+    const leaky: typeof adapter = { ...adapter, verify: () => Promise.reject(new Error('connect https://rpc.example/key=SECRET123')) }
     const facilitator = createFacilitator({ schemes: [leaky] })
     const error = await facilitator.verify(ledgerBody(adapter, { from: payer, to: shop, value: '1', nonce: 'e' })).catch((e: unknown) => e)
     expect(error).toMatchObject({ code: 'internal_error', message: 'internal error' })
@@ -213,14 +213,14 @@ describe('settle', () => {
   it('keeps the transaction id when the adapter fails after broadcasting, and resumes on retry', async () => {
     const adapter = setup()
     let crash = true
-    const flaky: SchemeAdapter = {
+    const flaky: typeof adapter = {
       ...adapter,
-      async settle(ctx, journal) {
-        if (!crash) return adapter.settle(ctx, journal)
+      async settle(ctx, payment, journal, reservation) {
+        if (!crash) return adapter.settle(ctx, payment, journal, reservation)
         await journal.broadcasting({ transaction: 'tx-sent-then-lost' })
         throw new Error('socket hang up')
       },
-      resume: (ctx, record) => adapter.resume(ctx, record),
+      resume: (ctx, payload, record) => adapter.resume(ctx, payload, record),
     }
     const facilitator = createFacilitator({ schemes: [flaky] })
     const body = ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 'lost' })
@@ -235,13 +235,13 @@ describe('settle', () => {
   it('answers a pending outcome with its transaction, then the final one on a later call', async () => {
     const adapter = setup()
     let confirmed = false
-    const slow: SchemeAdapter = {
+    const slow: typeof adapter = {
       ...adapter,
-      async settle(ctx, journal) {
+      async settle(ctx, payment, journal, reservation) {
         await journal.broadcasting({ transaction: 'tx-slow' })
         return { success: false, errorReason: 'settlement_pending', transaction: 'tx-slow', network: ctx.wireNetwork }
       },
-      async resume(ctx, record) {
+      async resume(ctx, payload, record) {
         return confirmed
           ? { success: true, transaction: record.transaction, network: ctx.wireNetwork, payer }
           : { success: false, errorReason: 'settlement_pending', transaction: record.transaction, network: ctx.wireNetwork }
@@ -261,9 +261,9 @@ describe('settle', () => {
   it('frees the claim when a fault happens before anything was sent', async () => {
     const adapter = setup()
     let fail = true
-    const flaky: SchemeAdapter = {
+    const flaky: typeof adapter = {
       ...adapter,
-      settle: (ctx, journal) => (fail ? Promise.reject(new FacilitatorError('rpc_unavailable', 'rpc down')) : adapter.settle(ctx, journal)),
+      settle: (ctx, payment, journal, reservation) => (fail ? Promise.reject(new FacilitatorError('rpc_unavailable', 'rpc down')) : adapter.settle(ctx, payment, journal, reservation)),
     }
     const facilitator = createFacilitator({ schemes: [flaky] })
     const body = ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 'retry' })
@@ -334,16 +334,16 @@ describe('settlement identity', () => {
   it('lets one caller resume an orphaned broadcast while racing callers wait for it', async () => {
     const adapter = setup()
     let resumes = 0
-    const orphaning: SchemeAdapter = {
+    const orphaning: typeof adapter = {
       ...adapter,
-      async settle(ctx, journal) {
+      async settle(ctx, payment, journal, reservation) {
         await journal.broadcasting({ transaction: 'tx-orphan' })
         throw new Error('process died')
       },
-      async resume(ctx, record) {
+      async resume(ctx, payload, record) {
         resumes++
         await new Promise((r) => setTimeout(r, 30))
-        return adapter.resume(ctx, record)
+        return adapter.resume(ctx, payload, record)
       },
     }
     const facilitator = createFacilitator({ schemes: [orphaning] })
@@ -376,7 +376,7 @@ describe('crash recovery', () => {
   it('renews the lease of a live settle: a retry waits for it instead of taking over', async () => {
     const adapter = setup({ confirmDelayMs: 1_200 })
     let resumes = 0
-    const counting: SchemeAdapter = { ...adapter, resume: (ctx, record) => ((resumes += 1), adapter.resume(ctx, record)) }
+    const counting: typeof adapter = { ...adapter, resume: (ctx, payload, record) => ((resumes += 1), adapter.resume(ctx, payload, record)) }
     const facilitator = createFacilitator({ schemes: [counting], settlement: { leaseMs: 300 } })
     const body = ledgerBody(adapter, { from: payer, to: shop, value: '100', nonce: 'alive' })
     const first = facilitator.settle(body)
@@ -393,19 +393,19 @@ describe('crash recovery', () => {
     const adapter = setup()
     let settles = 0
     let dropped = 0
-    const dying: SchemeAdapter = {
+    const dying: typeof adapter = {
       ...adapter,
-      async settle(ctx, journal) {
+      async settle(ctx, payment, journal, reservation) {
         settles += 1
         if (settles === 1) {
           // The process dies between the journal write and the send.
           await journal.broadcasting({ transaction: 'tx-never-sent' })
           throw new Error('process died')
         }
-        return adapter.settle(ctx, journal)
+        return adapter.settle(ctx, payment, journal, reservation)
       },
-      async resume(ctx, record) {
-        if (record.transaction !== 'tx-never-sent') return adapter.resume(ctx, record)
+      async resume(ctx, payload, record) {
+        if (record.transaction !== 'tx-never-sent') return adapter.resume(ctx, payload, record)
         // Its signer nonce went to another transaction after the restart.
         dropped += 1
         return { success: false, errorReason: 'transaction_dropped', transaction: record.transaction, network: ctx.wireNetwork }
@@ -429,13 +429,13 @@ describe('crash recovery', () => {
   it('refuses a dropped transaction\'s payment while it no longer checks out, without suspending the payer, and settles it once it does', async () => {
     const adapter = setup()
     adapter.balances.set(payer, 100n)
-    const dying: SchemeAdapter = {
+    const dying: typeof adapter = {
       ...adapter,
-      async settle(ctx, journal) {
+      async settle(ctx, payment, journal, reservation) {
         await journal.broadcasting({ transaction: 'tx-lost' })
         throw new Error('process died')
       },
-      resume: async (ctx, record) => ({ success: false, errorReason: 'transaction_dropped', transaction: record.transaction, network: ctx.wireNetwork }),
+      resume: async (ctx, payload, record) => ({ success: false, errorReason: 'transaction_dropped', transaction: record.transaction, network: ctx.wireNetwork }),
     }
     const store = createMemoryStore()
     const facilitator = createFacilitator({ schemes: [dying], store, settlement: { leaseMs: 300, payerFailures: { maxFailures: 1 } } })

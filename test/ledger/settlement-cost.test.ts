@@ -119,7 +119,7 @@ describe('settlement cost on EVM (anvil)', () => {
       const hash = await world.node.walletClient().sendTransaction({ to: world.token.address, data: transferWithAuthorizationBytesCalldata(message, signature), chain: world.node.chain, account: world.node.accounts[0]! })
       expect((await world.node.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success')
     }
-    const adapter: SchemeAdapter = { ...real, settle: async (ctx, journal) => (await frontRun(ctx), real.settle(ctx, journal)) }
+    const adapter: SchemeAdapter = { ...real, settle: async (ctx, payment, journal, reservation) => (await frontRun(ctx), real.settle(ctx, payment, journal, reservation)) }
     const { ledger, metrics, facilitator } = setup(adapter)
     const signer = world.signers[0]!.address
     const payer = await world.newPayer()
@@ -241,7 +241,7 @@ describe('settlement cost on Solana (LiteSVM), in the SQLite ledger', () => {
       expect(chain.svm.sendTransaction(await signTransactionMessageWithSigners(message))).not.toBeInstanceOf(FailedTransactionMetadata)
       expect(tokenBalance(chain.svm, s.payerAta)).toBe(0n)
     }
-    const { store, metrics, facilitator } = setup('failed.sqlite', (adapter) => ({ ...adapter, settle: async (ctx, journal) => (await drain(), adapter.settle(ctx, journal)) }))
+    const { store, metrics, facilitator } = setup('failed.sqlite', (adapter) => ({ ...adapter, settle: async (ctx, payment, journal, reservation) => (await drain(), adapter.settle(ctx, payment, journal, reservation)) }))
     const body = await scenarioPaymentBody(chain.url, s, 1_000n)
     const before = lamportsOf(chain.svm, s.feePayer.address)
     const answer = await facilitator.settle(body)

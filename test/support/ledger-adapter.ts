@@ -2,13 +2,15 @@ import { createHash, createHmac } from 'node:crypto'
 import { z } from 'zod'
 import type { Caip2Network, PaymentContext, SchemeAdapter, SettleResponse, VerifyResponse } from '../../src/index.js'
 
+type LedgerPayload = { from: string; to: string; value: string; nonce: string; signature: string }
+
 /**
  * A small but honest scheme adapter for core and HTTP tests: payments move
  * balances on an in-memory ledger, authorised by an HMAC over the transfer.
  * It exercises the same contract as the chain adapters (verify, settlement
  * key, journal before broadcast, resume) without a chain.
  */
-export interface LedgerAdapter extends SchemeAdapter {
+export interface LedgerAdapter extends SchemeAdapter<LedgerPayload, LedgerPayload> {
   readonly balances: Map<string, bigint>
   /** Transfers applied, by transaction id (what "on chain" means here). */
   readonly applied: Map<string, { from: string; to: string; value: bigint }>
@@ -33,7 +35,7 @@ export interface LedgerAdapterOptions {
   confirmDelayMs?: number
   /** The ledger's balances, to share one "chain" between two adapters (two processes). @default a new one */
   balances?: Map<string, bigint>
-  /** Report what a verified payment spends (`spendOf`), as the chain adapters do. @default true */
+  /** Report what a verified payment spends (`Verdict.spend`), as the chain adapters do. @default true */
   reportSpend?: boolean
   /** Transfers the ledger refuses when applying them although verify passed (a hostile payer's trick). */
   revertWhen?: (transfer: { from: string; to: string; value: bigint }) => boolean
@@ -45,15 +47,10 @@ export function createLedgerAdapter(options: LedgerAdapterOptions = {}): LedgerA
   const applied = new Map<string, { from: string; to: string; value: bigint }>()
   const usedNonces = new Set<string>()
   const reverted: string[] = []
-  // The balance each successful verify read, for spendOf.
-  const verifiedBalances = new WeakMap<PaymentContext, { account: string; amount: bigint; balance: bigint }>()
   const sign = (t: { from: string; to: string; value: string; nonce: string }) =>
     createHmac('sha256', secret).update(`${t.from}|${t.to}|${t.value}|${t.nonce}`).digest('hex')
 
-  const check = (ctx: PaymentContext): VerifyResponse => {
-    const parsed = ledgerPayload.safeParse(ctx.payload.payload)
-    if (!parsed.success) return { isValid: false, invalidReason: 'invalid_payload', invalidMessage: 'payload shape' }
-    const p = parsed.data
+  const check = (ctx: PaymentContext, p: LedgerPayload): VerifyResponse => {
     if (sign(p) !== p.signature) return { isValid: false, invalidReason: 'invalid_signature', invalidMessage: 'bad signature', payer: p.from }
     if (p.to !== ctx.payTo) return { isValid: false, invalidReason: 'recipient_mismatch', invalidMessage: 'wrong recipient', payer: p.from }
     if (BigInt(p.value) !== ctx.amount) return { isValid: false, invalidReason: 'amount_mismatch', invalidMessage: 'wrong amount', payer: p.from }
@@ -62,13 +59,9 @@ export function createLedgerAdapter(options: LedgerAdapterOptions = {}): LedgerA
     return { isValid: true, payer: p.from }
   }
 
-  const txId = (ctx: PaymentContext) => {
-    const p = ledgerPayload.parse(ctx.payload.payload)
-    return createHash('sha256').update(`${p.from}|${p.nonce}`).digest('hex')
-  }
+  const txId = (p: LedgerPayload) => createHash('sha256').update(`${p.from}|${p.nonce}`).digest('hex')
 
-  const apply = async (ctx: PaymentContext, transaction: string): Promise<SettleResponse> => {
-    const p = ledgerPayload.parse(ctx.payload.payload)
+  const apply = async (ctx: PaymentContext, p: LedgerPayload, transaction: string): Promise<SettleResponse> => {
     if (options.confirmDelayMs) await new Promise((r) => setTimeout(r, options.confirmDelayMs))
     if (!applied.has(transaction)) {
       // The ledger itself refuses a used nonce, like EIP-3009 on chain.
@@ -98,29 +91,23 @@ export function createLedgerAdapter(options: LedgerAdapterOptions = {}): LedgerA
     reverted,
     sign,
     signers: () => ['0x000000000000000000000000000000000000fa11'],
-    async verify(ctx) {
-      const verdict = check(ctx)
-      if (verdict.isValid && options.reportSpend !== false) {
-        const p = ledgerPayload.parse(ctx.payload.payload)
-        verifiedBalances.set(ctx, { account: `ledger:${p.from}`, amount: BigInt(p.value), balance: balances.get(p.from) ?? 0n })
-      }
-      return verdict
-    },
-    spendOf: (ctx) => verifiedBalances.get(ctx),
-    settlementKey(ctx) {
+    parse(ctx) {
       const parsed = ledgerPayload.safeParse(ctx.payload.payload)
-      return parsed.success ? `${parsed.data.from}:${parsed.data.nonce}` : undefined
+      if (!parsed.success) return { refusal: { isValid: false, invalidReason: 'invalid_payload', invalidMessage: 'payload shape' } }
+      return { payload: parsed.data, key: `${parsed.data.from}:${parsed.data.nonce}` }
     },
-    async settle(ctx, journal) {
-      const verdict = check(ctx)
-      if (!verdict.isValid) {
-        return { success: false, errorReason: verdict.invalidReason, errorMessage: verdict.invalidMessage, transaction: '', network: ctx.wireNetwork }
-      }
-      const transaction = txId(ctx)
+    async verify(ctx, p) {
+      const response = check(ctx, p)
+      if (!response.isValid) return { response }
+      const spend = options.reportSpend === false ? undefined : { account: `ledger:${p.from}`, amount: BigInt(p.value), balance: balances.get(p.from) ?? 0n }
+      return { response: { ...response, isValid: true }, payment: p, ...(spend ? { spend } : {}) }
+    },
+    async settle(ctx, p, journal) {
+      const transaction = txId(p)
       await journal.broadcasting({ transaction })
-      return apply(ctx, transaction)
+      return apply(ctx, p, transaction)
     },
-    resume: (ctx, record) => apply(ctx, record.transaction),
+    resume: (ctx, p, record) => apply(ctx, p, record.transaction),
   }
 }
 

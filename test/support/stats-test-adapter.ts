@@ -63,13 +63,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
  * transaction before "sending" it and applies it once; Solana-family networks
  * report `timings.confirmationMs` as the Solana adapter does.
  */
-export function createChainAdapter(chain: TestChain, options: ChainAdapterOptions): SchemeAdapter {
+type TransferPayload = Transfer & { signature: string }
+
+export function createChainAdapter(chain: TestChain, options: ChainAdapterOptions): SchemeAdapter<TransferPayload, TransferPayload> {
   const family = options.network.startsWith('solana:') ? 'solana' : 'eip155'
 
-  const check = (ctx: PaymentContext): VerifyResponse => {
-    const parsed = transferPayload.safeParse(ctx.payload.payload)
-    if (!parsed.success) return { isValid: false, invalidReason: 'invalid_payload', invalidMessage: 'payload shape' }
-    const p = parsed.data
+  const check = (ctx: PaymentContext, p: TransferPayload): VerifyResponse => {
     if (chain.sign(p) !== p.signature) return { isValid: false, invalidReason: 'invalid_signature', invalidMessage: 'bad signature', payer: p.from }
     if (p.to !== ctx.payTo) return { isValid: false, invalidReason: 'recipient_mismatch', invalidMessage: 'wrong recipient', payer: p.from }
     if (p.asset !== ctx.asset) return { isValid: false, invalidReason: 'asset_mismatch', invalidMessage: 'wrong asset', payer: p.from }
@@ -79,8 +78,7 @@ export function createChainAdapter(chain: TestChain, options: ChainAdapterOption
     return { isValid: true, payer: p.from }
   }
 
-  const apply = async (ctx: PaymentContext, transaction: string): Promise<SettleResponse> => {
-    const p = transferPayload.parse(ctx.payload.payload)
+  const apply = async (ctx: PaymentContext, p: TransferPayload, transaction: string): Promise<SettleResponse> => {
     const sent = performance.now()
     if (options.confirmDelayMs) await sleep(options.confirmDelayMs)
     if (!chain.applied.has(transaction)) {
@@ -101,23 +99,22 @@ export function createChainAdapter(chain: TestChain, options: ChainAdapterOption
     family,
     networks: [{ caip2: options.network, ...(options.v1Name ? { v1Name: options.v1Name } : {}) }],
     signers: () => [family === 'solana' ? 'FeePayer1111111111111111111111111111111111' : '0x000000000000000000000000000000000000fa11'],
-    async verify(ctx) {
-      if (options.verifyDelayMs) await sleep(options.verifyDelayMs)
-      return check(ctx)
-    },
-    settlementKey(ctx) {
+    parse(ctx) {
       const parsed = transferPayload.safeParse(ctx.payload.payload)
-      return parsed.success ? `${ctx.network}:${parsed.data.from}:${parsed.data.nonce}` : undefined
+      if (!parsed.success) return { refusal: { isValid: false, invalidReason: 'invalid_payload', invalidMessage: 'payload shape' } }
+      return { payload: parsed.data, key: `${ctx.network}:${parsed.data.from}:${parsed.data.nonce}` }
     },
-    async settle(ctx, journal) {
-      const verdict = check(ctx)
-      if (!verdict.isValid) return { success: false, errorReason: verdict.invalidReason, errorMessage: verdict.invalidMessage, transaction: '', network: ctx.wireNetwork }
-      const p = transferPayload.parse(ctx.payload.payload)
+    async verify(ctx, p) {
+      if (options.verifyDelayMs) await sleep(options.verifyDelayMs)
+      const response = check(ctx, p)
+      return response.isValid ? { response: { ...response, isValid: true }, payment: p } : { response }
+    },
+    async settle(ctx, p, journal) {
       const transaction = createHash('sha256').update(`${ctx.network}|${p.from}|${p.nonce}`).digest('hex')
       await journal.broadcasting({ transaction })
-      return apply(ctx, transaction)
+      return apply(ctx, p, transaction)
     },
-    resume: (ctx, record) => apply(ctx, record.transaction),
+    resume: (ctx, p, record) => apply(ctx, p, record.transaction),
   }
 }
 

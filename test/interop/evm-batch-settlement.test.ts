@@ -40,7 +40,7 @@ beforeAll(async () => {
   await installPermit2(world.node)
   await installBatchSettlement(world.node)
   const facilitator = createFacilitator({
-    schemes: [batchSettlementEvm({ networks: [{ network: NETWORK, rpcUrls: [world.node.rpcUrl] }], signers: world.signers, receiverAuthorizer: authorizer })],
+    schemes: [batchSettlementEvm({ networks: [{ network: NETWORK, rpcUrls: [world.node.rpcUrl] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true })],
   })
   facilitatorServer = await startNodeHttpServer(facilitator, { authenticate: (request) => request.headers.get('authorization') === `Bearer ${TOKEN}` })
   const headers = { Authorization: `Bearer ${TOKEN}` }
@@ -87,5 +87,17 @@ describe('official batch-settlement client and server through our facilitator', 
     expect(claims.length).toBeGreaterThan(0)
     await manager.settle()
     expect(await tokenBalance(world.node, world.token, receiver)).toBe(10n * PRICE)
+  }, 120_000)
+
+  it('refunds what is left of a channel at the official client\'s request, signed by our delegated receiver authorizer', async () => {
+    const payer = await world.newPayer(1_000_000n)
+    const batch = new BatchClient(payer)
+    const pay = wrapFetchWithPayment(fetch, new x402Client().setSpendControls(false).register(NETWORK, batch))
+    for (let i = 0; i < 3; i++) expect((await pay(`${shop.url}/call`)).status).toBe(200)
+    const afterCalls = await tokenBalance(world.node, world.token, payer.address)
+    const deposited = 1_000_000n - afterCalls
+    const refund = await batch.refund(`${shop.url}/call`)
+    expect(refund).toMatchObject({ success: true, amount: (deposited - 3n * PRICE).toString() })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 3n * PRICE)
   }, 120_000)
 })

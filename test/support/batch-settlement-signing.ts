@@ -34,17 +34,27 @@ export function signClaimBatch(signer: LocalAccount, chainId: number, claims: re
   return signer.signTypedData(claimBatchTypedData(chainId, claims))
 }
 
-/** The EIP-3009 collector's data for a deposit of `amount` into `config`'s channel, signed by its payer. */
-export async function erc3009CollectorData(payer: LocalAccount, token: TestToken, chainId: number, config: ChannelConfig, amount: bigint, validBefore = BigInt(Math.floor(Date.now() / 1000) + 3600)): Promise<Hex> {
-  const salt = BigInt(keccak256(encode([{ type: 'address' }, { type: 'uint256' }], [payer.address, BigInt(Date.now()) * 1000n + BigInt(Math.floor(Math.random() * 1000))])))
-  const nonce = keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'uint256' }], [channelId(config, chainId), salt]))
-  const signature = await payer.signTypedData({
+/**
+ * An EIP-3009 deposit authorization as the official client writes it (`erc3009Authorization`): the
+ * payer (`from`, an EOA or a smart wallet whose owner is `signer`) lets the EIP-3009 collector receive
+ * `amount`, under a nonce bound to the channel.
+ */
+export async function erc3009DepositAuthorization(signer: LocalAccount, token: TestToken, chainId: number, config: ChannelConfig, amount: bigint, validBefore = BigInt(Math.floor(Date.now() / 1000) + 3600)) {
+  const salt = keccak256(encode([{ type: 'address' }, { type: 'uint256' }], [config.payer, BigInt(Date.now()) * 1000n + BigInt(Math.floor(Math.random() * 1000))]))
+  const nonce = keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'uint256' }], [channelId(config, chainId), BigInt(salt)]))
+  const signature = await signer.signTypedData({
     domain: { name: token.name, version: token.version, chainId, verifyingContract: token.address },
     types: receiveWithAuthorizationTypes,
     primaryType: 'ReceiveWithAuthorization',
-    message: { from: payer.address, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter: 0n, validBefore, nonce },
+    message: { from: config.payer, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter: 0n, validBefore, nonce },
   })
-  return encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [0n, validBefore, salt, signature])
+  return { validAfter: '0', validBefore: validBefore.toString(), salt, signature }
+}
+
+/** The EIP-3009 collector's data for a deposit of `amount` into `config`'s channel, signed by its payer. */
+export async function erc3009CollectorData(payer: LocalAccount, token: TestToken, chainId: number, config: ChannelConfig, amount: bigint, validBefore?: bigint): Promise<Hex> {
+  const auth = await erc3009DepositAuthorization(payer, token, chainId, config, amount, validBefore)
+  return encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [0n, BigInt(auth.validBefore), BigInt(auth.salt), auth.signature])
 }
 
 /** The Permit2 collector's data for a deposit of `amount` into `config`'s channel, signed by its payer. */

@@ -15,8 +15,10 @@ import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
 import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
 import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
-import { signVoucher } from '../../support/batch-settlement-signing.js'
-import { tokenBalance } from '../../support/evm-contracts.js'
+import { channelConfig, erc3009DepositAuthorization, signVoucher } from '../../support/batch-settlement-signing.js'
+import { deploySmartWallet, fundPayer, tokenBalance } from '../../support/evm-contracts.js'
+import { channelId } from '../../../src/evm/batch/codec.js'
+import { encodeFunctionData, getAddress, zeroAddress } from 'viem'
 import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
 import { approvePermit2, installPermit2 } from '../../support/permit2-contracts.js'
 
@@ -24,6 +26,7 @@ let world: EvmFixture
 let facilitator: Facilitator
 let proxy: Server
 let rpcRequests = 0
+let rpc: string
 const authorizer = privateKeyToAccount(generatePrivateKey())
 const receiver = privateKeyToAccount(generatePrivateKey()).address
 
@@ -47,7 +50,7 @@ beforeAll(async () => {
   await installPermit2(world.node)
   await installBatchSettlement(world.node)
   proxy = await countingProxy(world.node.rpcUrl)
-  const rpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  rpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
   facilitator = createFacilitator({
     schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true, receiptTimeoutMs: 20_000 })],
   })
@@ -202,5 +205,58 @@ describe('batchSettlementEvm', () => {
     // A nonce that is not the channel's next is refused before anything is sent.
     expect(await facilitator.settle(refund('5'))).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_payload', transaction: '' })
     expect(await channelOnChain(id)).toEqual([6000n, 1000n])
+  })
+
+  it('refuses a refund it would have to sign unless delegated refunds are allowed, sending nothing', async () => {
+    const { client, payer, id } = await openChannel()
+    const strict = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer })] })
+    const reqs = requirements()
+    const voucher = { channelId: id, maxClaimableAmount: '0', signature: await signVoucher(payer, 84532, id, 0n) }
+    const body = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'refund', channelConfig: client.buildChannelConfig(reqs), voucher, amount: '100', refundNonce: '0', claims: [] } }, paymentRequirements: reqs }
+    expect(await strict.settle(body)).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_authorizer_not_configured', transaction: '' })
+    expect(await channelOnChain(id)).toEqual([10_000n, 0n])
+  })
+
+  it('verifies an ERC-1271 voucher (no payer authorizer) through the payer wallet, on chain each time', async () => {
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const wallet = getAddress(await deploySmartWallet(world.node, owner.address))
+    await fundPayer(world.node, world.token, wallet, 100_000n)
+    const config = channelConfig({ payer: wallet, payerAuthorizer: zeroAddress, receiver, receiverAuthorizer: authorizer.address, token: world.token.address })
+    const id = channelId(config, 84532)
+    const reqs = requirements()
+    const voucher = async (amount: bigint, by = owner) => ({ channelId: id, maxClaimableAmount: amount.toString(), signature: await signVoucher(by, 84532, id, amount) })
+    const deposit = { type: 'deposit', channelConfig: config, voucher: await voucher(1000n), deposit: { amount: '20000', authorization: { erc3009Authorization: await erc3009DepositAuthorization(owner, world.token, 84532, config, 20_000n) } } }
+    const wrap = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload }, paymentRequirements: reqs })
+    expect(await facilitator.settle(wrap(deposit))).toMatchObject({ success: true, payer: wallet, amount: '20000' })
+    expect(await channelOnChain(id)).toEqual([20_000n, 0n])
+    const before = rpcRequests
+    expect(await facilitator.verify(wrap({ type: 'voucher', channelConfig: config, voucher: await voucher(2000n) }))).toMatchObject({ isValid: true, payer: wallet })
+    expect(rpcRequests).toBeGreaterThan(before)
+    expect(await facilitator.verify(wrap({ type: 'voucher', channelConfig: config, voucher: await voucher(2000n, privateKeyToAccount(generatePrivateKey())) }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_voucher_signature' })
+  })
+
+  it('shows a pending withdrawal in the snapshot, claims before its delay ends, and the withdrawal then returns only the unclaimed rest', async () => {
+    const { client, payer, id } = await openChannel()
+    await world.node.testClient.setBalance({ address: payer.address, value: 10n ** 18n })
+    const reqs = requirements()
+    const config = client.buildChannelConfig(reqs)
+    const initiate = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'initiateWithdraw', args: [{ ...config, withdrawDelay: 900 } as never, 10_000n] })
+    const hash = await world.node.walletClient(payer).sendTransaction({ account: payer, chain: world.node.chain, to: BATCH_SETTLEMENT_ADDRESS, data: initiate })
+    expect((await world.node.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success')
+    const signature = await signVoucher(payer, 84532, id, 3000n)
+    const refundProbe = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'refund', channelConfig: config, voucher: { channelId: id, maxClaimableAmount: '3000', signature } } }, paymentRequirements: reqs }
+    const verified = await facilitator.verify(refundProbe)
+    expect(verified.isValid).toBe(true)
+    expect((verified.extra as { withdrawRequestedAt: number }).withdrawRequestedAt).toBeGreaterThan(0)
+    const claim = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'claim', claims: [{ voucher: { channel: config, maxClaimableAmount: '3000' }, signature, totalClaimed: '3000' }] } }, paymentRequirements: reqs }
+    expect(await facilitator.settle(claim)).toMatchObject({ success: true })
+    await world.node.testClient.increaseTime({ seconds: 901 })
+    await world.node.testClient.mine({ blocks: 1 })
+    const balance = await tokenBalance(world.node, world.token, payer.address)
+    const finalize = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'finalizeWithdraw', args: [config as never] })
+    const done = await world.node.walletClient(payer).sendTransaction({ account: payer, chain: world.node.chain, to: BATCH_SETTLEMENT_ADDRESS, data: finalize })
+    expect((await world.node.publicClient.waitForTransactionReceipt({ hash: done })).status).toBe('success')
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(balance + 7_000n)
+    expect(await channelOnChain(id)).toEqual([3_000n, 3_000n])
   })
 })

@@ -19,6 +19,7 @@ import type { BatchPayload, ChannelSnapshot, DepositPayload, RefundPayload, Vouc
 import { snapshotWire } from './codec.js'
 import { BATCH_SETTLEMENT_SCHEME } from './constants.js'
 import { parseBatchPayload } from './parse.js'
+import { batchReadiness } from './readiness.js'
 import { BATCH_REJECTION as R } from './reasons.js'
 import { prepareClaim, prepareRefund, prepareSweep, resumeBatch, settleBatch, type BatchPayment } from './settle-actions.js'
 import { checkAgainstState, checkChannelConfig, checkDepositAuthorization, checkVoucherSignature, depositCall, type Refusal } from './verify-channel.js'
@@ -169,6 +170,11 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
       if (answer.state) remember(chain.chainId, answer.state)
       for (const id of answer.stale ?? []) states.delete(`${chain.chainId}:${id}`)
       return answer.response
+    },
+
+    async readiness() {
+      const lines = await Promise.all([...runtimes].map(([network, runtime]) => batchReadiness(network, runtime.chain, runtime.signers)))
+      return lines.flat()
     },
 
     async resume(ctx, payload, record) {

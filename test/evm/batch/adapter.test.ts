@@ -99,6 +99,18 @@ describe('batchSettlementEvm', () => {
     expect(signers['eip155:*']).toContain(world.signers[0]!.address)
   })
 
+  it('reports the RPC, the three contracts and the signers ready', async () => {
+    const adapter = batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers })
+    const checks = await adapter.readiness!(AbortSignal.timeout(10_000))
+    expect(checks.map((c) => [c.name.split(' 0x')[0], c.ok])).toEqual([
+      ['rpc eip155:84532', true],
+      ['x402BatchSettlement eip155:84532', true],
+      ['erc3009 deposit collector eip155:84532', true],
+      ['permit2 deposit collector eip155:84532', true],
+      ['signer', true],
+    ])
+  })
+
   it('verifies and settles an EIP-3009 deposit from the official client, answering the channel state', async () => {
     const payer = await world.newPayer(1_000_000n)
     const client = new BatchSettlementEvmScheme(payer)

@@ -271,4 +271,23 @@ describe('batchSettlementEvm', () => {
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(balance + 7_000n)
     expect(await channelOnChain(id)).toEqual([3_000n, 3_000n])
   })
+
+  it('answers settlement_pending with the transaction when the receipt does not come in time, then finishes it on a retry', async () => {
+    const impatient = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiptTimeoutMs: 300 })] })
+    const payer = await world.newPayer(1_000_000n)
+    const { body, payload } = await pay(new BatchSettlementEvmScheme(payer))
+    await world.node.testClient.setAutomine(false)
+    let pending
+    try {
+      pending = await impatient.settle(body)
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    expect(pending).toMatchObject({ success: false, errorReason: 'settlement_pending' })
+    expect(pending.transaction).toMatch(/^0x[0-9a-f]{64}$/)
+    await world.node.testClient.mine({ blocks: 1 })
+    const finished = await impatient.settle(body)
+    expect(finished).toMatchObject({ success: true, transaction: pending.transaction, amount: '5000' })
+    expect(await channelOnChain((payload.voucher as { channelId: Hex }).channelId)).toEqual([5000n, 0n])
+  }, 60_000)
 })

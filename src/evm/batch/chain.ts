@@ -79,6 +79,18 @@ export class BatchChain {
     }
   }
 
+  /** Each channel's claimed total, in one eth_call (the contract's own multicall). */
+  async claimedTotals(channelIds: readonly Hex[]): Promise<bigint[]> {
+    const calls = channelIds.map((id) => encodeFunctionData({ abi: batchSettlementAbi, functionName: 'channels', args: [id] }))
+    try {
+      const { data } = await this.client.call({ to: BATCH_SETTLEMENT_ADDRESS, data: encodeFunctionData({ abi: batchSettlementAbi, functionName: 'multicall', args: [calls] }) })
+      if (!data) throw new Error('no code at the batch-settlement address')
+      return decodeFunctionResult({ abi: batchSettlementAbi, functionName: 'multicall', data }).map((result) => decodeFunctionResult({ abi: batchSettlementAbi, functionName: 'channels', data: result })[1])
+    } catch (error) {
+      throw new FacilitatorError('rpc_error', 'reading batch-settlement channels failed', { cause: error })
+    }
+  }
+
   balanceOf(token: Address, owner: Address): Promise<bigint> {
     return this.client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [owner] })
   }

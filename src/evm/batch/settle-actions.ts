@@ -37,12 +37,16 @@ async function claimSignature(chain: BatchChain, claims: readonly VoucherClaim[]
 export async function prepareClaim(chain: BatchChain, signer: BatchSettlementSigner, payload: ClaimPayload, authorizer: Authorizer): Promise<BatchPayment | Refusal> {
   const bad = payload.claims.findIndex((c) => c.totalClaimed > c.voucher.maxClaimableAmount)
   if (bad >= 0) return { reason: R.claimPayload, message: `claims.${bad}.totalClaimed exceeds its voucher's maxClaimableAmount` }
+  // A claim that raises no channel's total would only spend the facilitator's gas: nothing is sent.
+  const ids = payload.claims.map((c) => channelId(c.voucher.channel, chain.chainId))
+  const claimed = await chain.claimedTotals(ids)
+  if (!payload.claims.some((c, i) => c.totalClaimed > claimed[i]!)) return { reason: R.claimPayload, message: 'no row raises its channel\'s claimed total: nothing to claim' }
   const signature = await claimSignature(chain, payload.claims, payload.claimAuthorizerSignature, authorizer)
   if (typeof signature !== 'string') return signature
   const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'claimWithSignature', args: [claimArgs(payload.claims), signature] })
   const call = await chain.simulate(signer.address, data)
   if ('revert' in call) return { reason: R.claimSimulationFailed, message: call.revert }
-  return { kind: 'claim', call, signer, channelIds: payload.claims.map((c) => channelId(c.voucher.channel, chain.chainId)) }
+  return { kind: 'claim', call, signer, channelIds: ids }
 }
 
 export async function prepareSweep(chain: BatchChain, signer: BatchSettlementSigner, payload: SettlePayload): Promise<BatchPayment | Refusal> {

@@ -185,6 +185,9 @@ describe('batchSettlementEvm', () => {
     const claimed = await facilitator.settle(claim)
     expect(claimed).toMatchObject({ success: true, amount: '' })
     expect(await channelOnChain(channels[2]!.id)).toEqual([10_000n, 4000n])
+    // The same rows in another order raise nothing: refused, no gas spent.
+    const replay = { ...claim, paymentPayload: { ...claim.paymentPayload, payload: { type: 'claim', claims: [...claims].reverse() } } }
+    expect(await facilitator.settle(replay)).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_claim_payload', transaction: '' })
 
     const sweep = { ...claim, paymentPayload: { ...claim.paymentPayload, payload: { type: 'settle', receiver, token: world.token.address } } }
     expect(await facilitator.settle(sweep)).toMatchObject({ success: true, amount: '9000' })

@@ -11,7 +11,7 @@
  *   signers: [privateKeyToAccount(process.env.GAS_KEY as Hex)],
  * })
  */
-import { isAddressEqual, zeroAddress, type Address, type LocalAccount } from 'viem'
+import { isAddressEqual, zeroAddress, type LocalAccount } from 'viem'
 import type { PaymentContext, SchemeAdapter, SettleReservation, Verdict } from '../../core/adapter.js'
 import { evmChainId, toCaip2, type Caip2Network } from '../../networks/networks.js'
 import { BatchChain, type BatchSettlementSigner } from './chain.js'
@@ -185,4 +185,3 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
 }
 
 export type { BatchSettlementSigner }
-export type { Address }

@@ -29,6 +29,8 @@ export const verifyResponseSchema = z.object({
   invalidReason: z.string().optional(),
   invalidMessage: z.string().optional(),
   payer: z.string().optional(),
+  /** Scheme-specific facts of the verify (`batch-settlement`: the channel snapshot). */
+  extra: jsonObjectSchema.optional(),
 })
 export type VerifyResponse = z.infer<typeof verifyResponseSchema>
 
@@ -46,6 +48,10 @@ export const settleResponseSchema = z.object({
   payer: z.string().optional(),
   /** What was charged, in atomic units (the `upto` scheme: its answers always carry it). */
   amount: z.string().optional(),
+  /** The settled asset, when the scheme names it (`batch-settlement` deposits). */
+  asset: z.string().optional(),
+  /** Scheme-specific facts of the settlement (`batch-settlement`: `channelState`, `chargedAmount`). */
+  extra: jsonObjectSchema.optional(),
 })
 export type SettleResponse = z.infer<typeof settleResponseSchema>
 

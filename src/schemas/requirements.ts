@@ -28,7 +28,8 @@ export const paymentRequirementsV2Schema = z.looseObject({
   amount: amountSchema,
   asset: nonEmptyString,
   payTo: nonEmptyString,
-  maxTimeoutSeconds: z.number().int().positive().optional(),
+  /** 0 is allowed: the official batch-settlement channel manager sends it with its claim and settle payloads. */
+  maxTimeoutSeconds: z.number().int().nonnegative().optional(),
   extra: jsonObjectSchema.nullish(),
 })
 export type PaymentRequirementsV2 = z.infer<typeof paymentRequirementsV2Schema>

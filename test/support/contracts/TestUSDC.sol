@@ -20,6 +20,10 @@ contract TestUSDC is ERC20, EIP712, Nonces {
         "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
     );
 
+    bytes32 public constant RECEIVE_WITH_AUTHORIZATION_TYPEHASH = keccak256(
+        "ReceiveWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
+    );
+
     bytes32 public constant PERMIT_TYPEHASH =
         keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
 
@@ -80,14 +84,32 @@ contract TestUSDC is ERC20, EIP712, Nonces {
         _useAuthorization(from, to, value, nonce);
     }
 
+    /// EIP-3009 receiveWithAuthorization (bytes overload): only the payee may submit it (the batch-settlement
+    /// EIP-3009 deposit collector does), so a front-runner cannot spend the authorization elsewhere.
+    function receiveWithAuthorization(
+        address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce,
+        bytes memory signature
+    ) public virtual {
+        require(to == msg.sender, "FiatTokenV2: caller must be the payee");
+        bytes32 digest = _checkAuthorizationOf(RECEIVE_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce);
+        require(SignatureChecker.isValidSignatureNow(from, digest, signature), "FiatTokenV2: invalid signature");
+        _useAuthorization(from, to, value, nonce);
+    }
+
     function _checkAuthorization(
         address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce
+    ) private view returns (bytes32) {
+        return _checkAuthorizationOf(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce);
+    }
+
+    function _checkAuthorizationOf(
+        bytes32 typehash, address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce
     ) private view returns (bytes32) {
         require(block.timestamp > validAfter, "FiatTokenV2: authorization is not yet valid");
         require(block.timestamp < validBefore, "FiatTokenV2: authorization is expired");
         require(!_authorizationStates[from][nonce], "FiatTokenV2: authorization is used or canceled");
         return _hashTypedDataV4(
-            keccak256(abi.encode(TRANSFER_WITH_AUTHORIZATION_TYPEHASH, from, to, value, validAfter, validBefore, nonce))
+            keccak256(abi.encode(typehash, from, to, value, validAfter, validBefore, nonce))
         );
     }
 

@@ -1,0 +1,195 @@
+/**
+ * The wire shapes of `batch-settlement` payloads (as the official `@x402/evm` client and server
+ * make them) and the EIP-712 hashes over them: the channel id of a config, the voucher, refund and
+ * claim-batch digests, and the recovery of an EOA voucher's signer (no RPC).
+ */
+import * as z from 'zod'
+import { getAddress, hashTypedData, isAddressEqual, recoverAddress, zeroAddress, type Address, type Hex } from 'viem'
+import { batchSettlementDomain, channelConfigTypes, claimBatchTypes, refundTypes, voucherTypes } from './constants.js'
+
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
+const bytes32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 32 bytes of hex')
+const hexBytes = z.string().regex(/^0x(?:[0-9a-fA-F]{2})*$/, 'must be hex bytes')
+const UINT128_MAX = 2n ** 128n - 1n
+const UINT256_MAX = 2n ** 256n - 1n
+const uint = (max: bigint) =>
+  z
+    .union([z.string().regex(/^\d{1,78}$/, 'must be a decimal integer string'), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)])
+    .transform((value) => BigInt(value))
+    .refine((value) => value <= max, 'is out of range')
+/** A uint256 written as decimal or as 0x hex (the EIP-3009 deposit salt is 32 bytes of hex). */
+const uint256OrHex = z.union([uint(UINT256_MAX), z.string().regex(/^0x[0-9a-fA-F]{1,64}$/).transform((value) => BigInt(value))])
+
+export const channelConfigSchema = z.object({
+  payer: address,
+  payerAuthorizer: address,
+  receiver: address,
+  receiverAuthorizer: address,
+  token: address,
+  withdrawDelay: z.number().int().nonnegative().max(2 ** 40 - 1),
+  salt: bytes32,
+})
+export type ChannelConfigWire = z.input<typeof channelConfigSchema>
+
+/** A channel config with checksummed addresses, as the contract takes it. */
+export interface ChannelConfig {
+  readonly payer: Address
+  readonly payerAuthorizer: Address
+  readonly receiver: Address
+  readonly receiverAuthorizer: Address
+  readonly token: Address
+  readonly withdrawDelay: number
+  readonly salt: Hex
+}
+
+const config = channelConfigSchema.transform(
+  (c): ChannelConfig => ({
+    payer: getAddress(c.payer),
+    payerAuthorizer: getAddress(c.payerAuthorizer),
+    receiver: getAddress(c.receiver),
+    receiverAuthorizer: getAddress(c.receiverAuthorizer),
+    token: getAddress(c.token),
+    withdrawDelay: c.withdrawDelay,
+    salt: c.salt.toLowerCase() as Hex,
+  }),
+)
+
+const voucher = z.object({
+  channelId: bytes32.transform((id) => id.toLowerCase() as Hex),
+  maxClaimableAmount: uint(UINT128_MAX),
+  signature: hexBytes.transform((s) => s as Hex),
+})
+
+const erc3009Authorization = z.object({
+  validAfter: uint(UINT256_MAX),
+  validBefore: uint(UINT256_MAX),
+  salt: uint256OrHex,
+  signature: hexBytes.transform((s) => s as Hex),
+})
+
+const permit2Authorization = z.object({
+  from: address.transform((a) => getAddress(a)),
+  permitted: z.object({ token: address.transform((a) => getAddress(a)), amount: uint(UINT256_MAX) }),
+  spender: address.transform((a) => getAddress(a)),
+  nonce: uint(UINT256_MAX),
+  deadline: uint(UINT256_MAX),
+  witness: z.object({ channelId: bytes32.transform((id) => id.toLowerCase() as Hex) }),
+  signature: hexBytes.transform((s) => s as Hex),
+})
+
+export const depositPayloadSchema = z.object({
+  type: z.literal('deposit'),
+  channelConfig: config,
+  voucher,
+  deposit: z.object({
+    amount: uint(UINT128_MAX).refine((a) => a > 0n, 'must be positive'),
+    authorization: z
+      .object({ erc3009Authorization: erc3009Authorization.optional(), permit2Authorization: permit2Authorization.optional() })
+      .refine((a) => (a.erc3009Authorization === undefined) !== (a.permit2Authorization === undefined), 'must hold exactly one of erc3009Authorization and permit2Authorization'),
+  }),
+})
+
+export const voucherPayloadSchema = z.object({ type: z.literal('voucher'), channelConfig: config, voucher })
+
+/** One claim row: a payer's voucher over a channel, and the total to claim on it (at most its ceiling). */
+const voucherClaim = z.object({
+  voucher: z.object({ channel: config, maxClaimableAmount: uint(UINT128_MAX) }),
+  signature: hexBytes.transform((s) => s as Hex),
+  totalClaimed: uint(UINT128_MAX),
+})
+export type VoucherClaim = z.output<typeof voucherClaim>
+
+/** A refund as the client signs it (`amount` absent: everything unclaimed), or as the server completes it for settle. */
+export const refundPayloadSchema = z.object({
+  type: z.literal('refund'),
+  channelConfig: config,
+  voucher,
+  amount: z.string().optional(),
+  refundNonce: uint(UINT256_MAX).optional(),
+  claims: z.array(voucherClaim).max(1000).optional(),
+  refundAuthorizerSignature: hexBytes.transform((s) => s as Hex).optional(),
+  claimAuthorizerSignature: hexBytes.transform((s) => s as Hex).optional(),
+})
+
+export const claimPayloadSchema = z.object({
+  type: z.literal('claim'),
+  claims: z.array(voucherClaim).min(1).max(1000),
+  claimAuthorizerSignature: hexBytes.transform((s) => s as Hex).optional(),
+})
+
+export const settlePayloadSchema = z.object({
+  type: z.literal('settle'),
+  receiver: address.transform((a) => getAddress(a)),
+  token: address.transform((a) => getAddress(a)),
+})
+
+export type DepositPayload = z.output<typeof depositPayloadSchema>
+export type VoucherPayload = z.output<typeof voucherPayloadSchema>
+export type RefundPayload = z.output<typeof refundPayloadSchema>
+export type ClaimPayload = z.output<typeof claimPayloadSchema>
+export type SettlePayload = z.output<typeof settlePayloadSchema>
+export type BatchPayload = DepositPayload | VoucherPayload | RefundPayload | ClaimPayload | SettlePayload
+
+/** The config with checksummed addresses and a lower-case salt (what the hashes and the contract take). */
+export function normalizeChannelConfig(wire: ChannelConfigWire): ChannelConfig {
+  return config.parse(wire)
+}
+
+/** The channel id: the EIP-712 hash of the config under the batch-settlement domain of `chainId`. */
+export function channelId(channel: ChannelConfig, chainId: number): Hex {
+  return hashTypedData({ domain: batchSettlementDomain(chainId), types: channelConfigTypes, primaryType: 'ChannelConfig', message: channel })
+}
+
+export function voucherTypedData(chainId: number, id: Hex, maxClaimableAmount: bigint) {
+  return { domain: batchSettlementDomain(chainId), types: voucherTypes, primaryType: 'Voucher', message: { channelId: id, maxClaimableAmount } } as const
+}
+
+export function refundTypedData(chainId: number, id: Hex, nonce: bigint, amount: bigint) {
+  return { domain: batchSettlementDomain(chainId), types: refundTypes, primaryType: 'Refund', message: { channelId: id, nonce, amount } } as const
+}
+
+/** The ClaimBatch a receiver authorizer signs for `claimWithSignature`: one entry per row, in order. */
+export function claimBatchTypedData(chainId: number, claims: readonly VoucherClaim[]) {
+  const entries = claims.map((c) => ({ channelId: channelId(c.voucher.channel, chainId), maxClaimableAmount: c.voucher.maxClaimableAmount, totalClaimed: c.totalClaimed }))
+  return { domain: batchSettlementDomain(chainId), types: claimBatchTypes, primaryType: 'ClaimBatch', message: { claims: entries } } as const
+}
+
+export function voucherDigest(chainId: number, id: Hex, maxClaimableAmount: bigint): Hex {
+  return hashTypedData(voucherTypedData(chainId, id, maxClaimableAmount))
+}
+
+/**
+ * Whether an EOA voucher (a config with a payer authorizer) was signed by that authorizer: an
+ * ECDSA recovery, no RPC. Configs with a zero payer authorizer need the chain (ERC-1271 via the payer).
+ */
+export async function isEoaVoucherSigned(channel: ChannelConfig, chainId: number, id: Hex, maxClaimableAmount: bigint, signature: Hex): Promise<boolean> {
+  if (isAddressEqual(channel.payerAuthorizer, zeroAddress)) throw new Error('the channel has no payer authorizer: its vouchers are checked through the payer (ERC-1271)')
+  if (signature.length !== 132) return false
+  try {
+    const signer = await recoverAddress({ hash: voucherDigest(chainId, id, maxClaimableAmount), signature })
+    return isAddressEqual(signer, channel.payerAuthorizer)
+  } catch {
+    return false
+  }
+}
+
+/** A channel's on-chain state, as verify answers it in `extra` and settle in `extra.channelState`. */
+export interface ChannelSnapshot {
+  readonly channelId: Hex
+  readonly balance: bigint
+  readonly totalClaimed: bigint
+  /** Seconds since the epoch when a timed withdrawal was initiated, 0 when none is pending. */
+  readonly withdrawRequestedAt: number
+  readonly refundNonce: bigint
+}
+
+/** The snapshot on the wire: amounts as decimal strings, `withdrawRequestedAt` a number. */
+export function snapshotWire(s: ChannelSnapshot) {
+  return {
+    channelId: s.channelId,
+    balance: s.balance.toString(),
+    totalClaimed: s.totalClaimed.toString(),
+    withdrawRequestedAt: s.withdrawRequestedAt,
+    refundNonce: s.refundNonce.toString(),
+  }
+}

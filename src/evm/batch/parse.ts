@@ -1,0 +1,55 @@
+/** Reading a `batch-settlement` payload once per request: its type, its shape, and its replay key. */
+import { encodeAbiParameters, keccak256, type Hex } from 'viem'
+import type { Parsed } from '../../core/adapter.js'
+import { channelId, claimPayloadSchema, depositPayloadSchema, refundPayloadSchema, settlePayloadSchema, voucherPayloadSchema, type BatchPayload } from './codec.js'
+import { BATCH_REJECTION as R } from './reasons.js'
+
+const SCHEMAS = {
+  deposit: [depositPayloadSchema, R.depositPayload],
+  voucher: [voucherPayloadSchema, R.voucherPayload],
+  refund: [refundPayloadSchema, R.refundPayload],
+  claim: [claimPayloadSchema, R.claimPayload],
+  settle: [settlePayloadSchema, R.settlePayload],
+} as const
+
+/**
+ * The payload in our type and its key: a deposit's is its authorization's replay domain (the same as
+ * an `exact` payment's on that token or Permit2 nonce); a refund's its channel and refund nonce; a
+ * claim's its rows. A sweep is permissionless and idempotent on chain: each request is its own.
+ */
+export function parseBatchPayload(raw: unknown, chainId: number, asset: string): Parsed<BatchPayload> {
+  const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined
+  const entry = typeof type === 'string' && Object.hasOwn(SCHEMAS, type) ? SCHEMAS[type as keyof typeof SCHEMAS] : undefined
+  if (!entry) return { refusal: { isValid: false, invalidReason: R.payloadType, invalidMessage: 'payload.type must be deposit, voucher, refund, claim or settle' } }
+  const [schema, reason] = entry
+  const result = schema.safeParse(raw)
+  if (!result.success) {
+    const issue = result.error.issues[0]
+    const payer = (raw as { channelConfig?: { payer?: unknown } }).channelConfig?.payer
+    return { refusal: { isValid: false, invalidReason: reason, invalidMessage: `${issue?.path.join('.') || 'payload'}: ${issue?.message ?? 'malformed'}`, ...(typeof payer === 'string' ? { payer } : {}) } }
+  }
+  const payload = result.data as BatchPayload
+  return { payload, key: replayKey(payload, chainId, asset) }
+}
+
+function replayKey(payload: BatchPayload, chainId: number, asset: string): string {
+  switch (payload.type) {
+    case 'deposit': {
+      const { erc3009Authorization: eip3009, permit2Authorization: permit2 } = payload.deposit.authorization
+      const payer = payload.channelConfig.payer.toLowerCase()
+      if (permit2) return `${chainId}:permit2:${payer}:${permit2.nonce}`
+      const nonce = keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'uint256' }], [payload.voucher.channelId, eip3009!.salt]))
+      return `${chainId}:${asset.toLowerCase()}:${payer}:${nonce}`
+    }
+    case 'voucher':
+      return `${chainId}:batch-voucher:${payload.voucher.channelId}:${payload.voucher.maxClaimableAmount}`
+    case 'refund':
+      return `${chainId}:batch-refund:${payload.voucher.channelId}:${payload.refundNonce ?? 'incomplete'}`
+    case 'claim': {
+      const rows = payload.claims.map((c) => `${channelId(c.voucher.channel, chainId)}:${c.totalClaimed}`).join(',')
+      return `${chainId}:batch-claim:${keccak256(new TextEncoder().encode(rows) as unknown as Hex)}`
+    }
+    case 'settle':
+      return `${chainId}:batch-sweep:${payload.receiver.toLowerCase()}:${payload.token.toLowerCase()}:${Date.now()}:${Math.random().toString(36).slice(2)}`
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * The on-chain side of `batch-settlement` settles: each action prepared (signed by the delegated
+ * receiver authorizer when the server left that to us, and simulated) in settle's own verify, then
+ * sent, confirmed and answered in the specification's shapes.
+ */
+import { encodeFunctionData, isAddressEqual, parseEventLogs, recoverTypedDataAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from 'viem'
+import type { BroadcastRecord, PaymentContext, SettleJournal } from '../../core/adapter.js'
+import { REJECTION } from '../../errors/reasons.js'
+import type { SettleResponse } from '../../schemas/messages.js'
+import { batchSettlementAbi } from './abi.js'
+import type { BatchChain, BatchSettlementSigner, Outcome, PreparedCall } from './chain.js'
+import { channelId, claimBatchTypedData, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
+import { BATCH_SETTLEMENT_ADDRESS } from './constants.js'
+import { BATCH_REJECTION as R } from './reasons.js'
+import type { Refusal } from './verify-channel.js'
+
+type Authorizer = Pick<LocalAccount, 'address' | 'signTypedData'> | undefined
+
+/** A payment as settle's verify checked it: what to send, from which key, and what to answer with. */
+export type BatchPayment =
+  | { readonly kind: 'voucher' }
+  | { readonly kind: 'deposit'; readonly payload: DepositPayload; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly before: ChannelSnapshot }
+  | { readonly kind: 'claim'; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly channelIds: readonly Hex[] }
+  | { readonly kind: 'sweep'; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly receiver: Address; readonly token: Address }
+  | { readonly kind: 'refund'; readonly payload: RefundPayload; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly before: ChannelSnapshot }
+
+const claimArgs = (claims: readonly VoucherClaim[]) => claims.map((c) => ({ voucher: { channel: c.voucher.channel, maxClaimableAmount: c.voucher.maxClaimableAmount }, signature: c.signature, totalClaimed: c.totalClaimed }))
+
+/** The ClaimBatch signature: the server's, or ours when every row delegates to our receiver authorizer. */
+async function claimSignature(chain: BatchChain, claims: readonly VoucherClaim[], given: Hex | undefined, authorizer: Authorizer): Promise<Hex | Refusal> {
+  if (given) return given
+  if (!authorizer) return { reason: R.authorizerNotConfigured, message: 'no claimAuthorizerSignature, and this facilitator has no receiver authorizer' }
+  if (claims.some((c) => !isAddressEqual(c.voucher.channel.receiverAuthorizer, authorizer.address))) return { reason: R.authorizerAddressMismatch, message: 'a claim row names another receiver authorizer' }
+  return authorizer.signTypedData(claimBatchTypedData(chain.chainId, claims))
+}
+
+export async function prepareClaim(chain: BatchChain, signer: BatchSettlementSigner, payload: ClaimPayload, authorizer: Authorizer): Promise<BatchPayment | Refusal> {
+  const bad = payload.claims.findIndex((c) => c.totalClaimed > c.voucher.maxClaimableAmount)
+  if (bad >= 0) return { reason: R.claimPayload, message: `claims.${bad}.totalClaimed exceeds its voucher's maxClaimableAmount` }
+  // A claim that raises no channel's total would only spend the facilitator's gas: nothing is sent.
+  const ids = payload.claims.map((c) => channelId(c.voucher.channel, chain.chainId))
+  const claimed = await chain.claimedTotals(ids)
+  if (!payload.claims.some((c, i) => c.totalClaimed > claimed[i]!)) return { reason: R.claimPayload, message: 'no row raises its channel\'s claimed total: nothing to claim' }
+  const signature = await claimSignature(chain, payload.claims, payload.claimAuthorizerSignature, authorizer)
+  if (typeof signature !== 'string') return signature
+  const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'claimWithSignature', args: [claimArgs(payload.claims), signature] })
+  const call = await chain.simulate(signer.address, data)
+  if ('revert' in call) return { reason: R.claimSimulationFailed, message: call.revert }
+  return { kind: 'claim', call, signer, channelIds: ids }
+}
+
+export async function prepareSweep(chain: BatchChain, signer: BatchSettlementSigner, payload: SettlePayload): Promise<BatchPayment | Refusal> {
+  const totals = await chain.receiverTotals(payload.receiver, payload.token)
+  if (totals.totalClaimed <= totals.totalSettled) return { reason: R.nothingToSettle, message: 'nothing claimed and unsettled for this receiver and token' }
+  const call = await chain.simulate(signer.address, encodeFunctionData({ abi: batchSettlementAbi, functionName: 'settle', args: [payload.receiver, payload.token] }))
+  if ('revert' in call) return { reason: R.settleSimulationFailed, message: call.revert }
+  return { kind: 'sweep', call, signer, receiver: payload.receiver, token: payload.token }
+}
+
+/**
+ * A refund the server completed (amount, refundNonce, claims): the nonce must be the channel's next,
+ * something must be left to refund, and the Refund signature must be the receiver authorizer's
+ * (the server's, or ours when delegated). Claims ride in front in one multicall.
+ */
+export async function prepareRefund(chain: BatchChain, signer: BatchSettlementSigner, payload: RefundPayload, state: ChannelSnapshot, authorizer: Authorizer, signsRefunds: boolean): Promise<BatchPayment | Refusal> {
+  if (payload.amount === undefined || payload.refundNonce === undefined || payload.claims === undefined) return { reason: R.refundPayload, message: 'a refund to settle needs amount, refundNonce and claims' }
+  if (!/^\d{1,39}$/.test(payload.amount) || BigInt(payload.amount) === 0n || BigInt(payload.amount) >= 2n ** 128n) return { reason: R.refundAmountInvalid }
+  const amount = BigInt(payload.amount)
+  if (payload.refundNonce !== state.refundNonce) return { reason: R.refundPayload, message: `refundNonce ${payload.refundNonce} is not the channel's next refund nonce ${state.refundNonce}` }
+  const id = payload.voucher.channelId
+  const claimedAfter = payload.claims.reduce((max, c) => (channelId(c.voucher.channel, chain.chainId) === id && c.totalClaimed > max ? c.totalClaimed : max), state.totalClaimed)
+  if (claimedAfter >= state.balance) return { reason: R.refundNoBalance, message: 'no unclaimed balance is left to refund' }
+  const config = payload.channelConfig
+  let refundSignature = payload.refundAuthorizerSignature
+  if (refundSignature) {
+    const typed = refundTypedData(chain.chainId, id, payload.refundNonce, amount)
+    const recovered = await recoverTypedDataAddress({ ...typed, signature: refundSignature }).catch(() => undefined)
+    if (recovered && !isAddressEqual(recovered, config.receiverAuthorizer)) {
+      const contractOk = await chain.client.verifyTypedData({ address: config.receiverAuthorizer, ...typed, signature: refundSignature }).catch(() => false)
+      if (!contractOk) return { reason: R.authorizerAddressMismatch, message: 'the Refund is not signed by the channel\'s receiver authorizer' }
+    }
+  } else {
+    if (!authorizer || !signsRefunds) return { reason: R.authorizerNotConfigured, message: 'no refundAuthorizerSignature, and this facilitator signs no refunds (no receiver authorizer, or delegated refunds not allowed)' }
+    if (!isAddressEqual(config.receiverAuthorizer, authorizer.address)) return { reason: R.authorizerAddressMismatch, message: 'the channel names another receiver authorizer' }
+    refundSignature = await authorizer.signTypedData(refundTypedData(chain.chainId, id, payload.refundNonce, amount))
+  }
+  const refundData = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'refundWithSignature', args: [config, amount, payload.refundNonce, refundSignature] })
+  let data = refundData
+  if (payload.claims.length > 0) {
+    const signature = await claimSignature(chain, payload.claims, payload.claimAuthorizerSignature, authorizer)
+    if (typeof signature !== 'string') return signature
+    const claimData = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'claimWithSignature', args: [claimArgs(payload.claims), signature] })
+    data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'multicall', args: [[claimData, refundData]] })
+  }
+  const call = await chain.simulate(signer.address, data)
+  if ('revert' in call) return { reason: R.refundSimulationFailed, message: call.revert }
+  return { kind: 'refund', payload, call, signer, before: state }
+}
+
+const FAILED: Record<Exclude<BatchPayment['kind'], 'voucher'>, string> = {
+  deposit: R.depositTransactionFailed,
+  claim: R.claimTransactionFailed,
+  sweep: R.settleTransactionFailed,
+  refund: R.refundTransactionFailed,
+}
+
+function payerOf(payload: BatchPayload): string | undefined {
+  return 'channelConfig' in payload ? payload.channelConfig.payer : undefined
+}
+
+/** Sends the prepared transaction and answers in the spec's shape (with the confirmed state, to remember). */
+export async function settleBatch(ctx: PaymentContext, chain: BatchChain, payment: BatchPayment, journal: SettleJournal): Promise<{ response: SettleResponse; state?: ChannelSnapshot; stale?: readonly Hex[] }> {
+  if (payment.kind === 'voucher') {
+    return { response: { success: false, errorReason: R.payloadType, errorMessage: 'a voucher is not settled by the facilitator: the resource server charges it', transaction: '', network: ctx.wireNetwork } }
+  }
+  const outcome = await chain.send(payment.signer, payment.call, journal, ctx.signal)
+  // A claim (landed or not yet known) moves totalClaimed: remembered reads of its channels are stale.
+  return { ...(await answer(ctx, chain, payment, outcome)), ...(payment.kind === 'claim' ? { stale: payment.channelIds } : {}) }
+}
+
+async function answer(ctx: PaymentContext, chain: BatchChain, payment: Exclude<BatchPayment, { kind: 'voucher' }>, outcome: Outcome): Promise<{ response: SettleResponse; state?: ChannelSnapshot }> {
+  const payer = payment.kind === 'deposit' || payment.kind === 'refund' ? payment.payload.channelConfig.payer : undefined
+  const base = { network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+  if (outcome.state !== 'mined') {
+    const reason = outcome.state === 'dropped' ? REJECTION.transactionDropped : REJECTION.settlementPending
+    return { response: { success: false, errorReason: reason, transaction: outcome.transaction, ...base } }
+  }
+  const { receipt } = outcome
+  ctx.cost = (ctx.cost ?? 0n) + receipt.gasUsed * receipt.effectiveGasPrice
+  if (receipt.status !== 'success') return { response: { success: false, errorReason: FAILED[payment.kind], errorMessage: 'the transaction reverted', transaction: receipt.transactionHash, ...base } }
+  const transaction = receipt.transactionHash
+  switch (payment.kind) {
+    case 'claim':
+      return { response: { success: true, transaction, amount: '', ...base } }
+    case 'sweep':
+      return { response: { success: true, transaction, amount: settledAmount(receipt, payment.receiver, payment.token).toString(), ...base } }
+    case 'deposit': {
+      const state = await chain.readChannel(payment.payload.voucher.channelId).catch(() => ({ ...payment.before, balance: payment.before.balance + payment.payload.deposit.amount }))
+      return { state, response: { success: true, transaction, amount: payment.payload.deposit.amount.toString(), asset: ctx.asset, extra: { channelState: snapshotWire(state) }, ...base } }
+    }
+    case 'refund': {
+      const state = await chain.readChannel(payment.payload.voucher.channelId).catch(() => undefined)
+      const refunded = state ? payment.before.balance - state.balance : refundedAmount(receipt)
+      return { ...(state ? { state } : {}), response: { success: true, transaction, amount: refunded.toString(), ...(state ? { extra: { channelState: snapshotWire(state) } } : {}), ...base } }
+    }
+  }
+}
+
+function settledAmount(receipt: TransactionReceipt, receiver: Address, token: Address): bigint {
+  const logs = parseEventLogs({ abi: batchSettlementAbi, eventName: 'Settled', logs: receipt.logs.filter((l) => isAddressEqual(l.address, BATCH_SETTLEMENT_ADDRESS)) })
+  return logs.find((l) => isAddressEqual(l.args.receiver, receiver) && isAddressEqual(l.args.token, token))?.args.amount ?? 0n
+}
+
+function refundedAmount(receipt: TransactionReceipt): bigint {
+  const logs = parseEventLogs({ abi: batchSettlementAbi, eventName: 'Refunded', logs: receipt.logs.filter((l) => isAddressEqual(l.address, BATCH_SETTLEMENT_ADDRESS)) })
+  return logs.reduce((sum, l) => sum + l.args.amount, 0n)
+}
+
+/** Finishes a journaled transaction: answers from its receipt, or pending, or dropped (the core then settles anew). */
+export async function resumeBatch(ctx: PaymentContext, chain: BatchChain, payload: BatchPayload, record: BroadcastRecord): Promise<SettleResponse> {
+  const outcome = await chain.await(record)
+  const payer = payerOf(payload)
+  if (outcome.state !== 'mined') {
+    return { success: false, errorReason: outcome.state === 'dropped' ? REJECTION.transactionDropped : REJECTION.settlementPending, transaction: outcome.transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+  }
+  const kind = payload.type === 'settle' ? 'sweep' : payload.type
+  if (kind === 'voucher') return { success: false, errorReason: R.payloadType, transaction: record.transaction, network: ctx.wireNetwork }
+  const before: ChannelSnapshot = { channelId: '0x', balance: 0n, totalClaimed: 0n, withdrawRequestedAt: 0, refundNonce: 0n }
+  const payment = { kind, payload, call: { to: BATCH_SETTLEMENT_ADDRESS, data: '0x', gas: 0n }, signer: undefined, before, receiver: (payload as SettlePayload).receiver, token: (payload as SettlePayload).token, channelIds: [] } as unknown as Exclude<BatchPayment, { kind: 'voucher' }>
+  const result = await answer(ctx, chain, payment, outcome)
+  if (payment.kind === 'refund' && result.response.success) {
+    // The balance before is unknown here: the Refunded event states what moved.
+    return { ...result.response, amount: refundedAmount(outcome.receipt).toString() }
+  }
+  return result.response
+}

@@ -1,0 +1,126 @@
+/**
+ * The specification's verification rules for client payloads (deposit, voucher, refund): the channel
+ * config against the requirements, the voucher signature, and the voucher against the channel state.
+ */
+import { encodeAbiParameters, encodeFunctionData, getAddress, isAddressEqual, keccak256, recoverTypedDataAddress, zeroAddress, type Address, type Hex } from 'viem'
+import type { PaymentContext } from '../../core/adapter.js'
+import { PERMIT2_ADDRESS } from '../permit2-abi.js'
+import { batchSettlementAbi } from './abi.js'
+import type { BatchChain } from './chain.js'
+import { channelId, isEoaVoucherSigned, voucherTypedData, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
+import {
+  ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
+  MAX_WITHDRAW_DELAY,
+  MIN_WITHDRAW_DELAY,
+  PERMIT2_DEPOSIT_COLLECTOR_ADDRESS,
+  depositPermitWitnessTypes,
+  receiveWithAuthorizationTypes,
+} from './constants.js'
+import { BATCH_REJECTION as R } from './reasons.js'
+
+export interface Refusal {
+  readonly reason: string
+  readonly message?: string
+}
+
+/** Rules 1–5: the config hashes to the claimed id and matches the requirements' payTo, receiver authorizer, asset and withdraw delay. */
+export function checkChannelConfig(ctx: PaymentContext, chainId: number, config: ChannelConfig, claimedId: Hex): Refusal | undefined {
+  if (channelId(config, chainId) !== claimedId.toLowerCase()) return { reason: R.channelIdMismatch, message: 'the channel config does not hash to voucher.channelId' }
+  if (!sameAddress(config.receiver, ctx.payTo)) return { reason: R.receiverMismatch, message: 'channelConfig.receiver is not payTo' }
+  const extra = ctx.requirements.extra as Record<string, unknown> | undefined
+  const wanted = extra?.receiverAuthorizer
+  if (typeof wanted !== 'string' || !sameAddress(wanted, config.receiverAuthorizer) || isAddressEqual(config.receiverAuthorizer, zeroAddress)) {
+    return { reason: R.receiverAuthorizerMismatch, message: 'channelConfig.receiverAuthorizer is not extra.receiverAuthorizer' }
+  }
+  if (!sameAddress(config.token, ctx.asset)) return { reason: R.tokenMismatch, message: 'channelConfig.token is not the asset' }
+  if (extra?.withdrawDelay !== undefined && Number(extra.withdrawDelay) !== config.withdrawDelay) return { reason: R.withdrawDelayMismatch, message: 'channelConfig.withdrawDelay is not extra.withdrawDelay' }
+  if (config.withdrawDelay < MIN_WITHDRAW_DELAY || config.withdrawDelay > MAX_WITHDRAW_DELAY) return { reason: R.withdrawDelayOutOfRange, message: 'the withdraw delay is outside 900 s to 30 days' }
+  return undefined
+}
+
+/** Rule 6: an EOA payer authorizer by recovery (offline); a zero one through the payer (ERC-1271 or ERC-6492, one eth_call). */
+export async function checkVoucherSignature(chain: BatchChain, config: ChannelConfig, id: Hex, maxClaimableAmount: bigint, signature: Hex): Promise<Refusal | undefined> {
+  const ok = isAddressEqual(config.payerAuthorizer, zeroAddress)
+    ? await chain.client.verifyTypedData({ address: config.payer, ...voucherTypedData(chain.chainId, id, maxClaimableAmount), signature }).catch(() => false)
+    : await isEoaVoucherSigned(config, chain.chainId, id, maxClaimableAmount, signature)
+  return ok ? undefined : { reason: R.voucherSignature, message: 'the voucher is not signed by the payer authorizer' }
+}
+
+/**
+ * Rules 7, 9, 10: the channel exists (or this deposit creates it), the voucher's ceiling stays within
+ * the balance (plus this deposit), and a paid voucher advances past the claimed total by the price
+ * (a refund's zero-charge voucher may equal it).
+ */
+export function checkAgainstState(kind: 'deposit' | 'voucher' | 'refund', state: ChannelSnapshot, maxClaimableAmount: bigint, price: bigint, deposit = 0n): Refusal | undefined {
+  if (kind !== 'deposit' && state.balance === 0n) return { reason: R.channelNotFound, message: 'the channel has no balance' }
+  if (maxClaimableAmount > state.balance + deposit) return { reason: R.cumulativeExceedsBalance, message: `the voucher's ${maxClaimableAmount} exceeds the channel's balance ${state.balance + deposit}` }
+  const floor = kind === 'refund' ? state.totalClaimed : state.totalClaimed + price
+  if (maxClaimableAmount < floor) return { reason: R.cumulativeBelowClaimed, message: `the voucher's ${maxClaimableAmount} is below ${floor} (claimed ${state.totalClaimed})` }
+  return undefined
+}
+
+/** The deposit call through the collector its authorization names, with the collector's data. */
+export function depositCall(payload: DepositPayload): { collector: Address; collectorData: Hex; data: Hex } {
+  const { erc3009Authorization: eip3009, permit2Authorization: permit2 } = payload.deposit.authorization
+  const collector = eip3009 ? ERC3009_DEPOSIT_COLLECTOR_ADDRESS : PERMIT2_DEPOSIT_COLLECTOR_ADDRESS
+  const collectorData = eip3009
+    ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [eip3009.validAfter, eip3009.validBefore, eip3009.salt, eip3009.signature])
+    : encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }, { type: 'bytes' }], [permit2!.nonce, permit2!.deadline, permit2!.signature, '0x'])
+  const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'deposit', args: [payload.channelConfig, payload.deposit.amount, collector, collectorData] })
+  return { collector, collectorData, data }
+}
+
+/** The deposit's own authorization: EIP-3009 to the collector (nonce bound to the channel), or Permit2 with the channel witness. */
+export async function checkDepositAuthorization(ctx: PaymentContext, chain: BatchChain, payload: DepositPayload, marginSeconds: number): Promise<Refusal | undefined> {
+  const now = BigInt(Math.floor(Date.now() / 1000))
+  const payer = payload.channelConfig.payer
+  const amount = payload.deposit.amount
+  const { erc3009Authorization: eip3009, permit2Authorization: permit2 } = payload.deposit.authorization
+  const method = (ctx.requirements.extra as Record<string, unknown> | undefined)?.assetTransferMethod
+  if (method === 'permit2' && !permit2) return { reason: R.permit2AuthorizationRequired }
+  if (method !== undefined && method !== 'permit2' && !eip3009) return { reason: R.erc3009AuthorizationRequired }
+  if (eip3009) {
+    const extra = ctx.requirements.extra as Record<string, unknown> | undefined
+    if (typeof extra?.name !== 'string' || typeof extra?.version !== 'string') return { reason: R.missingEip712Domain }
+    if (eip3009.validBefore < now + BigInt(marginSeconds)) return { reason: R.validBefore }
+    if (eip3009.validAfter > now) return { reason: R.validAfter }
+    const nonce = keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'uint256' }], [payload.voucher.channelId, eip3009.salt]))
+    const typed = {
+      domain: { name: extra.name, version: extra.version, chainId: chain.chainId, verifyingContract: getAddress(ctx.asset) },
+      types: receiveWithAuthorizationTypes,
+      primaryType: 'ReceiveWithAuthorization' as const,
+      message: { from: payer, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter: eip3009.validAfter, validBefore: eip3009.validBefore, nonce },
+    }
+    const ok = await signedBy(chain, payer, typed, eip3009.signature)
+    return ok ? undefined : { reason: R.receiveAuthorizationSignature }
+  }
+  const auth = permit2!
+  if (!isAddressEqual(auth.from, payer)) return { reason: R.permit2InvalidSignature, message: 'permit2Authorization.from is not the payer' }
+  if (!isAddressEqual(auth.spender, PERMIT2_DEPOSIT_COLLECTOR_ADDRESS)) return { reason: R.permit2InvalidSpender }
+  if (!sameAddress(auth.permitted.token, ctx.asset)) return { reason: R.tokenMismatch }
+  if (auth.permitted.amount !== amount) return { reason: R.permit2AmountMismatch }
+  if (auth.witness.channelId !== payload.voucher.channelId) return { reason: R.channelIdMismatch, message: 'the Permit2 witness names another channel' }
+  if (auth.deadline < now + BigInt(marginSeconds)) return { reason: R.permit2DeadlineExpired }
+  const typed = {
+    domain: { name: 'Permit2', chainId: chain.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: depositPermitWitnessTypes,
+    primaryType: 'PermitWitnessTransferFrom' as const,
+    message: { permitted: { token: auth.permitted.token, amount }, spender: auth.spender, nonce: auth.nonce, deadline: auth.deadline, witness: { channelId: auth.witness.channelId } },
+  }
+  if (!(await signedBy(chain, payer, typed, auth.signature))) return { reason: R.permit2InvalidSignature }
+  const allowance = await chain.allowance(getAddress(ctx.asset), payer, PERMIT2_ADDRESS)
+  return allowance >= amount ? undefined : { reason: R.permit2AllowanceRequired }
+}
+
+/** An EOA signature by recovery; anything else (a contract wallet) through the chain. */
+async function signedBy(chain: BatchChain, signer: Address, typed: Parameters<typeof recoverTypedDataAddress>[0] extends infer T ? Omit<T & object, 'signature'> : never, signature: Hex): Promise<boolean> {
+  if (signature.length === 132) {
+    const recovered = await recoverTypedDataAddress({ ...(typed as object), signature } as never).catch(() => undefined)
+    if (recovered && isAddressEqual(recovered, signer)) return true
+  }
+  return chain.client.verifyTypedData({ address: signer, ...(typed as object), signature } as never).catch(() => false)
+}
+
+function sameAddress(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase()
+}

@@ -12,3 +12,4 @@ export { MULTICALL3_ADDRESS, eip3009Abi, erc1271Abi, multicall3Abi } from './cod
 export { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY, exactPermit2ProxyAbi, permitWitnessTransferFromTypes, uptoPermit2ProxyAbi, uptoPermitWitnessTransferFromTypes } from './codec/permit2-abi.js'
 export { parseUptoPayload, uptoPayloadSchema, type UptoPayload } from './upto/upto-payment.js'
 export { permit2PayloadSchema, parsePermit2Payload, type Permit2Payload } from './permit2/permit2-payload.js'
+export * from './batch/index.js'

@@ -4,7 +4,7 @@
  * data, vouchers, refunds and claim batches.
  */
 import { encodeAbiParameters, encodeAbiParameters as encode, keccak256, type Address, type Hex, type LocalAccount } from 'viem'
-import { PERMIT2_ADDRESS } from '../../src/evm/permit2-abi.js'
+import { PERMIT2_ADDRESS } from '../../src/evm/codec/permit2-abi.js'
 import { channelId, claimBatchTypedData, refundTypedData, voucherTypedData, type ChannelConfig, type VoucherClaim } from '../../src/evm/batch/codec.js'
 import { ERC3009_DEPOSIT_COLLECTOR_ADDRESS, PERMIT2_DEPOSIT_COLLECTOR_ADDRESS, depositPermitWitnessTypes, receiveWithAuthorizationTypes } from '../../src/evm/batch/constants.js'
 import type { TestToken } from './evm-contracts.js'

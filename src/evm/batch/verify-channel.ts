@@ -4,7 +4,7 @@
  */
 import { encodeAbiParameters, encodeFunctionData, getAddress, isAddressEqual, keccak256, recoverTypedDataAddress, zeroAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../../core/adapter.js'
-import { PERMIT2_ADDRESS } from '../permit2-abi.js'
+import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain } from './chain.js'
 import { channelId, isEoaVoucherSigned, voucherTypedData, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'

@@ -74,7 +74,7 @@ ${footer(stats, input.links)}`
  * in the same look as the statistics page.
  *
  * @example
- * import { renderUnavailablePage } from 'x402-facilitator'
+ * import { renderUnavailablePage } from './stats-page.js'
  *
  * new Response(renderUnavailablePage(), { status: 503 })
  */

@@ -1,6 +1,7 @@
 // Solana entry (`x402-facilitator/svm`): the only place @solana/* is imported.
 export { buildExactSvmTransaction, type ExactSvmTransactionOptions } from './build-transaction.js'
-export { exactSvm, type ExactSvmConfig, type ExactSvmNetworkConfig } from './exact-svm.js'
+export type { ExactSvmNetworkConfig } from './exact-svm.js'
+export { exactSvm, type ExactSvmConfig } from './exact-svm-options.js'
 export { SVM_REASON, type SvmReason } from './reasons.js'
 export {
   createHttpRpcTransport,

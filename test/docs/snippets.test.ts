@@ -37,6 +37,10 @@ const ENTRIES: Record<string, string> = {
   './metrics': 'src/ops/metrics.ts',
   './stores/sqlite': 'src/stores/sqlite/index.ts',
   './stores/postgres': 'src/stores/postgres/index.ts',
+  './server': 'src/resource-server/index.ts',
+  './stats': 'src/stats/index.ts',
+  './catalog': 'src/catalog/index.ts',
+  './ledger': 'src/ledger/index.ts',
 }
 
 const markdownFiles = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]

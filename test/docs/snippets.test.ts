@@ -335,7 +335,7 @@ describe('documentation snippets', () => {
   })
 
   it('the statistics block serves the JSON and the page for people on the statistics host', () => {
-    const { snippet, run } = runOf('README.md', 'stats.handler({ routes: [...catalog.routes(), statsPageRoute({ stats, catalog })] })).listen(4021)')
+    const { snippet, run } = runOf('README.md', 'stats.handler({ routes: [...catalog.routes(), stats.page({ catalog })] })).listen(4021)')
     const page = run.probes[4021]?.find((probe) => probe.path === '/')
     expect(page?.status, summary(snippet, run)).toBe(200)
     expect(page!.contentType).toMatch(/^text\/html/)

@@ -15,6 +15,10 @@ export default defineConfig({
       { find: /^x402-facilitator\/metrics$/, replacement: src('ops/metrics.ts') },
       { find: /^x402-facilitator\/stores\/sqlite$/, replacement: src('stores/sqlite/index.ts') },
       { find: /^x402-facilitator\/stores\/postgres$/, replacement: src('stores/postgres/index.ts') },
+      { find: /^x402-facilitator\/server$/, replacement: src('resource-server/index.ts') },
+      { find: /^x402-facilitator\/stats$/, replacement: src('stats/index.ts') },
+      { find: /^x402-facilitator\/catalog$/, replacement: src('catalog/index.ts') },
+      { find: /^x402-facilitator\/ledger$/, replacement: src('ledger/index.ts') },
     ],
   },
   test: {

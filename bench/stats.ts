@@ -2,7 +2,8 @@
  * Statistics: the cost of recording one event and the memory held after one
  * million.
  */
-import { createMemoryStore, createStatsRecorder, type PaymentRequest, type VerifyEvent } from '../src/index.js'
+import { createMemoryStore, type PaymentRequest, type VerifyEvent } from '../src/index.js'
+import { createStatsRecorder } from '../src/stats/stats-recorder.js'
 import { createMetrics } from '../src/ops/metrics.js'
 import { progress, row, type Row } from './measure.js'
 

@@ -30,27 +30,20 @@ import { decodePaymentResponseHeader, wrapFetchWithPayment } from '@x402/fetch'
 import { ExactSvmScheme as ExactSvmClientScheme } from '@x402/svm/exact/client'
 import { ExactSvmScheme as ExactSvmServerScheme } from '@x402/svm/exact/server'
 import express from 'express'
-import { getAddress } from 'viem'
+import { formatUnits, getAddress } from 'viem'
 import {
-  CATALOG_LISTING_PATH,
-  catalogListingSchema,
   createAssetTable,
-  createCatalog,
   createFacilitator,
-  createPublicStats,
-  formatTokenUnits,
-  LEDGER_PATH,
-  ledgerPageSchema,
-  PUBLIC_STATS_PATH,
-  publicStatsSchema,
   settleResponseSchema,
   SOLANA_DEVNET,
-  statsPageRoute,
   supportedResponseSchema,
   type SettleEvent,
   type SettleResponse,
   type VerifyEvent,
 } from 'x402-facilitator'
+import { CATALOG_LISTING_PATH, catalogListingSchema, createCatalog } from 'x402-facilitator/catalog'
+import { LEDGER_PATH, ledgerPageSchema } from 'x402-facilitator/ledger'
+import { createPublicStats, PUBLIC_STATS_PATH, publicStatsSchema } from 'x402-facilitator/stats'
 import { exactEvm } from 'x402-facilitator/evm'
 import { createNodeListener } from 'x402-facilitator/http'
 import { exactSvm } from 'x402-facilitator/svm'
@@ -84,7 +77,7 @@ let stepNumber = 0
 
 /** `0.01 USDC (10000)`: token units for people, raw units for checking. */
 const amount = (raw: bigint, symbol = 'USDC') => {
-  const [whole, fraction = ''] = formatTokenUnits(raw, DECIMALS).split('.')
+  const [whole, fraction = ''] = formatUnits(raw, DECIMALS).split('.')
   return `${whole}.${fraction.padEnd(2, '0')} ${symbol} (${raw})`
 }
 const short = (value: string) => (value.length > 20 ? `${value.slice(0, 8)}…${value.slice(-6)}` : value)
@@ -214,7 +207,7 @@ async function main(): Promise<string> {
     store,
     schemes: [
       exactEvm(world.adapterConfig()),
-      exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrl: solana.url }], feePayers: [sol.feePayer], pollIntervalMs: 20 }),
+      exactSvm({ networks: [{ network: SOLANA_DEVNET, rpcUrl: solana.url }], feePayers: [sol.feePayer], confirmPollIntervalMs: 20 }),
     ],
     hooks: [
       stats.hooks,
@@ -235,7 +228,7 @@ async function main(): Promise<string> {
   detail('url', facilitatorServer.url)
   // The statistics host of SPEC.md ({stats_url}): the JSON and, at /, the same numbers as a page for people.
   const statsHost = await step('statistics host: JSON and the page for people', async () => {
-    const page = statsPageRoute({ stats, catalog, assets, title: 'x402-facilitator demo: statistics' })
+    const page = stats.page({ catalog, assets, title: 'x402-facilitator demo: statistics' })
     const server = await listen(createNodeListener(stats.handler({ routes: [...catalog.routes(), page] })))
     track('statistics host', () => server.close())
     return server

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path'
-import { createLedgerRecorder, ledgerRoute, type FacilitatorHooks } from 'x402-facilitator'
+import type { FacilitatorHooks } from 'x402-facilitator'
+import { createLedgerRecorder, ledgerRoute } from 'x402-facilitator/ledger'
 import type { ExtraRoute } from 'x402-facilitator/http'
 import { createSqliteStore, type SqliteStore, type SqliteSynchronous } from 'x402-facilitator/stores/sqlite'
 

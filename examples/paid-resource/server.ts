@@ -1,6 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { withPayment, type Facilitator, type PaymentOffer } from 'x402-facilitator'
+import type { Facilitator } from 'x402-facilitator'
+import { withPayment, type PaymentOffer } from 'x402-facilitator/server'
 import { createNodeListener } from 'x402-facilitator/http'
 
 /** Options of {@link startPaidResourceServer}. */

@@ -10,7 +10,7 @@ const DAY_MS = 86_400_000
  * A USD amount for `trustScore.valueProcessed`.
  *
  * @example
- * import { formatUsdCompact } from 'x402-facilitator'
+ * import { formatUsdCompact } from './catalog-format.js'
  *
  * formatUsdCompact(0)         // '$0'
  * formatUsdCompact(0.005)     // '$0.005'
@@ -48,7 +48,7 @@ const trimZeros = (text: string) => (text.includes('.') ? text.replace(/\.?0+$/,
  * minutes, so "seconds ago" would claim a precision it does not have).
  *
  * @example
- * import { formatLastCalled } from 'x402-facilitator'
+ * import { formatLastCalled } from './catalog-format.js'
  *
  * const now = Date.now()
  * formatLastCalled(undefined, now)        // 'never'

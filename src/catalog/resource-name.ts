@@ -17,7 +17,7 @@ const NOISE_SEGMENTS = /^(api|v\d+)$/i
  * anything that is not a plain http(s) URL.
  *
  * @example
- * import { resourceId } from 'x402-facilitator'
+ * import { resourceId } from './resource-name.js'
  *
  * resourceId('https://api.example.com/weather?city=Oslo') // 'https://api.example.com/weather'
  * resourceId('https://api.example.com/users/42', '/users/:id') // 'https://api.example.com/users/:id'
@@ -61,7 +61,7 @@ export function isSafeRouteTemplate(template: string): boolean {
  * given, else from the host's registrable label; the slug from the path.
  *
  * @example
- * import { resourceName } from 'x402-facilitator'
+ * import { resourceName } from './resource-name.js'
  *
  * resourceName('https://api.weather-co.com/v1/forecast/daily') // 'weather-co/forecast-daily'
  * resourceName('https://example.com/')                          // 'example/root'

@@ -21,7 +21,6 @@ import { dirname, join } from 'node:path'
 import { secretsOfUrl } from '../core/redact.js'
 import { withRequestId } from '../http/request-id.js'
 import { createAssetTable } from '../networks/assets.js'
-import { statsPageRoute } from '../pages/stats-page-route.js'
 import { connectionCauseOfCode } from '../transport/connection-cause.js'
 import { assetTableEntries } from './cli-assets.js'
 import { helpText, readCliConfig, type CliConfig } from './cli-config.js'
@@ -274,7 +273,7 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
     await runStartupChecks({ facilitator, store, networks: config.networks, logger, secrets })
 
     // The statistics host: the page for people at /, its JSON beside it.
-    const page = statsPageRoute({ stats, catalog, assets })
+    const page = stats.page({ catalog })
     const statsHostRoutes: ExtraRoute[] = [stats.route(), ...catalog.routes(), page]
     const tokens = config.apiTokens
     const adminTokens = config.adminTokens

@@ -32,7 +32,7 @@ export interface SignerBalanceWatch {
 
 /**
  * Reads the signers' gas money on an interval, off the payment path, through
- * the adapters' readiness checks (their `minSignerBalance` / `minFeePayerLamports`
+ * the adapters' readiness checks (their `minSignerBalance`, in wei or lamports,
  * are the thresholds), and calls `onLow` when one falls below its threshold.
  * The timer does not keep the process alive.
  *

@@ -1,11 +1,8 @@
+// The HTTP entry (`x402-facilitator/http`): the facilitator's routes as a web handler, and its node:http bridges.
 export {
-  answerOf,
   createHandler,
-  json,
-  toResponse,
   type AuthenticatedRoute,
   type AuthenticateResult,
-  type CallAnswerer,
   type CorsOptions,
   type ExtraRoute,
   type FetchHandler,
@@ -17,7 +14,5 @@ export { createNodeListener, toRequest, writeResponse, type NodeListenerOptions 
 export { createNodeServer, type NodeServerOptions } from './node-server.js'
 export { REQUEST_ID_HEADER, requestIdOf, withRequestId, type RequestIdOptions } from './request-id.js'
 export { healthRoutes, type HealthRoutePaths } from './health-routes.js'
-export { exceedsDepth, readJsonBody } from './read-body.js'
 export { createRateLimiter, type RateLimiter, type RateLimitOptions, type RateLimitRule } from './rate-limit.js'
 export { forwardedClientAddress, proxiedClientAddress, type TrustProxy } from './client-address.js'
-export { SETTLE_REQUIRES_AUTHENTICATION, settleAmountRefusal } from './settle-amount-refusal.js'

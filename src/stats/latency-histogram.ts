@@ -19,7 +19,7 @@ const LOG_GROWTH = Math.log(LATENCY_GROWTH)
  * The bucket of a duration.
  *
  * @example
- * import { latencyBucket } from 'x402-facilitator'
+ * import { latencyBucket } from './latency-histogram.js'
  *
  * latencyBucket(0.01) // 0
  * latencyBucket(12)   // 72
@@ -61,7 +61,7 @@ export interface LatencyHistogram {
  * An empty histogram.
  *
  * @example
- * import { createLatencyHistogram } from 'x402-facilitator'
+ * import { createLatencyHistogram } from './latency-histogram.js'
  *
  * const h = createLatencyHistogram()
  * for (const ms of [3, 5, 8, 400]) h.record(ms)

@@ -3,6 +3,7 @@ import type { FacilitatorHooks } from '../core/hooks.js'
 import type { ExtraRoute, FetchHandler } from '../http/handler.js'
 import { requireStoreRole } from '../stores/store-roles.js'
 import type { StatsStore } from '../stores/store.js'
+import { statsPageRoute, type StatsPageRouteOptions } from './page/stats-page-route.js'
 import { createStatsHandler, statsRoute, type PublicHandlerOptions } from './stats-handler.js'
 import { readPublicStats, type ReadStatsOptions } from './stats-reader.js'
 import { createStatsRecorder, type StatsRecorderOptions } from './stats-recorder.js'
@@ -19,6 +20,9 @@ export interface PublicStatsOptions extends ReadStatsOptions, Pick<StatsRecorder
   cacheSeconds?: number
 }
 
+/** Options of the statistics page (`stats.page()`): its statistics are the service's own. */
+export type StatsPageOptions = Omit<StatsPageRouteOptions, 'stats'>
+
 /** Statistics wired together: hooks to record, a cached reader and its HTTP forms. */
 export interface PublicStatsService {
   /** Pass to `createFacilitator({ hooks })`. */
@@ -28,13 +32,20 @@ export interface PublicStatsService {
   read(): Promise<PublicStats>
   /** GET /public/stats for `createHandler({ routes })`. */
   route(path?: string): ExtraRoute
-  /** A handler of its own, for the separate statistics host. */
+  /** A handler of its own, for the separate statistics host: GET /public/stats plus `routes`. */
   handler(options?: PublicHandlerOptions): FetchHandler
+  /**
+   * GET / (or `path`) as an extra route: the same statistics, and the catalog if given, as an
+   * HTML page for people, rendered from the cached bodies and served with their `cache-control`.
+   * `assets` defaults to the service's own.
+   */
+  page(options?: StatsPageOptions): ExtraRoute
 }
 
 /**
  * Public statistics for a facilitator: record with `hooks`, serve with
- * `route()` on the payment host or `handler()` on a host of its own.
+ * `route()` on the payment host or `handler()` on a host of its own, and
+ * `page()` for the HTML page for people on either.
  *
  * @example
  * // partial
@@ -42,7 +53,7 @@ export interface PublicStatsService {
  * const stats = createPublicStats({ store })
  * const facilitator = createFacilitator({ schemes, store, hooks: [stats.hooks] })
  * const payments = createHandler(facilitator, { routes: [stats.route()] })
- * const statsHost = stats.handler()
+ * const statsHost = stats.handler({ routes: [stats.page()] })
  */
 export function createPublicStats(options: PublicStatsOptions): PublicStatsService {
   requireStoreRole(options.store, 'statistics', 'createPublicStats')
@@ -55,6 +66,7 @@ export function createPublicStats(options: PublicStatsOptions): PublicStatsServi
     read: cachedFor(cacheSeconds * 1000, now, () => readPublicStats(options.store, { assets: options.assets, now })),
     route: (path) => statsRoute(service, path),
     handler: (handlerOptions) => createStatsHandler(service, handlerOptions),
+    page: (pageOptions = {}) => statsPageRoute({ assets: options.assets, ...pageOptions, stats: service }),
   }
   return service
 }

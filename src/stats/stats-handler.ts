@@ -1,7 +1,7 @@
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { ExtraRoute, FetchHandler } from '../http/handler.js'
 import { routePath } from '../http/route-path.js'
-import { publicError, publicJson } from './public-response.js'
+import { publicError, publicJson } from '../http/public-response.js'
 import type { PublicStats } from './stats-schema.js'
 
 /** What the stats routes need: a (cached) reader and how long answers may be cached. */
@@ -15,11 +15,7 @@ export const PUBLIC_STATS_PATH = '/public/stats'
 
 /**
  * GET /public/stats as an extra route of `createHandler`: public (never asks
- * `authenticate`), cacheable.
- *
- * @example
- * // partial
- * createHandler(facilitator, { routes: [statsRoute(stats)] })
+ * `authenticate`), cacheable. Users reach it as `createPublicStats(...).route()`.
  */
 export function statsRoute(source: StatsSource, path: string = PUBLIC_STATS_PATH): ExtraRoute {
   return {
@@ -46,12 +42,8 @@ export interface PublicHandlerOptions {
 /**
  * A web-standard handler for the statistics host of SPEC.md (`{stats_url}`),
  * separate from the payment endpoints: GET/HEAD /public/stats plus any extra
- * public routes, CORS open to any origin, 404/405 as `{error, code}`.
- *
- * @example
- * // partial
- * const stats = createPublicStats({ store })
- * Bun.serve({ port: 8081, fetch: createStatsHandler(stats) })
+ * public routes, CORS open to any origin, 404/405 as `{error, code}`. Users
+ * reach it as `createPublicStats(...).handler()`.
  */
 export function createStatsHandler(source: StatsSource, options: PublicHandlerOptions = {}): FetchHandler {
   return createPublicHandler([statsRoute(source), ...(options.routes ?? [])], options.basePath)

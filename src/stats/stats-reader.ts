@@ -5,7 +5,7 @@ import { createLatencyHistogram, type LatencyHistogram } from './latency-histogr
 import { REFUSAL_KINDS, type RefusalKind } from './refusals.js'
 import { DAY_MS, dayKey, HOUR_MS, hourKey, joinAmount, MINUTE_MS, minuteKey, payersKey, STATS_ALL_KEY, UNSUPPORTED_NETWORK, utcDay } from './stats-keys.js'
 import type { LatencyEntry, PublicStats, RefusalTotals, UsageTotals, VolumeEntry } from './stats-schema.js'
-import { formatTokenUnits, usdValue } from './token-units.js'
+import { formatTokenUnits, usdValue } from '../networks/token-units.js'
 
 /** Options of `readPublicStats`. */
 export interface ReadStatsOptions {

@@ -1,7 +1,7 @@
 // Solana entry (`x402-facilitator/svm`): the only place @solana/* is imported.
 export { buildExactSvmTransaction, type ExactSvmTransactionOptions } from './exact/build-transaction.js'
-export type { ExactSvmConfig, ExactSvmNetworkConfig } from './exact/config.js'
-export { exactSvm } from './exact/exact-svm.js'
+export type { ExactSvmNetworkConfig } from './exact/config.js'
+export { exactSvm, type ExactSvmConfig } from './exact-svm-options.js'
 export { SVM_REASON, type SvmReason } from './reasons.js'
 export {
   createHttpRpcTransport,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createAssetTable, describeNetwork, evmChainId, KNOWN_NETWORKS, SOLANA_MAINNET, toCaip2 } from '../../src/index.js'
+import { createAssetTable, describeNetwork, KNOWN_NETWORKS, SOLANA_MAINNET, toCaip2 } from '../../src/index.js'
+import { evmChainId } from '../../src/networks/networks.js'
 
 describe('network table', () => {
   it('maps v1 names to CAIP-2 ids and back', () => {

@@ -38,6 +38,10 @@ const ENTRIES: Record<string, string> = {
   './metrics': 'src/ops/metrics.ts',
   './stores/sqlite': 'src/stores/sqlite/index.ts',
   './stores/postgres': 'src/stores/postgres/index.ts',
+  './server': 'src/resource-server/index.ts',
+  './stats': 'src/stats/index.ts',
+  './catalog': 'src/catalog/index.ts',
+  './ledger': 'src/ledger/index.ts',
 }
 
 const markdownFiles = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]
@@ -332,7 +336,7 @@ describe('documentation snippets', () => {
   })
 
   it('the statistics block serves the JSON and the page for people on the statistics host', () => {
-    const { snippet, run } = runOf('README.md', 'stats.handler({ routes: [...catalog.routes(), statsPageRoute({ stats, catalog })] })).listen(4021)')
+    const { snippet, run } = runOf('README.md', 'stats.handler({ routes: [...catalog.routes(), stats.page({ catalog })] })).listen(4021)')
     const page = run.probes[4021]?.find((probe) => probe.path === '/')
     expect(page?.status, summary(snippet, run)).toBe(200)
     expect(page!.contentType).toMatch(/^text\/html/)

@@ -11,7 +11,8 @@ import { UptoEvmScheme } from '@x402/evm/upto/client'
 import { decodeFunctionData, getAddress, parseEventLogs, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createCatalog, createFacilitator, createMemoryStore, REJECTION } from '../../src/index.js'
+import { createCatalog } from '../../src/catalog/index.js'
+import { createFacilitator, createMemoryStore, REJECTION } from '../../src/index.js'
 import { createHandler } from '../../src/http/index.js'
 import {
   EIP2612_GAS_SPONSORING,

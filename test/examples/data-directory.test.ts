@@ -9,7 +9,8 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { openDataDirectory } from '../../examples/node-http/data-directory.js'
 import { startNodeHttpServer } from '../../examples/node-http/server.js'
-import { createFacilitator, ledgerPageSchema } from '../../src/index.js'
+import { createFacilitator } from '../../src/index.js'
+import { ledgerPageSchema } from '../../src/ledger/index.js'
 import { createLedgerAdapter, ledgerBody } from '../support/ledger-adapter.js'
 
 const root = mkdtempSync(join(tmpdir(), 'x402-data-dir-'))

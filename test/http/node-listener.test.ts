@@ -2,7 +2,8 @@ import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createFacilitator } from '../../src/index.js'
-import { answerOf, createHandler, createNodeListener, type FetchHandler, type HandlerOptions } from '../../src/http/index.js'
+import { answerOf } from '../../src/http/handler.js'
+import { createHandler, createNodeListener, type FetchHandler, type HandlerOptions } from '../../src/http/index.js'
 import { createLedgerAdapter, ledgerBody } from '../support/ledger-adapter.js'
 
 let server: Server | undefined

@@ -1,8 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { escapeHtml } from '../../src/pages/escape-html.js'
-import { html } from '../../src/pages/html-template.js'
-import { safeHttpUrl } from '../../src/pages/safe-http-url.js'
+import { escapeHtml } from '../../src/stats/page/escape-html.js'
+import { html } from '../../src/stats/page/html-template.js'
+import { safeHttpUrl } from '../../src/stats/page/safe-http-url.js'
 
 const HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 

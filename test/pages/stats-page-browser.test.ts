@@ -32,7 +32,6 @@ import { signExactEvmPayment } from '../../src/evm/exact/sign-payment.js'
 import { createNodeListener } from '../../src/http/node-listener.js'
 import { createAssetTable } from '../../src/networks/assets.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
-import { statsPageRoute } from '../../src/pages/stats-page-route.js'
 import { verifyResponseSchema } from '../../src/schemas/messages.js'
 import { createPublicStats } from '../../src/stats/public-stats.js'
 import { publicStatsSchema, type PublicStats, type UsageTotals } from '../../src/stats/stats-schema.js'
@@ -92,8 +91,8 @@ beforeAll(async () => {
     hooks: [stats.hooks, catalog.hooks],
   })
   // The page beside the payment routes (at /stats), and on a statistics host of its own (at /).
-  facilitatorServer = await startNodeHttpServer(facilitator, { routes: [stats.route(), ...catalog.routes(), statsPageRoute({ stats, catalog, assets, path: '/stats' })] })
-  statsHost = await listen(createNodeListener(stats.handler({ routes: [...catalog.routes(), statsPageRoute({ stats, catalog, assets, title: 'Local facilitator statistics' })] })))
+  facilitatorServer = await startNodeHttpServer(facilitator, { routes: [stats.route(), ...catalog.routes(), stats.page({ catalog, path: '/stats' })] })
+  statsHost = await listen(createNodeListener(stats.handler({ routes: [...catalog.routes(), stats.page({ catalog, title: 'Local facilitator statistics' })] })))
 
   const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorServer.url }))
     .register(EVM, new ExactEvmServerScheme())

@@ -11,9 +11,9 @@ import type { CatalogListing } from '../../src/catalog/catalog-schema.js'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { createHandler } from '../../src/http/handler.js'
 import { SOLANA_DEVNET } from '../../src/networks/networks.js'
-import { STATS_PAGE_CSS } from '../../src/pages/page-style.js'
-import { statsPageRoute } from '../../src/pages/stats-page-route.js'
-import { renderStatsPage } from '../../src/pages/stats-page.js'
+import { STATS_PAGE_CSS } from '../../src/stats/page/page-style.js'
+import { statsPageRoute } from '../../src/stats/page/stats-page-route.js'
+import { renderStatsPage } from '../../src/stats/page/stats-page.js'
 import { createPublicStats } from '../../src/stats/public-stats.js'
 import { createMemoryStore } from '../../src/stores/memory-store.js'
 import { createChainAdapter, createTestChain, paymentBody } from '../support/stats-test-adapter.js'
@@ -162,7 +162,7 @@ describe('statistics page over HTTP', () => {
   it('is served at / of the statistics host with a strict CSP and the cache-control of /public/stats', async () => {
     const { clock, stats, catalog, pay } = setup({ cacheSeconds: 15, ttlSeconds: 60 })
     await pay('https://api.example.com/weather', { description: HOSTILE })
-    const host = stats.handler({ routes: [...catalog.routes(), statsPageRoute({ stats, catalog, now: () => clock.now })] })
+    const host = stats.handler({ routes: [...catalog.routes(), stats.page({ catalog, now: () => clock.now })] })
     const page = await text(await host(new Request('http://stats.test/')))
     const json = await host(new Request('http://stats.test/public/stats'))
 
@@ -191,7 +191,7 @@ describe('statistics page over HTTP', () => {
     const handler = createHandler(facilitator, {
       basePath: '/x402',
       authenticate: () => false,
-      routes: [stats.route(), ...catalog.routes(), statsPageRoute({ stats, catalog, path: '/stats', title: 'Acme payments' })],
+      routes: [stats.route(), ...catalog.routes(), stats.page({ catalog, path: '/stats', title: 'Acme payments' })],
     })
     for (const url of ['http://pay.test/x402/stats', 'http://pay.test/x402/stats/']) {
       const page = await text(await handler(new Request(url)))

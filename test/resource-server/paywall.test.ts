@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-  createFacilitator,
-  createPaywall,
-  decodePaymentHeader,
-  FacilitatorError,
-  encodeJsonHeader,
-  PAYMENT_HEADERS,
-  settleResponseSchema,
-  withPayment,
-  type PaymentOffer,
-} from '../../src/index.js'
+import { createFacilitator, FacilitatorError, settleResponseSchema } from '../../src/index.js'
+import { createPaywall, decodePaymentHeader, encodeJsonHeader, PAYMENT_HEADERS, withPayment, type PaymentOffer } from '../../src/resource-server/index.js'
 import { createLedgerAdapter, ledgerBody } from '../support/ledger-adapter.js'
 
 const offer: PaymentOffer = { scheme: 'exact', network: 'eip155:8453', amount: '10', asset: 'LEDGER', payTo: '0xshop' }

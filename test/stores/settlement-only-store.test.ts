@@ -1,7 +1,10 @@
 import type { Hex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exactEvm, signExactEvmPayment } from '../../src/evm/index.js'
-import { createCatalog, createFacilitator, createMemoryStore, createPublicStats, createStatsRecorder, type MemoryStore, type SettlementStore } from '../../src/index.js'
+import { createCatalog } from '../../src/catalog/index.js'
+import { createFacilitator, createMemoryStore, type MemoryStore, type SettlementStore } from '../../src/index.js'
+import { createPublicStats } from '../../src/stats/index.js'
+import { createStatsRecorder } from '../../src/stats/stats-recorder.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 
 /** A backend with the settlement role alone: the memory store's settlement methods, nothing else. */

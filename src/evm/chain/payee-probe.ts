@@ -3,7 +3,7 @@ import { FacilitatorError } from '../../errors/facilitator-error.js'
 import type { PayeeCredit } from '../asset-policy.js'
 import type { NetworkRuntime } from './network-runtime.js'
 import { EVM_REJECTION, type Rejection } from '../reasons.js'
-import { feeFields, quantity, revertReasonOf, whenRefused, type SettlementSender } from './settlement-simulation.js'
+import { feeFields, quantity, revertReasonOf, whenRefused, type SettlementSender } from './node-answers.js'
 
 /**
  * Runtime code of `PayeeProbe` (src/evm/chain/payee-probe.sol; solc 0.8.37, evmVersion paris so that it

@@ -7,19 +7,8 @@ import { kindByRecovery, transferCalldata, type PreparedPayment } from './prepar
 import { PAYEE_PROBE_GAS, probePayeeCredit } from '../chain/payee-probe.js'
 import { EVM_REJECTION, type Rejection } from '../reasons.js'
 import { toRpcFault } from '../chain/rpc-fault.js'
-import {
-  deploymentPrice,
-  estimateDeployment,
-  estimateSettlementGas,
-  feeFields,
-  simulateAtLimit,
-  nodeRefusal,
-  quantity,
-  revertReason,
-  simulationFailed,
-  unfundedSigner,
-  type SettlementSender,
-} from '../chain/settlement-simulation.js'
+import { deploymentPrice, estimateDeployment, estimateSettlementGas, simulateAtLimit, simulationFailed } from '../chain/settlement-simulation.js'
+import { feeFields, nodeRefusal, quantity, revertReason, unfundedSigner, type SettlementSender } from '../chain/node-answers.js'
 
 /** What verify's chain check runs as, and the gas limits it holds the payment to. */
 export interface ChainCheckOptions {

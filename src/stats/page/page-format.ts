@@ -3,7 +3,7 @@
  * and UTC: the page is rendered once on the server and cached for every reader,
  * so it cannot follow each reader's locale, and it must read the same in tests.
  */
-import { describeNetwork } from '../networks/networks.js'
+import { describeNetwork } from '../../networks/networks.js'
 
 const COUNT = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
 const DECIMAL = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 })

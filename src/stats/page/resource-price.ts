@@ -1,5 +1,5 @@
 import * as z from 'zod'
-import { amountSchema } from '../schemas/primitives.js'
+import { amountSchema } from '../../schemas/primitives.js'
 
 /**
  * What a resource costs on one network, read from one of its discovery

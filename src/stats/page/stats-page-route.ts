@@ -1,10 +1,10 @@
-import { CATALOG_LISTING_PATH, DISCOVERY_PATH, type CatalogService } from '../catalog/catalog.js'
-import { discoveryResponseSchema, type CatalogListing } from '../catalog/catalog-schema.js'
-import type { ExtraRoute } from '../http/handler.js'
-import type { AssetTable } from '../networks/assets.js'
-import { publicCacheControl } from '../stats/public-response.js'
-import { PUBLIC_STATS_PATH, type StatsSource } from '../stats/stats-handler.js'
-import type { PublicStats } from '../stats/stats-schema.js'
+import { CATALOG_LISTING_PATH, DISCOVERY_PATH, type CatalogService } from '../../catalog/catalog.js'
+import { discoveryResponseSchema, type CatalogListing } from '../../catalog/catalog-schema.js'
+import type { ExtraRoute } from '../../http/handler.js'
+import type { AssetTable } from '../../networks/assets.js'
+import { publicCacheControl } from '../../http/public-response.js'
+import { PUBLIC_STATS_PATH, type StatsSource } from '../stats-handler.js'
+import type { PublicStats } from '../stats-schema.js'
 import { STATS_PAGE_CSS } from './page-style.js'
 import { pricesOf, type ResourcePrice } from './resource-price.js'
 import { renderStatsPage, renderUnavailablePage, type StatsPageCatalog } from './stats-page.js'
@@ -12,8 +12,8 @@ import { renderStatsPage, renderUnavailablePage, type StatsPageCatalog } from '.
 /** Where the page is served by default: the root of the statistics host. */
 export const STATS_PAGE_PATH = '/'
 
-/** Options of `statsPageRoute`. */
-export interface StatsPageOptions {
+/** Options of `statsPageRoute`; `createPublicStats(...).page()` fills in `stats` (and its `assets`, `now`). */
+export interface StatsPageRouteOptions {
   /** The statistics, e.g. `createPublicStats(...)`: the page shows what GET /public/stats serves. */
   stats: StatsSource
   /** The catalog, e.g. `createCatalog(...)`: the page lists what GET /public/resources serves. @default no catalog section */
@@ -43,16 +43,9 @@ const DISCOVERY_PAGE = 100
  * request for it costs a comparison, not a rendering. The page runs no script
  * and loads nothing: its Content-Security-Policy allows only its own stylesheet.
  *
- * @example
- * // partial
- * const stats = createPublicStats({ store })
- * const catalog = createCatalog({ store })
- * // On the statistics host of its own:
- * const statsHost = stats.handler({ routes: [...catalog.routes(), statsPageRoute({ stats, catalog })] })
- * // Or beside the payment routes:
- * const handler = createHandler(facilitator, { routes: [stats.route(), ...catalog.routes(), statsPageRoute({ stats, catalog })] })
+ * Users reach it as `createPublicStats(...).page({ catalog })`.
  */
-export function statsPageRoute(options: StatsPageOptions): ExtraRoute {
+export function statsPageRoute(options: StatsPageRouteOptions): ExtraRoute {
   const path = options.path ?? STATS_PAGE_PATH
   const now = options.now ?? Date.now
   const statsLink = options.links?.stats ?? PUBLIC_STATS_PATH

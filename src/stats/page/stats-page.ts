@@ -1,8 +1,8 @@
-import type { CatalogListing, CatalogResource } from '../catalog/catalog-schema.js'
-import { createAssetTable, type AssetTable } from '../networks/assets.js'
-import { toCaip2 } from '../networks/networks.js'
-import type { PublicStats, RefusalTotals, UsageTotals, VolumeEntry } from '../stats/stats-schema.js'
-import { formatTokenUnits } from '../stats/token-units.js'
+import type { CatalogListing, CatalogResource } from '../../catalog/catalog-schema.js'
+import { createAssetTable, type AssetTable } from '../../networks/assets.js'
+import { toCaip2 } from '../../networks/networks.js'
+import type { PublicStats, RefusalTotals, UsageTotals, VolumeEntry } from '../stats-schema.js'
+import { formatTokenUnits } from '../../networks/token-units.js'
 import { html, SafeHtml, type HtmlValue } from './html-template.js'
 import { latencyChart, type LatencyGroup } from './latency-chart.js'
 import { formatCount, formatMs, formatPercent, formatUsd, formatUtc, networkLabel } from './page-format.js'
@@ -74,7 +74,7 @@ ${footer(stats, input.links)}`
  * in the same look as the statistics page.
  *
  * @example
- * import { renderUnavailablePage } from 'x402-facilitator'
+ * import { renderUnavailablePage } from './stats-page.js'
  *
  * new Response(renderUnavailablePage(), { status: 503 })
  */

@@ -1,10 +1,10 @@
-import type { KnownAsset } from '../networks/assets.js'
+import type { KnownAsset } from './assets.js'
 
 /**
  * An integer amount in the smallest unit, written in whole tokens.
  *
  * @example
- * import { formatTokenUnits } from 'x402-facilitator'
+ * import { formatTokenUnits } from './token-units.js'
  *
  * formatTokenUnits(12_500_000n, 6) // '12.5'
  * formatTokenUnits(1n, 18)         // '0.000000000000000001'

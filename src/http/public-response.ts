@@ -26,7 +26,7 @@ export function publicJson(request: Request, body: unknown, maxAgeSeconds: numbe
  * long while they refresh it.
  *
  * @example
- * import { publicCacheControl } from 'x402-facilitator'
+ * import { publicCacheControl } from './public-response.js'
  *
  * publicCacheControl(15) // 'public, max-age=15, stale-while-revalidate=60'
  */

@@ -6,7 +6,7 @@ const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', 
  * an entity. It does not make a URL safe to follow: see `safeHttpUrl`.
  *
  * @example
- * import { escapeHtml } from 'x402-facilitator'
+ * import { escapeHtml } from './escape-html.js'
  *
  * escapeHtml('<img src=x onerror="alert(1)">') // '&lt;img src=x onerror=&quot;alert(1)&quot;&gt;'
  */

@@ -7,7 +7,7 @@
  * into an attribute.
  *
  * @example
- * import { safeHttpUrl } from 'x402-facilitator'
+ * import { safeHttpUrl } from './safe-http-url.js'
  *
  * safeHttpUrl('https://api.example.com/weather?city=Paris') // 'https://api.example.com/weather?city=Paris'
  * safeHttpUrl('javascript:alert(1)')                        // undefined

@@ -1,4 +1,4 @@
-import type { PaymentContext } from '../core/adapter.js'
+import type { AdapterServices, PaymentContext } from '../core/adapter.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 import { createNetworkRuntime, type NetworkRuntime } from './chain/network-runtime.js'
 import { TRANSACTION_BASE_GAS } from './chain/settlement-simulation.js'
@@ -28,13 +28,16 @@ export interface EvmSetup {
   receiptOptions(signal: AbortSignal): { timeoutMs: number; maxIntervalMs: number; signal: AbortSignal }
   /** The runtime of the context's network (the registry only routes networks the adapters listed). */
   runtimeOf(ctx: PaymentContext): NetworkRuntime
+  /** Takes the facilitator's services (both adapters of one setup get the same facilitator's): the signers' first nonce reads use them. */
+  attach(services: AdapterServices): void
 }
 
 /** Builds the networks' runtimes and checks the limits of `config`; throws `misconfigured` on a bad one. */
 export function createEvmSetup(config: ExactEvmConfig): EvmSetup {
   const runtimes = new Map<string, NetworkRuntime>()
+  let services: AdapterServices | undefined
   for (const entry of config.networks) {
-    const runtime = createNetworkRuntime(entry, config)
+    const runtime = createNetworkRuntime(entry, config, () => services)
     if (runtimes.has(runtime.network.caip2)) {
       throw new FacilitatorError('misconfigured', `exactEvm: ${runtime.network.caip2} is configured twice`)
     }
@@ -67,6 +70,9 @@ export function createEvmSetup(config: ExactEvmConfig): EvmSetup {
     maxDeploymentGas,
     rebroadcastIntervalMs: config.rebroadcastIntervalMs ?? 3_000,
     receiptOptions: (signal) => ({ timeoutMs: config.receiptTimeoutMs ?? 30_000, maxIntervalMs: config.receiptPollIntervalMs ?? 1_000, signal }),
+    attach(given) {
+      services = given
+    },
     runtimeOf(ctx) {
       const runtime = runtimes.get(ctx.network)
       if (!runtime) throw new FacilitatorError('misconfigured', `exactEvm does not serve ${ctx.network}`)

@@ -179,7 +179,7 @@ export function describeCrashMidSettle(store: CrashStore): void {
       console.info(`[${store.names.log}] timeline\n  ${timeline.join('\n  ')}`)
     })
 
-    it(`SIGKILL between the journal and the send, the signer's nonce taken after restart: the retry checks the payment again and sends it anew`, async () => {
+    it(`SIGKILL between the journal and the send: the restarted signer re-sends the journaled transaction before its nonce goes to another payment`, async () => {
       const signer = world.signers[0]!.address
       const payer = await world.newPayer(1_000_000n)
       const requirements = world.requirementsV2({ amount: '1700' })
@@ -197,22 +197,55 @@ export function describeCrashMidSettle(store: CrashStore): void {
       expect(await world.node.publicClient.getTransaction({ hash: record.transaction as Hex }).catch(() => undefined)).toBeUndefined()
       expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore)
 
-      // Process 2 settles another payment first: it takes the signer nonce the journaled transaction carries.
+      // Process 2 settles another payment first: its signer's first nonce read re-sends the journaled bytes, so the
+      // other payment takes the next nonce and the journaled one lands as signed.
       const second = await startFacilitatorProcess()
       const otherPayer = await world.newPayer(1_000_000n)
       const otherRequirements = world.requirementsV2({ amount: '300' })
       const other = await postJson(`${second.url}/settle`, body(await signExactEvmPayment({ signer: otherPayer, requirements: otherRequirements }), otherRequirements))
       expect(other.json).toMatchObject({ success: true })
+      const journaledReceipt = await world.node.publicClient.waitForTransactionReceipt({ hash: record.transaction as Hex, timeout: 5_000 })
+      expect(journaledReceipt.status).toBe('success')
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 2)
+
+      // The retry learns the original transaction: nothing is sent again.
+      const retried = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
+      expect(retried.json).toMatchObject({ success: true, payer: payer.address, transaction: record.transaction })
+      expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1700n + 300n)
+      expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1700n)
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 2)
+      second.child.kill('SIGKILL')
+    })
+
+    it(`SIGKILL between the journal and the send, the signer's nonce taken outside the facilitator: the retry checks the payment again and sends it anew`, async () => {
+      const signerAccount = world.signers[0]!
+      const signer = signerAccount.address
+      const payer = await world.newPayer(1_000_000n)
+      const requirements = world.requirementsV2({ amount: '1900' })
+      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+
+      const first = await startFacilitatorProcess({ CRASH_AFTER_JOURNAL: '1' })
+      const exited = new Promise((resolve) => first.child.once('exit', resolve))
+      expect(await postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')).toBe('lost')
+      await exited
+      const record = await waitForBroadcastRecord(2_000)
+
+      // Someone else with the signer's key (an operator's script) takes the journaled nonce while no facilitator runs.
+      const taken = await world.node.walletClient(signerAccount).sendTransaction({ account: signerAccount, chain: world.node.chain, to: signer, value: 0n })
+      await world.node.publicClient.waitForTransactionReceipt({ hash: taken })
       expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 1)
 
       // The retry: the journaled bytes can never land; the authorization is still unspent, so it is sent anew.
+      const second = await startFacilitatorProcess()
       const retried = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
       expect(retried.json).toMatchObject({ success: true, payer: payer.address })
       expect((retried.json as { transaction: string }).transaction).not.toBe(record.transaction)
       // Within the lease of the dead process (a third of its 3 s budget) and a settle, not after the settle budget.
       expect(retried.ms).toBeLessThan(8_000)
-      expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1700n + 300n)
-      expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1700n)
+      expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1900n)
+      expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1900n)
       expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 2)
       // And its retry learns the same outcome, nothing sent again.
       const again = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))

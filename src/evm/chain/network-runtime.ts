@@ -1,5 +1,5 @@
 import { createPublicClient, fallback, type Address, type Hex, type PublicClient } from 'viem'
-import type { AdapterNetwork } from '../../core/adapter.js'
+import type { AdapterNetwork, AdapterServices } from '../../core/adapter.js'
 import { countOption } from '../../core/count-option.js'
 import { withDeadline } from '../../core/deadline.js'
 import { FacilitatorError } from '../../errors/facilitator-error.js'
@@ -13,8 +13,8 @@ import { DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT } from '../../transport/rpc-coales
 import { keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
-import { toRpcFault } from './rpc-fault.js'
-import { createSendLane, type SendLane } from './send-lane.js'
+import { rpcErrorText, toRpcFault } from './rpc-fault.js'
+import { ALREADY_KNOWN, createSendLane, type SendLane } from './send-lane.js'
 
 // viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
@@ -36,6 +36,8 @@ export async function awaitFees(quote: FeeQuote | Promise<FeeQuote>, signal: Abo
 /** A signer of one network with its local nonce counter and load. */
 export interface SignerSlot {
   readonly signer: EvmSettlementSigner
+  /** The signer's name as a sender of numbered transactions (`<chainId>:<address>`), in the journal's slots. */
+  readonly sender: string
   readonly nonces: NonceManager
   /** Sends the signer's transactions in nonce order, several per round trip when they queue up. */
   readonly lane: SendLane
@@ -78,7 +80,7 @@ export interface NetworkRuntime {
  * Builds the client, signer slots and caches of one configured network.
  * Throws `misconfigured` for an unknown network or a network without URLs or signers.
  */
-export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: ExactEvmConfig): NetworkRuntime {
+export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: ExactEvmConfig, services: () => AdapterServices | undefined = () => undefined): NetworkRuntime {
   const info = describeNetwork(entry.network)
   if (!info || info.family !== 'eip155') {
     throw new FacilitatorError('misconfigured', `exactEvm: "${entry.network}" is not an EVM network (use a v1 name or eip155:<chainId>)`)
@@ -131,11 +133,20 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   const ownTransportBound = 4 * entry.rpcUrls.length * (retryCount + 1) * rpcTimeoutMs + 1_000
   const attemptTimeoutMs = config.transport ? USER_TRANSPORT_SEND_BOUND_MS : Math.min(ownTransportBound, MAX_TIMEOUT_MS)
   const slots: SignerSlot[] = signers.map((signer) => {
-    const nonces = createNonceManager(async () =>
-      Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] })),
-    )
+    const sender = `${chainId}:${signer.address.toLowerCase()}`
+    let recovered = false
+    const nonces = createNonceManager(async () => {
+      const count = Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] }))
+      // The first count of this process: nonces a dead process journaled are re-sent, never handed out again.
+      if (recovered) return count
+      const journal = services()
+      if (!journal) return count
+      recovered = true
+      return resendJournaled(journal, sender, count, (raw) => resendRaw(client, raw))
+    })
     return {
       signer,
+      sender,
       nonces,
       lane: createSendLane({ nonces, sendOne, ...(sendBatch ? { sendBatch } : {}), maxBatch: sendBatchSize, attemptTimeoutMs }),
       inFlight: 0,
@@ -217,4 +228,34 @@ async function readFees(client: PublicClient): Promise<FeeQuote> {
   }
   const priority = tip === undefined ? 0n : BigInt(tip)
   return { maxFeePerGas: BigInt(baseFee) * 2n + priority, maxPriorityFeePerGas: priority }
+}
+
+/**
+ * Re-sends, in nonce order, what a dead process journaled for `sender` from the chain's pending
+ * `count` on, and answers the first nonce free after them. It stops at the first the node will
+ * not take (nonce moved on, or refused): from there nonces are handed out again, and a journaled
+ * transaction left behind is checked and sent anew by its payment's retry. A store that cannot
+ * answer leaves the count as the chain gives it.
+ */
+export async function resendJournaled(journal: AdapterServices, sender: string, count: number, resendRaw: (raw: Hex) => Promise<'sent' | 'nonce_used'>): Promise<number> {
+  let next = count
+  try {
+    for (const record of await journal.journaled(sender, count)) {
+      if (record.slot.sequence !== next || !record.raw || !/^0x[0-9a-fA-F]+$/.test(record.raw)) break
+      if ((await resendRaw(record.raw as Hex)) !== 'sent') break
+      next += 1
+    }
+  } catch {
+    // The journal or the node failed: what was re-sent stands, nothing more is assumed.
+  }
+  return next
+}
+
+async function resendRaw(client: PublicClient, raw: Hex): Promise<'sent' | 'nonce_used'> {
+  try {
+    await client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+    return 'sent'
+  } catch (error) {
+    return ALREADY_KNOWN.test(rpcErrorText(error)) ? 'sent' : 'nonce_used'
+  }
 }

@@ -108,7 +108,7 @@ export async function signAndSend(
       const shape = `${call.gas}:${'gasPrice' in fees ? fees.gasPrice : `${fees.maxFeePerGas}:${fees.maxPriorityFeePerGas}`}`
       // Not cut short here: the journal bounds its own store calls, a write that lands after a deadline
       // would record a transaction this call never sent, and the lane's retries stop at the budget.
-      outcome = await slot.lane.send({ ticket, raw, record: () => record({ transaction: hash, raw }), signal, shape })
+      outcome = await slot.lane.send({ ticket, raw, record: () => record({ transaction: hash, raw, slot: { sender: slot.sender, sequence: ticket.nonce } }), signal, shape })
       if (outcome.kind === 'withdrawn') continue // a lower nonce failed before this one was sent: take a fresh one
     } finally {
       slot.nonces.release(ticket)

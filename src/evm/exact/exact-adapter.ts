@@ -42,6 +42,8 @@ export function createExactAdapter(setup: EvmSetup, config: ExactEvmConfig): Sch
       return perNetwork.flat()
     },
 
+    attach: (services) => setup.attach(services),
+
     async close() {
       for (const runtime of runtimes.values()) runtime.closeConnections()
     },

@@ -36,6 +36,7 @@ export function createUptoAdapter(setup: EvmSetup): SchemeAdapter<UptoPayload, U
     // Readiness and connections belong to the exact adapter (the same networks and signers).
     signers: () => setup.signerAddresses,
     extensions: [EIP2612_GAS_SPONSORING],
+    attach: (services) => setup.attach(services),
 
     parse(ctx): Parsed<UptoPayload> {
       const { chainId } = runtimeOf(ctx)

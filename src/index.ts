@@ -58,7 +58,7 @@ export * from './schemas/requirements.js'
 export { amountSchema } from './schemas/primitives.js'
 export { parsePaymentRequest, type ParsedPaymentRequest } from './schemas/parse-request.js'
 export { settlementRecordSchema, type SettlementRecord } from './settlement/settlement-record.js'
-export type { SettlementOptions } from './settlement/settle-once.js'
+export type { PayerFailureBudget, SettlementOptions } from './settlement/settlement-options.js'
 export { createMemoryStore, type MemoryStore, type MemoryStoreOptions, type MemoryStoreSize } from './stores/memory-store.js'
 export type {
   CloseHoldOptions,

@@ -1,4 +1,4 @@
-import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SenderSlot, SettleReservation, Verdict } from '../core/adapter.js'
+import type { BroadcastRecord, PayerSpend, PaymentContext, SchemeAdapter, SettleReservation, Verdict } from '../core/adapter.js'
 import type { SettleOrigin } from '../core/hooks.js'
 import { withDeadline } from '../core/deadline.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
@@ -9,6 +9,10 @@ import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from '../core/settle-answers.js'
+import { identity } from './identity.js'
+import { leaseKeeper } from './lease-keeper.js'
+import { slotKey } from './sender-slots.js'
+import type { SettlementOptions } from './settlement-options.js'
 
 /**
  * Where a payment's settlement record lives in the store: under its replay domain alone (the
@@ -34,46 +38,6 @@ export async function settledWithoutTransaction(key: string, store: SettlementSt
   }
 }
 
-/** Tuning of at-most-once settlement. */
-export interface SettlementOptions {
-  /** How long a settled or failed payment is remembered. @default 7 days */
-  recordTtlMs?: number
-  /** How often a call waiting for another call's settlement looks again. @default 25 */
-  pollIntervalMs?: number
-  /**
-   * How long a claim or a broadcast stays its caller's without a renewal. The caller renews it
-   * (every third of it) while it lives, so a settle may take its whole budget; a caller that
-   * died (a crash, `kill -9`) leaves it to expire, and a retry then takes over within this
-   * time rather than after the settle budget. At most a third of the settle budget, so that a
-   * retry can take over and finish within its own. @default 5_000
-   */
-  leaseMs?: number
-  /**
-   * Longest wait for one store call; the settle's remaining budget bounds it
-   * too. A store that fails or does not answer in time makes a settle that
-   * has sent nothing answer the fault `store_unavailable` (503), and one that
-   * has sent its transaction answer with the transaction id. @default 5_000
-   */
-  storeTimeoutMs?: number
-  /**
-   * Budget of settlements that the chain refused or reverted after they passed verify, per
-   * payer (its address, and the balance it pays from), shared through the store: past
-   * `maxFailures` within `windowMs` (counted from the last failure), the payer's settles answer
-   * `payer_suspended` before anything is sent, so a hostile payer spends its own time rather
-   * than the facilitator's gas. A transaction that only expired is not counted (a dropped
-   * transaction may be the network's doing). `false` turns the budget off.
-   * @default { maxFailures: 3, windowMs: 3_600_000 }
-   */
-  payerFailures?: PayerFailureBudget | false
-}
-
-/** See {@link SettlementOptions.payerFailures}. */
-export interface PayerFailureBudget {
-  /** Failures after which the payer is refused. @default 3 */
-  maxFailures?: number
-  /** How long a failure is remembered (restarted by each new one). @default 3_600_000 */
-  windowMs?: number
-}
 
 interface SettleOnceInput {
   adapter: SchemeAdapter
@@ -575,111 +539,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   }
 }
 
-/** Where the settlement record of a sender's sequence number is named. */
-const slotKey = (slot: SenderSlot) => `sender-slot:${identity(slot.sender)}:${slot.sequence}`
-
-/** Longest run of journaled sequence numbers one lookup follows (a signer's sends in flight are far fewer). */
-const MAX_JOURNALED_RUN = 256
-
-/**
- * The transactions journaled for `sender` from `fromSequence` on whose outcome is not known
- * (records still `broadcast`), in order, stopping at the first number with none. A number whose
- * record has landed or failed ends the run too: the chain has then used it.
- */
-export async function journaledTransactions(store: SettlementStore, sender: string, fromSequence: number, boundMs = 5_000): Promise<(BroadcastRecord & { slot: SenderSlot })[]> {
-  const found: (BroadcastRecord & { slot: SenderSlot })[] = []
-  for (let sequence = fromSequence; sequence < fromSequence + MAX_JOURNALED_RUN; sequence++) {
-    const slot = { sender, sequence }
-    const recordAt = await boundedStoreCall(() => store.get(slotKey(slot)), boundMs, 'reading the sender slot')
-    if (recordAt === undefined) break
-    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordAt), boundMs, 'reading the settlement record'))
-    if (record?.state !== 'broadcast' || record.slot?.sequence !== sequence || identity(record.slot.sender) !== identity(sender)) break
-    found.push({ transaction: record.transaction, ...(record.raw === undefined ? {} : { raw: record.raw }), slot })
-  }
-  return found
-}
-
-/**
- * A payer or account as a key: EVM hex folded to one case (checksums vary), anything else as
- * given. Base58 (Solana) is case-sensitive: folded, two different accounts could share a key,
- * and an attacker could grind an address that folds to a victim's to get the victim refused.
- */
-function identity(value: string): string {
-  return value.replace(/0x[0-9a-fA-F]{40}/g, (hex) => hex.toLowerCase())
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const randomId = () => globalThis.crypto.randomUUID()
-
-interface LeaseKeeperInput {
-  leaseMs: number
-  owner: string
-  read(): Promise<SettlementRecord | undefined>
-  write(record: SettlementRecord, ttlMs: number): Promise<boolean>
-}
-
-/**
- * Keeps the lease of the record a settle call holds (a claim, a broadcast) while the call lives:
- * every third of the lease it checks the record is still its own and writes it back with a new
- * lease. A settle that ends within a third of the lease (nearly all) never renews. Every write of
- * the call goes through `serial`, so a renewal never lands after the write that ended the lease.
- */
-function leaseKeeper(input: LeaseKeeperInput) {
-  let held: { record: SettlementRecord & { leaseUntil: number }; ttlMs: number } | undefined
-  let lost = false
-  let timer: ReturnType<typeof setInterval> | undefined
-  let queue: Promise<unknown> = Promise.resolve()
-  const serial = <T>(job: () => Promise<T>): Promise<T> => {
-    const run = queue.then(job, job)
-    queue = run.catch(() => undefined)
-    return run
-  }
-  const letGo = () => {
-    held = undefined
-    if (timer) clearInterval(timer)
-    timer = undefined
-  }
-  const renew = () => {
-    const current = held
-    if (!current) return
-    void serial(async () => {
-      if (held !== current) return
-      const now = await input.read()
-      if (held !== current) return
-      if (!now || !('owner' in now) || now.owner !== input.owner) {
-        lost = true
-        letGo()
-        return
-      }
-      const renewed = { ...current.record, leaseUntil: Date.now() + input.leaseMs }
-      await input.write(renewed, current.ttlMs)
-      if (held === current) held = { record: renewed, ttlMs: current.ttlMs }
-    }).catch(() => undefined)
-  }
-  return {
-    serial,
-    letGo,
-    /** From now on this call holds `record`'s lease. */
-    hold(record: SettlementRecord, ttlMs: number) {
-      if (record.state !== 'claimed' && record.state !== 'broadcast') return
-      held = { record, ttlMs }
-      if (!timer) {
-        timer = setInterval(renew, Math.max(1, Math.floor(input.leaseMs / 3)))
-        ;(timer as { unref?: () => void }).unref?.()
-      }
-    },
-    /**
-     * Whether the record is still this call's. Free while the lease has not run out by this
-     * process's clock; past it (the call stalled), the store is asked.
-     */
-    async stillOwned(): Promise<boolean> {
-      if (lost) return false
-      if (!held || held.record.leaseUntil > Date.now()) return true
-      return serial(async () => {
-        const now = await input.read()
-        return !!now && 'owner' in now && now.owner === input.owner
-      }).catch(() => false)
-    },
-  }
-}

@@ -1,3 +1,4 @@
+import { FacilitatorError } from '../../errors/facilitator-error.js'
 /**
  * `batchSettlementEvm()`: the `batch-settlement` scheme on EVM networks (x402 spec
  * `scheme_batch_settlement_evm.md`). Verify checks deposit, voucher and refund payloads and answers
@@ -48,7 +49,7 @@ export interface BatchSettlementEvmConfig {
   /** Seconds a deposit authorization must stay valid after verify. @default 6 */
   readonly settleMarginSeconds?: number
   /** How long settle waits for a receipt before answering `settlement_pending`. @default 30_000 */
-  readonly receiptTimeoutMs?: number
+  readonly confirmTimeoutMs?: number
 }
 
 interface Reservation extends SettleReservation {
@@ -63,18 +64,18 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
   const runtimes = new Map<Caip2Network, { chain: BatchChain; signers: readonly BatchSettlementSigner[]; next: number }>()
   for (const entry of config.networks) {
     const caip2 = toCaip2(entry.network) ?? (entry.network as Caip2Network)
-    if (!caip2.startsWith('eip155:')) throw new TypeError(`batch-settlement serves eip155 networks, not ${entry.network}`)
+    if (!caip2.startsWith('eip155:')) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement serves eip155 networks, not ${entry.network}`)
     const signers = entry.signers ?? config.signers ?? []
-    if (signers.length === 0) throw new TypeError(`batch-settlement on ${caip2} needs at least one signer`)
-    if (authorizer && signers.some((s) => isAddressEqual(s.address, authorizer.address))) throw new TypeError('the receiver authorizer must be a key of its own, not a gas signer')
-    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.receiptTimeoutMs ?? 30_000), signers, next: 0 })
+    if (signers.length === 0) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement on ${caip2} needs at least one signer`)
+    if (authorizer && signers.some((s) => isAddressEqual(s.address, authorizer.address))) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: the receiver authorizer must be a key of its own, not a gas signer')
+    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.confirmTimeoutMs ?? 30_000), signers, next: 0 })
   }
   // The last confirmed read of each channel, per network (never optimistic: a deposit counts once mined).
   const states = new Map<string, { state: ChannelSnapshot; at: number }>()
 
   const runtimeOf = (ctx: PaymentContext) => {
     const runtime = runtimes.get(ctx.network)
-    if (!runtime) throw new TypeError(`batch-settlement is not configured for ${ctx.network}`)
+    if (!runtime) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement is not configured for ${ctx.network}`)
     return runtime
   }
   const remember = (chainId: number, state: ChannelSnapshot) => states.set(`${chainId}:${state.channelId}`, { state, at: Date.now() })

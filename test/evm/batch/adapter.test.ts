@@ -52,7 +52,7 @@ beforeAll(async () => {
   proxy = await countingProxy(world.node.rpcUrl)
   rpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
   facilitator = createFacilitator({
-    schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true, receiptTimeoutMs: 20_000 })],
+    schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true, confirmTimeoutMs: 20_000 })],
   })
 }, 120_000)
 afterAll(async () => {
@@ -276,7 +276,7 @@ describe('batchSettlementEvm', () => {
   })
 
   it('answers settlement_pending with the transaction when the receipt does not come in time, then finishes it on a retry', async () => {
-    const impatient = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiptTimeoutMs: 300 })] })
+    const impatient = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, confirmTimeoutMs: 300 })] })
     const payer = await world.newPayer(1_000_000n)
     const { body, payload } = await pay(new BatchSettlementEvmScheme(payer))
     await world.node.testClient.setAutomine(false)

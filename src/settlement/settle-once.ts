@@ -9,7 +9,8 @@ import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from '../core/settle-answers.js'
-import { identity } from './identity.js'
+import { payerFailures } from './payer-failures.js'
+import { payerHolds } from './payer-holds.js'
 import { leaseKeeper } from './lease-keeper.js'
 import { slotKey } from './sender-slots.js'
 import type { SettlementOptions } from './settlement-options.js'
@@ -64,8 +65,6 @@ const TAKEN_OVER = Symbol('taken over')
 const RACED = Symbol('raced')
 // How long a payment the holds refused waits before each fresh verify (see settleClaimed).
 const HOLD_RETRY_WAITS_MS = [50, 200, 800]
-const DEFAULT_MAX_PAYER_FAILURES = 3
-const DEFAULT_PAYER_FAILURE_WINDOW_MS = 3_600_000
 
 /**
  * Settles a payment at most once, also across processes sharing the store:
@@ -139,16 +138,17 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   const resumeLockKey = `${storeKey}:resume`
   const lockResume = () =>
     boundedStoreCall(() => store.set(resumeLockKey, '1', { ifAbsent: true, ttlMs: budgetMs }), bound(), 'locking the resume')
-  const holdKey = (account: string) => `hold:${identity(account)}`
-  // What this payment spends, once verified and claimed (see holdSpend).
+  // What this payment spends, once verified and claimed (held in `holds`).
   let spend: PayerSpend | undefined
   const unlockResume = () => boundedStoreCall(() => store.delete(resumeLockKey), storeTimeoutMs, 'unlocking the resume').catch(() => undefined)
   const keeper = leaseKeeper({ leaseMs, owner, read, write })
 
-  const failureBudget = options.payerFailures === false ? undefined : {
-    maxFailures: options.payerFailures?.maxFailures ?? DEFAULT_MAX_PAYER_FAILURES,
-    windowMs: options.payerFailures?.windowMs ?? DEFAULT_PAYER_FAILURE_WINDOW_MS,
-  }
+  const failures = payerFailures({ store, context, budget: options.payerFailures, bound, storeTimeoutMs })
+  const holds = payerHolds({ store, context, claimKey: storeKey, budgetMs, bound, storeTimeoutMs })
+  // The balance the payment pays from: right after verify (before the claim) the spend is not taken yet, the verdict names it.
+  const accountNow = () => (spend ?? verdict?.spend)?.account
+  const holdSpend = (payer: string | undefined) => (spend ? holds.place(spend, verifiedSince, payer) : Promise.resolve(undefined))
+  const closeSpend = (landed: boolean) => holds.close(spend, landed)
 
   // The last verify of this call: its answer, and for a valid payment what settle sends.
   let verdict: Verdict<unknown> | undefined
@@ -222,7 +222,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       }
       return as('refused', settleFailure(context, response.invalidReason ?? REJECTION.invalidPayload, response.invalidMessage, response.payer))
     }
-    return suspension(response.payer).then((suspended) => suspended && as('refused', suspended))
+    return failures.suspension(response.payer, accountNow()).then((suspended) => suspended && as('refused', suspended))
   }
 
   /**
@@ -327,73 +327,6 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     } finally {
       if (unlock) void unlockResume()
     }
-  }
-
-  /** The refusal of a payer past its failure budget, or `undefined`. */
-  async function suspension(payer: string | undefined): Promise<SettleResponse | undefined> {
-    if (!failureBudget) return undefined
-    // Read together: each is a round trip on a store with a server.
-    const counts = await Promise.all(failureKeys(payer).map((key) => boundedStoreCall(() => store.readFields(key), bound(), 'reading the payer\'s failures')))
-    for (const { failures = 0 } of counts) {
-      if (failures >= failureBudget.maxFailures) {
-        return settleFailure(
-          context,
-          REJECTION.payerSuspended,
-          `${failures} settlements of this payer were refused or reverted by the chain after passing verify; it is refused for up to ${Math.round(failureBudget.windowMs / 1000)} s after the last one`,
-          payer,
-        )
-      }
-    }
-    return undefined
-  }
-
-  /** The payer's address, and the balance it pays from when the adapter names it. */
-  function failureKeys(payer: string | undefined): string[] {
-    const keys = payer ? [`payer-failures:${context.network}:${identity(payer)}`] : []
-    // Right after verify (before the claim) the spend is not taken yet: the verdict names it.
-    const account = (spend ?? verdict?.spend)?.account
-    if (account) keys.push(`payer-failures:${identity(account)}`)
-    return keys
-  }
-
-  /** Counts a settlement the chain refused after it passed verify against the payer (best effort). */
-  async function countFailure(result: SettleResponse): Promise<void> {
-    if (!failureBudget || result.success || isPendingSettlement(result.errorReason) || result.errorReason?.endsWith('transaction_expired')) return
-    const payer = result.payer ?? verdict?.response.payer
-    await Promise.all(
-      failureKeys(payer).map((key) =>
-        boundedStoreCall(() => store.incrementFields(key, { failures: 1 }, { ttlMs: failureBudget.windowMs }), storeTimeoutMs, 'counting the payer\'s failure').catch(() => undefined),
-      ),
-    )
-  }
-
-  /**
-   * Holds the payment's amount against the balance its verify read, so that settlements
-   * racing from one payer never send more than it holds: the chain would refuse the rest at
-   * the facilitator's cost. Answers the refusal, or `undefined` once held (or nothing to hold).
-   */
-  async function holdSpend(payer: string | undefined): Promise<SettleResponse | undefined> {
-    const held = spend
-    if (!held) return undefined
-    const placed = await boundedStoreCall(
-      () => store.placeHold(holdKey(held.account), storeKey, { amount: held.amount.toString(), limit: held.balance.toString(), since: Math.min(held.since ?? verifiedSince, verifiedSince), ttlMs: budgetMs * 2 }),
-      bound(),
-      'holding the payer\'s balance',
-    )
-    if (placed) return undefined
-    return settleFailure(
-      context,
-      REJECTION.insufficientFunds,
-      `the payer's balance ${held.balance} does not cover ${held.amount} besides what its settlements in flight hold; nothing was sent`,
-      payer,
-    )
-  }
-
-  /** Ends the hold: kept closed for a budget when the spend landed (balances read before it do not show it), else dropped. */
-  function closeSpend(landed: boolean): void {
-    if (!spend) return
-    const account = spend.account
-    void boundedStoreCall(() => store.closeHold(holdKey(account), storeKey, landed ? { keepMs: budgetMs } : {}), storeTimeoutMs, 'closing the hold').catch(() => undefined)
   }
 
   async function settleClaimed(payer: string | undefined): Promise<SettleResponse> {
@@ -523,7 +456,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     } else if (result.errorReason === REJECTION.settlementPending) {
       await keeper.serial(() => write({ state: 'broadcast', transaction: sent.transaction, ...(sent.raw === undefined ? {} : { raw: sent.raw }), ...(sent.slot ? { slot: sent.slot } : {}), leaseUntil: 0 }, recordTtlMs))
     } else {
-      void countFailure(result)
+      void failures.count(result, result.payer ?? verdict?.response.payer, accountNow())
       await keeper.serial(() =>
         write(
           { state: 'failed', transaction, errorReason: result.errorReason ?? REJECTION.transactionFailed, errorMessage: result.errorMessage, payer: result.payer },

@@ -251,7 +251,8 @@ export function createFacilitator<S extends SettlementStore = MemoryStore>(confi
   const store = config.store ?? (createMemoryStore() as unknown as S)
   const pending = new Set<Promise<unknown>>()
   // Adapters that number their transactions find the ones a dead process journaled before reusing a number.
-  for (const adapter of config.schemes) adapter.attach?.({ journaled: (sender, fromSequence) => journaledTransactions(store, sender, fromSequence) })
+  const journalBoundMs = config.settlement?.storeTimeoutMs ?? 5_000
+  for (const adapter of config.schemes) adapter.attach?.({ journaled: (sender, fromSequence) => journaledTransactions(store, sender, fromSequence, journalBoundMs) })
   const logger = config.logger
   const hooks = logger ? [...(config.hooks ?? []), loggingHooks(logger)] : config.hooks
   const onError = logger

@@ -8,7 +8,13 @@ import { decodeSettlementRecord } from './settlement-record.js'
 export const slotKey = (slot: SenderSlot) => `sender-slot:${identity(slot.sender)}:${slot.sequence}`
 
 /** Longest run of journaled sequence numbers one lookup follows (a signer's sends in flight are far fewer). */
-const MAX_JOURNALED_RUN = 256
+const MAX_JOURNALED_RUN = 64
+
+/**
+ * How long a sender slot points at its record: a transaction journaled longer ago has landed, or its
+ * authorization has likely expired and its retry checks it anew. Short, so slots take little of a store.
+ */
+export const SENDER_SLOT_TTL_MS = 10 * 60_000
 
 /**
  * The transactions journaled for `sender` from `fromSequence` on whose outcome is not known

@@ -12,7 +12,7 @@ import { settleFailure, settlementPending } from '../core/settle-answers.js'
 import { payerFailures } from './payer-failures.js'
 import { payerHolds } from './payer-holds.js'
 import { leaseKeeper } from './lease-keeper.js'
-import { slotKey } from './sender-slots.js'
+import { SENDER_SLOT_TTL_MS, slotKey } from './sender-slots.js'
 import type { SettlementOptions } from './settlement-options.js'
 
 /**
@@ -377,7 +377,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         // The sender's sequence number points at this record (see journaledTransactions): written beside
         // the journal, not after it, and best effort (without it a restart re-checks and sends anew).
         const slot = record.slot
-        if (slot) void boundedStoreCall(() => store.set(slotKey(slot), storeKey, { ttlMs: recordTtlMs }), bound(), 'indexing the sender slot').catch(() => undefined)
+        if (slot) void boundedStoreCall(() => store.set(slotKey(slot), storeKey, { ttlMs: Math.min(recordTtlMs, SENDER_SLOT_TTL_MS) }), bound(), 'indexing the sender slot').catch(() => undefined)
         const writing = keeper.serial(() => write(broadcast, recordTtlMs)).then(
           () => {
             sent = record

@@ -1,4 +1,4 @@
-import { createPublicClient, fallback, type Address, type Hex, type PublicClient } from 'viem'
+import { createPublicClient, fallback, parseTransaction, type Address, type Hex, type PublicClient } from 'viem'
 import type { AdapterNetwork, AdapterServices } from '../../core/adapter.js'
 import { countOption } from '../../core/count-option.js'
 import { withDeadline } from '../../core/deadline.js'
@@ -14,7 +14,8 @@ import { keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
-import { ALREADY_KNOWN, createSendLane, type SendLane } from './send-lane.js'
+import { nodeRefusal } from './node-answers.js'
+import { ALREADY_KNOWN, createSendLane, NONCE_TAKEN, type SendLane } from './send-lane.js'
 
 // viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
@@ -135,14 +136,22 @@ export function createNetworkRuntime(entry: ExactEvmNetworkConfig, config: Exact
   const slots: SignerSlot[] = signers.map((signer) => {
     const sender = `${chainId}:${signer.address.toLowerCase()}`
     let recovered = false
+    let recoveryFaults = 0
     const nonces = createNonceManager(async () => {
       const count = Number(await client.request({ method: 'eth_getTransactionCount', params: [signer.address, 'pending'] }))
       // The first count of this process: nonces a dead process journaled are re-sent, never handed out again.
-      if (recovered) return count
       const journal = services()
-      if (!journal) return count
-      recovered = true
-      return resendJournaled(journal, sender, count, (raw) => resendRaw(client, raw))
+      if (recovered || !journal) return count
+      try {
+        const next = await resendJournaled(journal, sender, count, journalNode(client, signer.address))
+        recovered = true
+        return next
+      } catch (error) {
+        // A fault fails this read (its settle answers it, nothing sent) and the next read tries again; after a few,
+        // the signer goes on from the chain's count and the journaled payments' retries check and send them anew.
+        if (++recoveryFaults >= MAX_RECOVERY_FAULTS) recovered = true
+        throw error
+      }
     })
     return {
       signer,
@@ -230,32 +239,67 @@ async function readFees(client: PublicClient): Promise<FeeQuote> {
   return { maxFeePerGas: BigInt(baseFee) * 2n + priority, maxPriorityFeePerGas: priority }
 }
 
+/** Nonce reads that may fail on re-sending journaled transactions before a signer gives up on them. */
+const MAX_RECOVERY_FAULTS = 3
+
+/** What re-sending a journaled transaction asks of the node. */
+export interface JournalNode {
+  /** Whether the signed transaction would still land now: its fee cap covers the base fee and its call does not revert. */
+  wouldLand(raw: Hex): Promise<boolean>
+  /** `'sent'` once the node has it, `'nonce_used'` when its nonce went elsewhere; throws on a fault. */
+  send(raw: Hex): Promise<'sent' | 'nonce_used'>
+}
+
 /**
  * Re-sends, in nonce order, what a dead process journaled for `sender` from the chain's pending
- * `count` on, and answers the first nonce free after them. It stops at the first the node will
- * not take (nonce moved on, or refused): from there nonces are handed out again, and a journaled
- * transaction left behind is checked and sent anew by its payment's retry. A store that cannot
- * answer leaves the count as the chain gives it.
+ * `count` on, and answers the first nonce free after them. It stops at the first one that would not
+ * land now (an authorization expired meanwhile, a fee cap under the base fee: sent, it would revert
+ * at our cost or stall the key) or that the node will not take: from there nonces are handed out
+ * again, and that payment's retry checks it and sends it anew. A fault of the store or the node
+ * throws: the nonce read fails and the next one tries again.
  */
-export async function resendJournaled(journal: AdapterServices, sender: string, count: number, resendRaw: (raw: Hex) => Promise<'sent' | 'nonce_used'>): Promise<number> {
+export async function resendJournaled(journal: AdapterServices, sender: string, count: number, node: JournalNode): Promise<number> {
   let next = count
-  try {
-    for (const record of await journal.journaled(sender, count)) {
-      if (record.slot.sequence !== next || !record.raw || !/^0x[0-9a-fA-F]+$/.test(record.raw)) break
-      if ((await resendRaw(record.raw as Hex)) !== 'sent') break
-      next += 1
-    }
-  } catch {
-    // The journal or the node failed: what was re-sent stands, nothing more is assumed.
+  for (const record of await journal.journaled(sender, count)) {
+    if (record.slot.sequence !== next || !record.raw || !/^0x[0-9a-fA-F]+$/.test(record.raw)) break
+    const raw = record.raw as Hex
+    if (!(await node.wouldLand(raw)) || (await node.send(raw)) !== 'sent') break
+    next += 1
   }
   return next
 }
 
-async function resendRaw(client: PublicClient, raw: Hex): Promise<'sent' | 'nonce_used'> {
-  try {
-    await client.request({ method: 'eth_sendRawTransaction', params: [raw] })
-    return 'sent'
-  } catch (error) {
-    return ALREADY_KNOWN.test(rpcErrorText(error)) ? 'sent' : 'nonce_used'
+function journalNode(client: PublicClient, from: Address): JournalNode {
+  return {
+    async wouldLand(raw) {
+      let transaction: ReturnType<typeof parseTransaction>
+      try {
+        transaction = parseTransaction(raw)
+      } catch {
+        return false
+      }
+      const block = await client.getBlock({ blockTag: 'latest' })
+      const feeCap = transaction.maxFeePerGas ?? transaction.gasPrice
+      if (block.baseFeePerGas !== null && block.baseFeePerGas !== undefined && (feeCap === undefined || feeCap < block.baseFeePerGas)) return false
+      try {
+        await client.call({ account: from, to: transaction.to ?? undefined, data: transaction.data, gas: transaction.gas, value: transaction.value })
+        return true
+      } catch (error) {
+        // A revert is the payment's state; anything else (no answer) is a fault of the moment.
+        if (nodeRefusal(error) === 'failed') return false
+        throw toRpcFault(error, 're-checking a journaled settlement')
+      }
+    },
+    async send(raw) {
+      try {
+        await client.request({ method: 'eth_sendRawTransaction', params: [raw] })
+        return 'sent'
+      } catch (error) {
+        const text = rpcErrorText(error)
+        if (ALREADY_KNOWN.test(text)) return 'sent'
+        if (NONCE_TAKEN.test(text)) return 'nonce_used'
+        throw toRpcFault(error, 're-sending a journaled settlement')
+      }
+    },
   }
 }

@@ -56,6 +56,8 @@ export interface SendLaneOptions {
 
 /** The node has these bytes already: as good as taken. */
 export const ALREADY_KNOWN = /already known|known transaction|already imported|already exists|alreadyknown/i
+/** A node's refusal because the nonce went to another transaction (mined, or in its pool at a higher fee). */
+export const NONCE_TAKEN = /nonce too low|nonce has already been used|nonce is too low|invalid nonce|lower than the current nonce|oldnonce|replacement transaction underpriced|replacement fee too low|could not replace existing/i
 /** Sends of the same signed bytes while the node gives no answer (one try of ours; the transport may retry inside it). */
 const SEND_ATTEMPTS = 3
 const SEND_PAUSE_MS = 100

@@ -5,7 +5,7 @@ import { FacilitatorError } from '../../errors/facilitator-error.js'
 import { keccak256 } from '../crypto/keccak.js'
 import type { FeeQuote, NetworkRuntime, SignerSlot } from './network-runtime.js'
 import type { NonceTicket } from './nonce-manager.js'
-import { ALREADY_KNOWN, type LaneOutcome } from './send-lane.js'
+import { ALREADY_KNOWN, NONCE_TAKEN, type LaneOutcome } from './send-lane.js'
 import { rpcErrorText, toRpcFault } from './rpc-fault.js'
 
 /** A call the facilitator pays for. */
@@ -41,7 +41,6 @@ export function pickSigner(runtime: NetworkRuntime): SignerSlot {
 }
 
 /** The key's nonce is used already, or taken by another of its transactions waiting in the pool. */
-const NONCE_TAKEN = /nonce too low|nonce has already been used|nonce is too low|invalid nonce|lower than the current nonce|oldnonce|replacement transaction underpriced|replacement fee too low|could not replace existing/i
 const INSUFFICIENT_FUNDS = /insufficient funds/i
 const MAX_NONCE_RETRIES = 3
 

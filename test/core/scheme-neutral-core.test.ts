@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
-// The core routes and settles every scheme through the adapter contract (settlementKey,
+// The core routes and settles every scheme through the adapter contract (parse and its key,
 // settleSetsAmount, spendableWithoutTransaction, resume): a scheme-specific branch in it is how
 // the cross-scheme Permit2 replay arose (issue #30). Comments may name schemes; code may not.
 const FOLDERS = ['src/core', 'src/settlement', 'src/facilitator']

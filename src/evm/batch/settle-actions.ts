@@ -9,7 +9,7 @@ import { REJECTION } from '../../errors/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain, BatchSettlementSigner, Outcome, PreparedCall } from './chain.js'
-import { channelId, claimBatchTypedData, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
+import { channelId, claimBatchTypedData, isContractRecoverable, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
 import { BATCH_SETTLEMENT_ADDRESS } from './constants.js'
 import { BATCH_REJECTION as R } from './reasons.js'
 import type { Refusal } from './verify-channel.js'
@@ -74,9 +74,12 @@ export async function prepareRefund(chain: BatchChain, signer: BatchSettlementSi
   let refundSignature = payload.refundAuthorizerSignature
   if (refundSignature) {
     const typed = refundTypedData(chain.chainId, id, payload.refundNonce, amount)
-    const recovered = await recoverTypedDataAddress({ ...typed, signature: refundSignature }).catch(() => undefined)
-    if (recovered && !isAddressEqual(recovered, config.receiverAuthorizer)) {
-      const contractOk = await chain.client.verifyTypedData({ address: config.receiverAuthorizer, ...typed, signature: refundSignature }).catch(() => false)
+    // A 65-byte signature the contract's ECDSA would refuse (high s, v 0/1) counts as no recovery.
+    const recovered = isContractRecoverable(refundSignature) ? await recoverTypedDataAddress({ ...typed, signature: refundSignature }).catch(() => undefined) : undefined
+    if (!recovered || !isAddressEqual(recovered, config.receiverAuthorizer)) {
+      // Anything else must be the authorizer contract's (ERC-1271): an EOA's refused signature is not retried.
+      const code = await chain.client.getCode({ address: config.receiverAuthorizer }).catch(() => undefined)
+      const contractOk = code !== undefined && code !== '0x' && (await chain.client.verifyTypedData({ address: config.receiverAuthorizer, ...typed, signature: refundSignature }).catch(() => false))
       if (!contractOk) return { reason: R.authorizerAddressMismatch, message: 'the Refund is not signed by the channel\'s receiver authorizer' }
     }
   } else {

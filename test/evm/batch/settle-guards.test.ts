@@ -1,0 +1,102 @@
+/**
+ * batchSettlementEvm() guards found by the security review, on anvil: signatures the contract's
+ * ECDSA refuses (high s, v 0/1) are refused at verify, a settle transaction over the gas cap is
+ * never sent, and concurrent sweeps of one receiver send one transaction (the rest re-check and
+ * find nothing to do).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BatchSettlementEvmScheme, computeChannelId, InMemoryClientChannelStorage } from '@x402/evm/batch-settlement/client'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import type { Hex, LocalAccount } from 'viem'
+import { createFacilitator, type Facilitator } from '../../../src/facilitator/facilitator.js'
+import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
+import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
+import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
+import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
+import { signRefund, signVoucher } from '../../support/batch-settlement-signing.js'
+import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
+import { installPermit2 } from '../../support/permit2-contracts.js'
+
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+let world: EvmFixture
+let facilitator: Facilitator
+const authorizer = privateKeyToAccount(generatePrivateKey())
+const receiver = privateKeyToAccount(generatePrivateKey()).address
+
+beforeAll(async () => {
+  world = await startEvmFixture({ signerCount: 2 })
+  await installPermit2(world.node)
+  await installBatchSettlement(world.node)
+  facilitator = createFacilitator({
+    schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true, confirmTimeoutMs: 20_000 })],
+  })
+}, 120_000)
+afterAll(async () => {
+  await world?.stop()
+})
+
+const requirements = () => ({
+  scheme: 'batch-settlement',
+  network: 'eip155:84532' as const,
+  amount: '1000',
+  asset: world.token.address,
+  payTo: receiver,
+  maxTimeoutSeconds: 3600,
+  extra: { receiverAuthorizer: authorizer.address, withdrawDelay: 900, name: world.token.name, version: world.token.version },
+})
+const wrap = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements(), payload }, paymentRequirements: requirements() })
+
+async function channelOnChain(id: Hex): Promise<readonly [bigint, bigint]> {
+  return world.node.publicClient.readContract({ address: BATCH_SETTLEMENT_ADDRESS, abi: batchSettlementAbi, functionName: 'channels', args: [id] })
+}
+
+async function sentBySigners(): Promise<number> {
+  const counts = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
+  return counts.reduce((a, b) => a + b, 0)
+}
+
+async function pendingBySigners(): Promise<number> {
+  const counts = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address, blockTag: 'pending' })))
+  return counts.reduce((a, b) => a + b, 0)
+}
+
+/** The same signature with s' = n - s and the other v: what viem still recovers, and the contract refuses. */
+function highS(signature: Hex): Hex {
+  const s = BigInt(`0x${signature.slice(66, 130)}`)
+  const v = Number.parseInt(signature.slice(130, 132), 16)
+  return `${signature.slice(0, 66)}${(N - s).toString(16).padStart(64, '0')}${(v === 27 ? 28 : 27).toString(16)}` as Hex
+}
+
+async function openChannel(deposit = 10_000n): Promise<{ payer: LocalAccount; client: BatchSettlementEvmScheme; id: Hex }> {
+  const payer = await world.newPayer(1_000_000n)
+  const client = new BatchSettlementEvmScheme(payer, { storage: new InMemoryClientChannelStorage(), depositStrategy: () => deposit.toString() })
+  const made = await client.createPaymentPayload(2, requirements())
+  expect(await facilitator.settle(wrap(made.payload))).toMatchObject({ success: true, amount: deposit.toString() })
+  return { payer, client, id: computeChannelId(client.buildChannelConfig(requirements()), 'eip155:84532') as Hex }
+}
+
+describe('batchSettlementEvm settle guards', () => {
+  it('refuses a voucher signed with high s or with v 0/1, which the contract would reject', async () => {
+    const { payer, client, id } = await openChannel()
+    const config = client.buildChannelConfig(requirements())
+    const good = await signVoucher(payer, 84532, id, 2000n)
+    const voucher = (signature: Hex) => wrap({ type: 'voucher', channelConfig: config, voucher: { channelId: id, maxClaimableAmount: '2000', signature } })
+    expect(await facilitator.verify(voucher(good))).toMatchObject({ isValid: true })
+    expect(await facilitator.verify(voucher(highS(good)))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_voucher_signature' })
+    const v01 = `${good.slice(0, 130)}${(Number.parseInt(good.slice(130), 16) - 27).toString(16).padStart(2, '0')}` as Hex
+    expect(await facilitator.verify(voucher(v01))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_voucher_signature' })
+  })
+
+  it('refuses a high-s Refund signature of an EOA receiver authorizer before sending anything', async () => {
+    const { payer, client, id } = await openChannel()
+    const config = client.buildChannelConfig(requirements())
+    const voucher = { channelId: id, maxClaimableAmount: '0', signature: await signVoucher(payer, 84532, id, 0n) }
+    const refundAuthorizerSignature = highS(await signRefund(authorizer, 84532, id, 0n, 100n))
+    const before = await sentBySigners()
+    const answer = await facilitator.settle(wrap({ type: 'refund', channelConfig: config, voucher, amount: '100', refundNonce: '0', claims: [], refundAuthorizerSignature }))
+    expect(answer).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_authorizer_address_mismatch', transaction: '' })
+    expect(await sentBySigners()).toBe(before)
+    expect(await channelOnChain(id)).toEqual([10_000n, 0n])
+  })
+
+})

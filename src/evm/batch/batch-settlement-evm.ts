@@ -50,6 +50,12 @@ export interface BatchSettlementEvmConfig {
   readonly settleMarginSeconds?: number
   /** How long settle waits for a receipt before answering `settlement_pending`. @default 30_000 */
   readonly confirmTimeoutMs?: number
+  /**
+   * The most gas a deposit, claim, sweep or refund may take: a transaction whose estimate exceeds it
+   * is refused (the kind's simulation-failed code) before anything is sent, and no transaction's gas
+   * limit goes above it. @default 1_000_000n
+   */
+  readonly maxSettlementGas?: bigint
 }
 
 interface Reservation extends SettleReservation {
@@ -62,13 +68,14 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
   const authorizer = config.receiverAuthorizer
   const signsRefunds = config.allowDelegatedRefunds === true
   const runtimes = new Map<Caip2Network, { chain: BatchChain; signers: readonly BatchSettlementSigner[]; next: number }>()
+  if (config.maxSettlementGas !== undefined && config.maxSettlementGas <= 0n) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: maxSettlementGas must be positive')
   for (const entry of config.networks) {
     const caip2 = toCaip2(entry.network) ?? (entry.network as Caip2Network)
     if (!caip2.startsWith('eip155:')) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement serves eip155 networks, not ${entry.network}`)
     const signers = entry.signers ?? config.signers ?? []
     if (signers.length === 0) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement on ${caip2} needs at least one signer`)
     if (authorizer && signers.some((s) => isAddressEqual(s.address, authorizer.address))) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: the receiver authorizer must be a key of its own, not a gas signer')
-    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.confirmTimeoutMs ?? 30_000), signers, next: 0 })
+    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.confirmTimeoutMs ?? 30_000, config.maxSettlementGas ?? 1_000_000n), signers, next: 0 })
   }
   // The last confirmed read of each channel, per network (never optimistic: a deposit counts once mined).
   const states = new Map<string, { state: ChannelSnapshot; at: number }>()

@@ -99,4 +99,51 @@ describe('batchSettlementEvm settle guards', () => {
     expect(await channelOnChain(id)).toEqual([10_000n, 0n])
   })
 
+  it('refuses a settle transaction whose gas estimate exceeds maxSettlementGas, sending nothing', async () => {
+    const capped = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl] }], signers: world.signers, maxSettlementGas: 50_000n })] })
+    const payer = await world.newPayer(1_000_000n)
+    const client = new BatchSettlementEvmScheme(payer)
+    const made = await client.createPaymentPayload(2, requirements())
+    const before = await sentBySigners()
+    const answer = await capped.settle(wrap(made.payload))
+    expect(answer).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_deposit_simulation_failed', transaction: '' })
+    expect(answer.errorMessage).toContain('maxSettlementGas 50000')
+    expect(await sentBySigners()).toBe(before)
+    expect(() => batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl] }], signers: world.signers, maxSettlementGas: 0n })).toThrow(/maxSettlementGas/)
+  })
+
+  it('sends one transaction for concurrent sweeps of one receiver, refusing the others with nothing_to_settle', async () => {
+    const { payer, client, id } = await openChannel()
+    const claims = [{ voucher: { channel: client.buildChannelConfig(requirements()), maxClaimableAmount: '3000' }, signature: await signVoucher(payer, 84532, id, 3000n), totalClaimed: '3000' }]
+    expect(await facilitator.settle(wrap({ type: 'claim', claims }))).toMatchObject({ success: true })
+    const before = await sentBySigners()
+    const sweeps = await Promise.all(Array.from({ length: 4 }, () => facilitator.settle(wrap({ type: 'settle', receiver, token: world.token.address }))))
+    expect(sweeps.filter((s) => s.success)).toHaveLength(1)
+    expect(sweeps.filter((s) => !s.success)).toEqual(Array.from({ length: 3 }, () => expect.objectContaining({ errorReason: 'invalid_batch_settlement_evm_nothing_to_settle', transaction: '' })))
+    expect(await sentBySigners()).toBe(before + 1)
+  })
+
+  it('re-checks a claim queued behind another claim of its channel, refusing it once that one landed', async () => {
+    const { payer, client, id } = await openChannel()
+    const claim = async (total: bigint) => wrap({ type: 'claim', claims: [{ voucher: { channel: client.buildChannelConfig(requirements()), maxClaimableAmount: total.toString() }, signature: await signVoucher(payer, 84532, id, total), totalClaimed: total.toString() }] })
+    const [high, low] = await Promise.all([claim(4000n), claim(3000n)])
+    const before = await sentBySigners()
+    await world.node.testClient.setAutomine(false)
+    let answers
+    try {
+      const first = facilitator.settle(high)
+      // The 4000 claim is in the pool, not mined: the 3000 claim still passes verify (claimed 0) and queues behind it.
+      while ((await pendingBySigners()) === before) await new Promise((r) => setTimeout(r, 20))
+      const second = facilitator.settle(low)
+      await new Promise((r) => setTimeout(r, 300))
+      await world.node.testClient.mine({ blocks: 1 })
+      answers = await Promise.all([first, second])
+    } finally {
+      await world.node.testClient.setAutomine(true)
+    }
+    expect(answers[0]).toMatchObject({ success: true })
+    expect(answers[1]).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_claim_payload', transaction: '' })
+    expect(await sentBySigners()).toBe(before + 1)
+    expect(await channelOnChain(id)).toEqual([10_000n, 4000n])
+  }, 60_000)
 })

@@ -39,8 +39,9 @@ export interface BatchSettlementEvmConfig {
   readonly receiverAuthorizer?: Pick<LocalAccount, 'address' | 'signTypedData'>
   /**
    * Sign refunds for channels delegated to `receiverAuthorizer`. The spec requires that such a
-   * refund come from the service that created the channel: turn this on only when every settle
-   * caller is authenticated as that service (anyone knowing a channel could close it otherwise).
+   * refund come from the service that created the channel: the HTTP handler settles them only for
+   * authenticated callers (`settle_requires_authentication` without an `authenticate` hook), and
+   * every authenticated caller must be that service (anyone knowing a channel could close it otherwise).
    * @default false
    */
   readonly allowDelegatedRefunds?: boolean
@@ -147,6 +148,14 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
     signers: () => [...new Set([...runtimes.values()].flatMap((r) => r.signers.map((s) => s.address)))],
 
     parse: (ctx) => parseBatchPayload(ctx.payload.payload, runtimeOf(ctx).chain.chainId, ctx.asset),
+
+    // A refund without the server's Refund signature would get ours: only for authenticated callers.
+    ...(authorizer && signsRefunds
+      ? {
+          settleNeedsAuthentication: (_ctx: PaymentContext, payload: BatchPayload) =>
+            payload.type === 'refund' && !payload.refundAuthorizerSignature && isAddressEqual(payload.channelConfig.receiverAuthorizer, authorizer.address),
+        }
+      : {}),
 
     reserveSettlement(ctx) {
       const runtime = runtimeOf(ctx)

@@ -9,6 +9,7 @@ import { BatchSettlementEvmScheme, computeChannelId, InMemoryClientChannelStorag
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { Hex, LocalAccount } from 'viem'
 import { createFacilitator, type Facilitator } from '../../../src/facilitator/facilitator.js'
+import { createHandler } from '../../../src/http/index.js'
 import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
 import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
@@ -146,4 +147,22 @@ describe('batchSettlementEvm settle guards', () => {
     expect(await sentBySigners()).toBe(before + 1)
     expect(await channelOnChain(id)).toEqual([10_000n, 4000n])
   }, 60_000)
+
+  it('settles a refund our receiver authorizer signs only for authenticated HTTP callers', async () => {
+    const { payer, client, id } = await openChannel()
+    const config = client.buildChannelConfig(requirements())
+    const voucher = { channelId: id, maxClaimableAmount: '0', signature: await signVoucher(payer, 84532, id, 0n) }
+    const body = JSON.stringify(wrap({ type: 'refund', channelConfig: config, voucher, amount: '100', refundNonce: '0', claims: [] }))
+    const post = (headers: Record<string, string> = {}) => new Request('http://facilitator.test/settle', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } })
+    const before = await sentBySigners()
+    const open = await (await createHandler(facilitator)(post())).json()
+    expect(open).toMatchObject({ success: false, errorReason: 'settle_requires_authentication', transaction: '' })
+    expect(open).not.toHaveProperty('amount')
+    expect(await sentBySigners()).toBe(before)
+    expect(await channelOnChain(id)).toEqual([10_000n, 0n])
+    const guarded = createHandler(facilitator, { authenticate: (request) => request.headers.get('authorization') === 'Bearer service' })
+    expect((await guarded(post())).status).toBe(401)
+    expect(await (await guarded(post({ authorization: 'Bearer service' }))).json()).toMatchObject({ success: true, amount: '100' })
+    expect(await channelOnChain(id)).toEqual([9_900n, 0n])
+  })
 })

@@ -141,7 +141,10 @@ export class BatchChain {
       if (refusal) return { state: 'refused', ...refusal }
       return this.sendNow(signer, call, journal, signal)
     })
-    const settled = run.catch(() => undefined)
+    const settled: Promise<unknown> = run.catch(() => undefined).then(() => {
+      // A lane nobody queued behind since is dropped, so channel and receiver lanes do not pile up.
+      for (const key of keys) if (this.lanes.get(key) === settled) this.lanes.delete(key)
+    })
     for (const key of keys) this.lanes.set(key, settled)
     return run
   }

@@ -13,6 +13,7 @@ import { createHandler } from '../../../src/http/index.js'
 import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
 import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
+import { BatchChain } from '../../../src/evm/batch/chain.js'
 import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
 import { signRefund, signVoucher } from '../../support/batch-settlement-signing.js'
 import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
@@ -164,5 +165,17 @@ describe('batchSettlementEvm settle guards', () => {
     expect((await guarded(post())).status).toBe(401)
     expect(await (await guarded(post({ authorization: 'Bearer service' }))).json()).toMatchObject({ success: true, amount: '100' })
     expect(await channelOnChain(id)).toEqual([9_900n, 0n])
+  })
+
+  it('refuses in the lane without signing or journaling, and drops lanes nobody waits on', async () => {
+    const chain = new BatchChain(84532, [world.node.rpcUrl], 1_000)
+    let journaled = 0
+    const journal = { broadcasting: async () => void journaled++ }
+    const call = { to: BATCH_SETTLEMENT_ADDRESS, data: '0x' as Hex, gas: 21_000n }
+    const outcomes = await Promise.all([1, 2].map(() => chain.send(world.signers[0]!, call, journal, AbortSignal.timeout(5_000), async () => ({ reason: 'nothing' }), ['0xchannel'])))
+    expect(outcomes).toEqual([{ state: 'refused', reason: 'nothing' }, { state: 'refused', reason: 'nothing' }])
+    expect(journaled).toBe(0)
+    await new Promise((r) => setTimeout(r, 0))
+    expect((chain as unknown as { lanes: Map<string, unknown> }).lanes.size).toBe(0)
   })
 })

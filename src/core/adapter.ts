@@ -188,6 +188,14 @@ export interface SchemeAdapter<P = unknown, V = unknown, R extends SettleReserva
    * callers unless told otherwise (`allowUnauthenticatedSettleAmount`). @default false
    */
   readonly settleSetsAmount?: boolean
+  /**
+   * True when settling this payload makes the facilitator sign for someone other than the payer
+   * (a `batch-settlement` refund it signs as the channel's delegated receiver authorizer): only the
+   * service that may ask for that signature should, so the HTTP handler settles such payloads for
+   * authenticated callers only (`settle_requires_authentication`), like `settleSetsAmount`
+   * schemes. Synchronous and offline. Optional: false.
+   */
+  settleNeedsAuthentication?(ctx: PaymentContext, payload: P): boolean
   /** Names of the payload extensions this adapter honours (e.g. `eip2612GasSponsoring`), listed in supported(). Optional. */
   readonly extensions?: readonly string[]
   /** Reads `ctx.payload.payload` and names its replay domain. Synchronous and offline; never throws for a bad payload. */

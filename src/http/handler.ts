@@ -49,7 +49,9 @@ export interface HandlerOptions {
    * are asked of `authorizeAdmin` when it is set, else of this hook with the route
    * name `'private'` (the hook must then tell operators from payment clients).
    * With this hook, /settle serves payments whose settle request sets the amount (`upto`)
-   * to the callers it admits to `'settle'`: admit only your resource servers there.
+   * to the callers it admits to `'settle'`: admit only your resource servers there. The same holds
+   * for payloads an adapter marks with `settleNeedsAuthentication` (a `batch-settlement` refund our
+   * delegated receiver authorizer signs): without this hook they are refused (`settle_requires_authentication`).
    */
   authenticate?: (request: Request, route: AuthenticatedRoute) => AuthenticateResult | Promise<AuthenticateResult>
   /**
@@ -157,6 +159,8 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   // Settles that set their own amount are refused to anonymous callers: looked up only when some adapter has them.
   const registry = (facilitator as { registry?: Facilitator['registry'] }).registry
   const guardSettleAmounts = !options.authenticate && options.allowUnauthenticatedSettleAmount !== true && registry?.adapters.some((adapter) => adapter.settleSetsAmount === true) === true
+  // Payloads an adapter signs for on the service's behalf (a delegated refund) are never settled for anonymous callers.
+  const guardDelegated = !options.authenticate && registry?.adapters.some((adapter) => adapter.settleNeedsAuthentication !== undefined) === true
 
   const payment: Record<string, { method: 'GET' | 'POST'; route: PaymentRoute }> = {
     '/supported': { method: 'GET', route: 'supported' },
@@ -182,8 +186,8 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     if (rateLimit) await rateLimit(known.route, client ?? clientOf(call))
     const body = await readJsonBody(call, maxBodyBytes, maxJsonDepth)
     if (known.route === 'verify') return jsonAnswer(200, await facilitator.verify(body))
-    if (guardSettleAmounts) {
-      const refusal = settleAmountRefusal(registry!, body)
+    if (guardSettleAmounts || guardDelegated) {
+      const refusal = settleAmountRefusal(registry!, body, guardSettleAmounts)
       if (refusal) return jsonAnswer(200, refusal)
     }
     return jsonAnswer(200, await facilitator.settle(body))

@@ -39,8 +39,9 @@ export interface BatchSettlementEvmConfig {
   readonly receiverAuthorizer?: Pick<LocalAccount, 'address' | 'signTypedData'>
   /**
    * Sign refunds for channels delegated to `receiverAuthorizer`. The spec requires that such a
-   * refund come from the service that created the channel: turn this on only when every settle
-   * caller is authenticated as that service (anyone knowing a channel could close it otherwise).
+   * refund come from the service that created the channel: the HTTP handler settles them only for
+   * authenticated callers (`settle_requires_authentication` without an `authenticate` hook), and
+   * every authenticated caller must be that service (anyone knowing a channel could close it otherwise).
    * @default false
    */
   readonly allowDelegatedRefunds?: boolean
@@ -50,6 +51,12 @@ export interface BatchSettlementEvmConfig {
   readonly settleMarginSeconds?: number
   /** How long settle waits for a receipt before answering `settlement_pending`. @default 30_000 */
   readonly confirmTimeoutMs?: number
+  /**
+   * The most gas a deposit, claim, sweep or refund may take: a transaction whose estimate exceeds it
+   * is refused (the kind's simulation-failed code) before anything is sent, and no transaction's gas
+   * limit goes above it. @default 1_000_000n
+   */
+  readonly maxSettlementGas?: bigint
 }
 
 interface Reservation extends SettleReservation {
@@ -62,13 +69,14 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
   const authorizer = config.receiverAuthorizer
   const signsRefunds = config.allowDelegatedRefunds === true
   const runtimes = new Map<Caip2Network, { chain: BatchChain; signers: readonly BatchSettlementSigner[]; next: number }>()
+  if (config.maxSettlementGas !== undefined && config.maxSettlementGas <= 0n) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: maxSettlementGas must be positive')
   for (const entry of config.networks) {
     const caip2 = toCaip2(entry.network) ?? (entry.network as Caip2Network)
     if (!caip2.startsWith('eip155:')) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement serves eip155 networks, not ${entry.network}`)
     const signers = entry.signers ?? config.signers ?? []
     if (signers.length === 0) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement on ${caip2} needs at least one signer`)
     if (authorizer && signers.some((s) => isAddressEqual(s.address, authorizer.address))) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: the receiver authorizer must be a key of its own, not a gas signer')
-    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.confirmTimeoutMs ?? 30_000), signers, next: 0 })
+    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.confirmTimeoutMs ?? 30_000, config.maxSettlementGas ?? 1_000_000n), signers, next: 0 })
   }
   // The last confirmed read of each channel, per network (never optimistic: a deposit counts once mined).
   const states = new Map<string, { state: ChannelSnapshot; at: number }>()
@@ -140,6 +148,14 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
     signers: () => [...new Set([...runtimes.values()].flatMap((r) => r.signers.map((s) => s.address)))],
 
     parse: (ctx) => parseBatchPayload(ctx.payload.payload, runtimeOf(ctx).chain.chainId, ctx.asset),
+
+    // A refund without the server's Refund signature would get ours: only for authenticated callers.
+    ...(authorizer && signsRefunds
+      ? {
+          settleNeedsAuthentication: (_ctx: PaymentContext, payload: BatchPayload) =>
+            payload.type === 'refund' && !payload.refundAuthorizerSignature && isAddressEqual(payload.channelConfig.receiverAuthorizer, authorizer.address),
+        }
+      : {}),
 
     reserveSettlement(ctx) {
       const runtime = runtimeOf(ctx)

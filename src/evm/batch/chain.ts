@@ -45,6 +45,10 @@ export type Outcome =
   | { readonly state: 'mined'; readonly receipt: TransactionReceipt }
   | { readonly state: 'pending'; readonly transaction: Hex }
   | { readonly state: 'dropped'; readonly transaction: Hex }
+  | { readonly state: 'refused'; readonly reason: string; readonly message?: string }
+
+/** A check run in the key's lane right before signing: a refusal there sends and journals nothing. */
+export type Recheck = () => Promise<{ readonly reason: string; readonly message?: string } | undefined>
 
 export class BatchChain {
   readonly client: PublicClient
@@ -54,6 +58,8 @@ export class BatchChain {
     readonly chainId: number,
     rpcUrls: readonly string[],
     private readonly receiptTimeoutMs: number,
+    /** The most gas a settle transaction may take: a larger estimate is refused before sending. */
+    readonly maxGas: bigint = 1_000_000n,
   ) {
     const transports = rpcUrls.map((url) => http(url, { retryCount: 1 }))
     this.client = createPublicClient({ transport: transports.length === 1 ? transports[0]! : fallback(transports), pollingInterval: 100 })
@@ -112,7 +118,9 @@ export class BatchChain {
   async simulate(from: Address, data: Hex, to: Address = BATCH_SETTLEMENT_ADDRESS): Promise<PreparedCall | { revert: string }> {
     try {
       const gas = await this.client.estimateGas({ account: from, to, data })
-      return { to, data, gas: (gas * 12n) / 10n }
+      if (gas > this.maxGas) return { revert: `the transaction needs ${gas} gas, more than maxSettlementGas ${this.maxGas}` }
+      const padded = (gas * 12n) / 10n
+      return { to, data, gas: padded > this.maxGas ? this.maxGas : padded }
     } catch (error) {
       const message = error instanceof Error ? ((error as { shortMessage?: string }).shortMessage ?? error.message) : String(error)
       if (/revert/i.test(message)) return { revert: message.slice(0, 300) }
@@ -121,14 +129,23 @@ export class BatchChain {
   }
 
   /**
-   * Signs and sends `call` from `signer` once the key's previous transaction has its receipt, after
-   * `journal.broadcasting` recorded it, then waits for the receipt within the bound.
+   * Signs and sends `call` from `signer` once the previous transaction of the key (and of each of
+   * `subjects`: channels, a receiver's token) has its receipt and `recheck` still finds it worth
+   * sending, after `journal.broadcasting` recorded it; then waits for the receipt within the bound.
    */
-  send(signer: BatchSettlementSigner, call: PreparedCall, journal: SettleJournal, signal: AbortSignal): Promise<Outcome> {
-    const key = signer.address.toLowerCase()
-    const previous = this.lanes.get(key) ?? Promise.resolve()
-    const run = previous.catch(() => undefined).then(() => this.sendNow(signer, call, journal, signal))
-    this.lanes.set(key, run.catch(() => undefined))
+  send(signer: BatchSettlementSigner, call: PreparedCall, journal: SettleJournal, signal: AbortSignal, recheck?: Recheck, subjects: readonly string[] = []): Promise<Outcome> {
+    const keys = [signer.address.toLowerCase(), ...subjects.map((s) => `subject:${s.toLowerCase()}`)]
+    const previous = Promise.all(keys.map((key) => (this.lanes.get(key) ?? Promise.resolve()).catch(() => undefined)))
+    const run = previous.then(async (): Promise<Outcome> => {
+      const refusal = recheck ? await recheck() : undefined
+      if (refusal) return { state: 'refused', ...refusal }
+      return this.sendNow(signer, call, journal, signal)
+    })
+    const settled: Promise<unknown> = run.catch(() => undefined).then(() => {
+      // A lane nobody queued behind since is dropped, so channel and receiver lanes do not pile up.
+      for (const key of keys) if (this.lanes.get(key) === settled) this.lanes.delete(key)
+    })
+    for (const key of keys) this.lanes.set(key, settled)
     return run
   }
 
@@ -160,7 +177,7 @@ export class BatchChain {
   }
 
   /** Waits for a journaled transaction (re-sending its bytes when the node lost them); `dropped` when its nonce went elsewhere. */
-  async await(record: BroadcastRecord): Promise<Outcome> {
+  async await(record: BroadcastRecord): Promise<Exclude<Outcome, { state: 'refused' }>> {
     const transaction = record.transaction as Hex
     try {
       const receipt = await this.client.waitForTransactionReceipt({ hash: transaction, timeout: this.receiptTimeoutMs, pollingInterval: 100 })

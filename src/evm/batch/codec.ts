@@ -164,13 +164,26 @@ export function voucherDigest(chainId: number, id: Hex, maxClaimableAmount: bigi
  */
 export async function isEoaVoucherSigned(channel: ChannelConfig, chainId: number, id: Hex, maxClaimableAmount: bigint, signature: Hex): Promise<boolean> {
   if (isAddressEqual(channel.payerAuthorizer, zeroAddress)) throw new Error('the channel has no payer authorizer: its vouchers are checked through the payer (ERC-1271)')
-  if (signature.length !== 132) return false
+  if (!isContractRecoverable(signature)) return false
   try {
     const signer = await recoverAddress({ hash: voucherDigest(chainId, id, maxClaimableAmount), signature })
     return isAddressEqual(signer, channel.payerAuthorizer)
   } catch {
     return false
   }
+}
+
+const SECP256K1_HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n
+
+/**
+ * Whether a 65-byte signature is one OpenZeppelin's ECDSA.tryRecover (what the contract runs) accepts:
+ * low s (at most n/2) and v 27 or 28. viem recovers high-s and v 0/1 too, which the contract rejects.
+ */
+export function isContractRecoverable(signature: Hex): boolean {
+  if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return false
+  const s = BigInt(`0x${signature.slice(66, 130)}`)
+  const v = Number.parseInt(signature.slice(130, 132), 16)
+  return s <= SECP256K1_HALF_N && (v === 27 || v === 28)
 }
 
 /** A channel's on-chain state, as verify answers it in `extra` and settle in `extra.channelState`. */

@@ -8,8 +8,8 @@ import type { BroadcastRecord, PaymentContext, SettleJournal } from '../../core/
 import { REJECTION } from '../../errors/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
 import { batchSettlementAbi } from './abi.js'
-import type { BatchChain, BatchSettlementSigner, Outcome, PreparedCall } from './chain.js'
-import { channelId, claimBatchTypedData, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
+import type { BatchChain, BatchSettlementSigner, Outcome, PreparedCall, Recheck } from './chain.js'
+import { channelId, claimBatchTypedData, isContractRecoverable, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
 import { BATCH_SETTLEMENT_ADDRESS } from './constants.js'
 import { BATCH_REJECTION as R } from './reasons.js'
 import type { Refusal } from './verify-channel.js'
@@ -20,7 +20,7 @@ type Authorizer = Pick<LocalAccount, 'address' | 'signTypedData'> | undefined
 export type BatchPayment =
   | { readonly kind: 'voucher' }
   | { readonly kind: 'deposit'; readonly payload: DepositPayload; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly before: ChannelSnapshot }
-  | { readonly kind: 'claim'; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly channelIds: readonly Hex[] }
+  | { readonly kind: 'claim'; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly channelIds: readonly Hex[]; readonly claims?: readonly bigint[] }
   | { readonly kind: 'sweep'; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly receiver: Address; readonly token: Address }
   | { readonly kind: 'refund'; readonly payload: RefundPayload; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly before: ChannelSnapshot }
 
@@ -46,7 +46,7 @@ export async function prepareClaim(chain: BatchChain, signer: BatchSettlementSig
   const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'claimWithSignature', args: [claimArgs(payload.claims), signature] })
   const call = await chain.simulate(signer.address, data)
   if ('revert' in call) return { reason: R.claimSimulationFailed, message: call.revert }
-  return { kind: 'claim', call, signer, channelIds: ids }
+  return { kind: 'claim', call, signer, channelIds: ids, claims: payload.claims.map((c) => c.totalClaimed) }
 }
 
 export async function prepareSweep(chain: BatchChain, signer: BatchSettlementSigner, payload: SettlePayload): Promise<BatchPayment | Refusal> {
@@ -74,9 +74,12 @@ export async function prepareRefund(chain: BatchChain, signer: BatchSettlementSi
   let refundSignature = payload.refundAuthorizerSignature
   if (refundSignature) {
     const typed = refundTypedData(chain.chainId, id, payload.refundNonce, amount)
-    const recovered = await recoverTypedDataAddress({ ...typed, signature: refundSignature }).catch(() => undefined)
-    if (recovered && !isAddressEqual(recovered, config.receiverAuthorizer)) {
-      const contractOk = await chain.client.verifyTypedData({ address: config.receiverAuthorizer, ...typed, signature: refundSignature }).catch(() => false)
+    // A 65-byte signature the contract's ECDSA would refuse (high s, v 0/1) counts as no recovery.
+    const recovered = isContractRecoverable(refundSignature) ? await recoverTypedDataAddress({ ...typed, signature: refundSignature }).catch(() => undefined) : undefined
+    if (!recovered || !isAddressEqual(recovered, config.receiverAuthorizer)) {
+      // Anything else must be the authorizer contract's (ERC-1271): an EOA's refused signature is not retried.
+      const code = await chain.client.getCode({ address: config.receiverAuthorizer }).catch(() => undefined)
+      const contractOk = code !== undefined && code !== '0x' && (await chain.client.verifyTypedData({ address: config.receiverAuthorizer, ...typed, signature: refundSignature }).catch(() => false))
       if (!contractOk) return { reason: R.authorizerAddressMismatch, message: 'the Refund is not signed by the channel\'s receiver authorizer' }
     }
   } else {
@@ -113,12 +116,58 @@ export async function settleBatch(ctx: PaymentContext, chain: BatchChain, paymen
   if (payment.kind === 'voucher') {
     return { response: { success: false, errorReason: R.payloadType, errorMessage: 'a voucher is not settled by the facilitator: the resource server charges it', transaction: '', network: ctx.wireNetwork } }
   }
-  const outcome = await chain.send(payment.signer, payment.call, journal, ctx.signal)
+  const outcome = await chain.send(payment.signer, payment.call, journal, ctx.signal, recheckOf(chain, payment), subjectsOf(payment))
+  if (outcome.state === 'refused') {
+    // Nothing was signed: the chain moved since verify (another claim, sweep or refund landed first).
+    const payer = payment.kind === 'deposit' || payment.kind === 'refund' ? payment.payload.channelConfig.payer : undefined
+    return { response: { success: false, errorReason: outcome.reason, ...(outcome.message ? { errorMessage: outcome.message } : {}), transaction: '', network: ctx.wireNetwork, ...(payer ? { payer } : {}) } }
+  }
   // A claim (landed or not yet known) moves totalClaimed: remembered reads of its channels are stale.
   return { ...(await answer(ctx, chain, payment, outcome)), ...(payment.kind === 'claim' ? { stale: payment.channelIds } : {}) }
 }
 
-async function answer(ctx: PaymentContext, chain: BatchChain, payment: Exclude<BatchPayment, { kind: 'voucher' }>, outcome: Outcome): Promise<{ response: SettleResponse; state?: ChannelSnapshot }> {
+const SIMULATION_FAILED: Record<Exclude<BatchPayment['kind'], 'voucher'>, string> = {
+  deposit: R.depositSimulationFailed,
+  claim: R.claimSimulationFailed,
+  sweep: R.settleSimulationFailed,
+  refund: R.refundSimulationFailed,
+}
+
+/** What a transaction waits behind besides its key: the channels it moves, or the receiver's token it sweeps. */
+function subjectsOf(payment: Exclude<BatchPayment, { kind: 'voucher' }>): string[] {
+  switch (payment.kind) {
+    case 'claim':
+      return [...payment.channelIds]
+    case 'sweep':
+      return [`${payment.receiver}:${payment.token}`]
+    case 'deposit':
+    case 'refund':
+      return [payment.payload.voucher.channelId]
+  }
+}
+
+/**
+ * The check run right before signing, once the transactions queued before this one landed: the
+ * call still simulates within the gas cap, a sweep still has something claimed and unsettled, a
+ * claim still raises some channel's total.
+ */
+function recheckOf(chain: BatchChain, payment: Exclude<BatchPayment, { kind: 'voucher' }>): Recheck {
+  return async () => {
+    if (payment.kind === 'sweep') {
+      const totals = await chain.receiverTotals(payment.receiver, payment.token)
+      if (totals.totalClaimed <= totals.totalSettled) return { reason: R.nothingToSettle, message: 'nothing claimed and unsettled for this receiver and token' }
+    }
+    if (payment.kind === 'claim' && payment.claims) {
+      const claimed = await chain.claimedTotals(payment.channelIds)
+      if (!payment.claims.some((total, i) => total > claimed[i]!)) return { reason: R.claimPayload, message: 'no row raises its channel\'s claimed total: nothing to claim' }
+    }
+    const simulated = await chain.simulate(payment.signer.address, payment.call.data, payment.call.to)
+    if ('revert' in simulated) return { reason: SIMULATION_FAILED[payment.kind], message: simulated.revert }
+    return undefined
+  }
+}
+
+async function answer(ctx: PaymentContext, chain: BatchChain, payment: Exclude<BatchPayment, { kind: 'voucher' }>, outcome: Exclude<Outcome, { state: 'refused' }>): Promise<{ response: SettleResponse; state?: ChannelSnapshot }> {
   const payer = payment.kind === 'deposit' || payment.kind === 'refund' ? payment.payload.channelConfig.payer : undefined
   const base = { network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
   if (outcome.state !== 'mined') {

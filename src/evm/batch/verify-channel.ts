@@ -7,7 +7,7 @@ import type { PaymentContext } from '../../core/adapter.js'
 import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain } from './chain.js'
-import { channelId, isEoaVoucherSigned, voucherTypedData, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
+import { channelId, isContractRecoverable, isEoaVoucherSigned, voucherTypedData, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
 import {
   ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
   MAX_WITHDRAW_DELAY,
@@ -114,7 +114,8 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
 
 /** An EOA signature by recovery; anything else (a contract wallet) through the chain. */
 async function signedBy(chain: BatchChain, signer: Address, typed: Parameters<typeof recoverTypedDataAddress>[0] extends infer T ? Omit<T & object, 'signature'> : never, signature: Hex): Promise<boolean> {
-  if (signature.length === 132) {
+  // Only signatures the token's or Permit2's ECDSA also takes (low s, v 27/28) pass by recovery.
+  if (isContractRecoverable(signature)) {
     const recovered = await recoverTypedDataAddress({ ...(typed as object), signature } as never).catch(() => undefined)
     if (recovered && isAddressEqual(recovered, signer)) return true
   }

@@ -278,7 +278,7 @@ function journalNode(client: PublicClient, from: Address): JournalNode {
       } catch {
         return false
       }
-      const block = await client.getBlock({ blockTag: 'latest' })
+      const block = await client.getBlock({ blockTag: 'latest' }).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the base fee')))
       const feeCap = transaction.maxFeePerGas ?? transaction.gasPrice
       if (block.baseFeePerGas !== null && block.baseFeePerGas !== undefined && (feeCap === undefined || feeCap < block.baseFeePerGas)) return false
       try {

@@ -13,9 +13,10 @@ import { DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT } from '../../transport/rpc-coales
 import { keepAliveBatchPoster, keepAliveHttp } from './keep-alive-transport.js'
 import { createNonceManager, type NonceManager } from './nonce-manager.js'
 import { createReceiptPoller, type ReceiptPoller } from './receipt-poller.js'
-import { rpcErrorText, toRpcFault } from './rpc-fault.js'
+import { toRpcFault } from './rpc-fault.js'
 import { nodeRefusal } from './node-answers.js'
-import { ALREADY_KNOWN, createSendLane, NONCE_TAKEN, type SendLane } from './send-lane.js'
+import { createSendLane, type SendLane } from './send-lane.js'
+import { resend } from './send-transaction.js'
 
 // viem's own default (10 s) equals the default verify budget: a hanging first URL would use it all up.
 const DEFAULT_RPC_TIMEOUT_MS = 4_000
@@ -290,16 +291,6 @@ function journalNode(client: PublicClient, from: Address): JournalNode {
         throw toRpcFault(error, 're-checking a journaled settlement')
       }
     },
-    async send(raw) {
-      try {
-        await client.request({ method: 'eth_sendRawTransaction', params: [raw] })
-        return 'sent'
-      } catch (error) {
-        const text = rpcErrorText(error)
-        if (ALREADY_KNOWN.test(text)) return 'sent'
-        if (NONCE_TAKEN.test(text)) return 'nonce_used'
-        throw toRpcFault(error, 're-sending a journaled settlement')
-      }
-    },
+    send: (raw) => resend({ client }, raw),
   }
 }

@@ -161,7 +161,7 @@ export async function knownToChain(runtime: NetworkRuntime, hash: Hex, signal: A
  * node has it now (accepted, or already known), `'nonce_used'` when the key's nonce
  * has moved past it (it was mined, or another transaction took its nonce).
  */
-export async function resend(runtime: NetworkRuntime, raw: Hex): Promise<'sent' | 'nonce_used'> {
+export async function resend(runtime: Pick<NetworkRuntime, 'client'>, raw: Hex): Promise<'sent' | 'nonce_used'> {
   try {
     await runtime.client.request({ method: 'eth_sendRawTransaction', params: [raw] })
     return 'sent'

@@ -1,14 +1,8 @@
+import { channelConfigFields } from './constants.js'
+
 /** The part of `x402BatchSettlement`'s ABI the facilitator calls and reads. */
 
-const channelConfigComponents = [
-  { name: 'payer', type: 'address' },
-  { name: 'payerAuthorizer', type: 'address' },
-  { name: 'receiver', type: 'address' },
-  { name: 'receiverAuthorizer', type: 'address' },
-  { name: 'token', type: 'address' },
-  { name: 'withdrawDelay', type: 'uint40' },
-  { name: 'salt', type: 'bytes32' },
-] as const
+const channelConfigComponents = channelConfigFields
 
 const voucherClaimComponents = [
   {

@@ -3,6 +3,8 @@
  * canonical contract addresses (CREATE2, the same on every chain), the EIP-712 domain and types.
  */
 import type { Address } from 'viem'
+import { transferWithAuthorizationTypes } from '../codec/abi.js'
+import { permitWitnessTransferFromTypes } from '../codec/permit2-abi.js'
 
 export const BATCH_SETTLEMENT_SCHEME = 'batch-settlement'
 
@@ -22,17 +24,18 @@ export function batchSettlementDomain(chainId: number) {
   return { name: 'x402 Batch Settlement', version: '1', chainId, verifyingContract: BATCH_SETTLEMENT_ADDRESS } as const
 }
 
-export const channelConfigTypes = {
-  ChannelConfig: [
-    { name: 'payer', type: 'address' },
-    { name: 'payerAuthorizer', type: 'address' },
-    { name: 'receiver', type: 'address' },
-    { name: 'receiverAuthorizer', type: 'address' },
-    { name: 'token', type: 'address' },
-    { name: 'withdrawDelay', type: 'uint40' },
-    { name: 'salt', type: 'bytes32' },
-  ],
-} as const
+/** A channel's configuration, field by field: its EIP-712 type (the channel id) and its ABI tuple are the same list. */
+export const channelConfigFields = [
+  { name: 'payer', type: 'address' },
+  { name: 'payerAuthorizer', type: 'address' },
+  { name: 'receiver', type: 'address' },
+  { name: 'receiverAuthorizer', type: 'address' },
+  { name: 'token', type: 'address' },
+  { name: 'withdrawDelay', type: 'uint40' },
+  { name: 'salt', type: 'bytes32' },
+] as const
+
+export const channelConfigTypes = { ChannelConfig: channelConfigFields } as const
 
 export const voucherTypes = {
   Voucher: [
@@ -60,14 +63,8 @@ export const claimBatchTypes = {
 
 /** EIP-3009 deposits: the payer authorizes the EIP-3009 collector to receive the deposit. */
 export const receiveWithAuthorizationTypes = {
-  ReceiveWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
+  // EIP-3009 signs the same fields for a receive as for a transfer, under another type name.
+  ReceiveWithAuthorization: transferWithAuthorizationTypes.TransferWithAuthorization,
 } as const
 
 /** Permit2 deposits: the permit names the Permit2 collector as spender and the channel as witness. */
@@ -79,9 +76,6 @@ export const depositPermitWitnessTypes = {
     { name: 'deadline', type: 'uint256' },
     { name: 'witness', type: 'DepositWitness' },
   ],
-  TokenPermissions: [
-    { name: 'token', type: 'address' },
-    { name: 'amount', type: 'uint256' },
-  ],
+  TokenPermissions: permitWitnessTransferFromTypes.TokenPermissions,
   DepositWitness: [{ name: 'channelId', type: 'bytes32' }],
 } as const

@@ -47,12 +47,17 @@ interface SolcModule {
 }
 
 /**
- * Compiles the test contracts, or reads them from the cache when neither the
- * sources nor the compiler changed (compiling takes seconds; reading is instant).
+ * Compiles `files` of test/support/contracts with solc-js (OpenZeppelin 5, evmVersion cancun; imports
+ * from beside them or node_modules), or reads them from the cache when neither the sources nor the
+ * compiler changed (compiling takes seconds; reading is instant). Answers a reader of one contract.
+ *
+ * @example
+ * const pick = compileSolidity('artifacts', ['TestUSDC.sol'])
+ * const usdc = pick('TestUSDC.sol', 'TestUSDC')
  */
-export function compileTestContracts(): Artifacts {
+export function compileSolidity(cacheName: string, files: readonly string[]): (file: string, name: string) => Artifact {
   const solc: SolcModule = require('solc')
-  const sources = Object.fromEntries(SOURCES.map((file) => [file, { content: readFileSync(join(CONTRACTS_DIR, file), 'utf8') }]))
+  const sources = Object.fromEntries(files.map((file) => [file, { content: readFileSync(join(CONTRACTS_DIR, file), 'utf8') }]))
   const settings = {
     evmVersion: 'cancun',
     optimizer: { enabled: true, runs: 200 },
@@ -60,33 +65,47 @@ export function compileTestContracts(): Artifacts {
   }
   const ozVersion = JSON.parse(readFileSync(require.resolve('@openzeppelin/contracts/package.json'), 'utf8')).version as string
   const key = createHash('sha256').update(JSON.stringify({ sources, settings, solc: solc.version(), ozVersion })).digest('hex').slice(0, 16)
-  const cacheFile = join(CACHE_DIR, `artifacts-${key}.json`)
-  if (existsSync(cacheFile)) return JSON.parse(readFileSync(cacheFile, 'utf8')) as Artifacts
-
-  const input = { language: 'Solidity', sources, settings }
-  const output = JSON.parse(
-    solc.compile(JSON.stringify(input), {
-      import: (path) => {
-        try {
-          return { contents: readFileSync(require.resolve(path), 'utf8') }
-        } catch {
-          return { error: `not found: ${path}` }
-        }
-      },
-    }),
-  ) as {
-    errors?: { severity: string; formattedMessage: string }[]
-    contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>
+  const cacheFile = join(CACHE_DIR, `${cacheName}-by-file-${key}.json`)
+  let compiled: Record<string, Record<string, Artifact>>
+  if (existsSync(cacheFile)) {
+    compiled = JSON.parse(readFileSync(cacheFile, 'utf8')) as Record<string, Record<string, Artifact>>
+  } else {
+    const output = JSON.parse(
+      solc.compile(JSON.stringify({ language: 'Solidity', sources, settings }), {
+        import: (path) => {
+          try {
+            return { contents: readFileSync(path.startsWith('@') ? require.resolve(path) : join(CONTRACTS_DIR, path), 'utf8') }
+          } catch {
+            return { error: `not found: ${path}` }
+          }
+        },
+      }),
+    ) as {
+      errors?: { severity: string; formattedMessage: string }[]
+      contracts: Record<string, Record<string, { abi: Abi; evm: { bytecode: { object: string } } }>>
+    }
+    const errors = (output.errors ?? []).filter((e) => e.severity === 'error')
+    if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`)
+    compiled = Object.fromEntries(
+      Object.entries(output.contracts).map(([file, contracts]) => [
+        file,
+        Object.fromEntries(Object.entries(contracts).map(([name, contract]) => [name, { abi: contract.abi, bytecode: `0x${contract.evm.bytecode.object}` as Hex }])),
+      ]),
+    )
+    mkdirSync(CACHE_DIR, { recursive: true })
+    writeFileSync(cacheFile, JSON.stringify(compiled))
   }
-  const errors = (output.errors ?? []).filter((e) => e.severity === 'error')
-  if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`)
-
-  const pick = (file: string, name: ContractName): Artifact => {
-    const contract = output.contracts[file]?.[name]
-    if (!contract) throw new Error(`solc produced no ${name}`)
-    return { abi: contract.abi, bytecode: `0x${contract.evm.bytecode.object}` }
+  return (file, name) => {
+    const artifact = compiled[file]?.[name]
+    if (!artifact) throw new Error(`solc produced no ${name}`)
+    return artifact
   }
-  const artifacts: Artifacts = {
+}
+
+/** Compiles the test contracts, or reads them from the cache (see compileSolidity). */
+export function compileTestContracts(): Artifacts {
+  const pick = compileSolidity('artifacts', SOURCES)
+  return {
     TestUSDC: pick('TestUSDC.sol', 'TestUSDC'),
     TestSmartWallet: pick('TestSmartWallet.sol', 'TestSmartWallet'),
     TestWalletFactory: pick('TestWalletFactory.sol', 'TestWalletFactory'),
@@ -96,9 +115,6 @@ export function compileTestContracts(): Artifacts {
     TestGasPriceWallet: pick('TestGasPriceWallet.sol', 'TestGasPriceWallet'),
     TestFeeOnTransferToken: pick('TestFeeOnTransferToken.sol', 'TestFeeOnTransferToken'),
   }
-  mkdirSync(CACHE_DIR, { recursive: true })
-  writeFileSync(cacheFile, JSON.stringify(artifacts))
-  return artifacts
 }
 
 /**

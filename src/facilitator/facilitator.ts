@@ -17,6 +17,7 @@ import { createRegistry, type Registry } from '../core/registry.js'
 import { trace } from '@opentelemetry/api'
 import { traced } from '../core/tracing.js'
 import { loggingHooks, type Logger } from './logging-hooks.js'
+import { startReconciler } from './reconciler.js'
 
 /** Time budgets of one call. */
 export interface Timeouts {
@@ -115,13 +116,21 @@ async function verifyUntraced(registry: Registry, body: unknown, options: Paymen
  */
 export function settle(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
   return traced('x402.settle', {}, async (span) => {
-    const result = await settleUntraced(registry, body, options)
+    const result = await settleUntraced(registry, body, options, false)
     span.setAttribute('x402.outcome', result.success ? 'success' : (result.errorReason ?? 'failed'))
     return result
   })
 }
 
-async function settleUntraced(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
+/**
+ * `settle` of a request the before-settle hooks already admitted once: the reconciler finishing a
+ * journaled settlement whose caller is gone (a rate limit must not stop a payment already sent).
+ */
+function settleAdmitted(registry: Registry, body: unknown, options: SettleOptions): Promise<SettleResponse> {
+  return traced('x402.settle.reconcile', {}, () => settleUntraced(registry, body, options, true))
+}
+
+async function settleUntraced(registry: Registry, body: unknown, options: SettleOptions, admitted: boolean): Promise<SettleResponse> {
   const request = parseOrRefuse(body, 'settle', options)
   if ('request' in request) labelSpan(request.request)
   const started = performance.now()
@@ -146,7 +155,7 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
         context = ctx
         const adapter = routed.match.adapter
         routedAdapter = adapter
-        const rejection = await firstRejection(options.hooks, 'beforeSettle', ctx)
+        const rejection = admitted ? undefined : await firstRejection(options.hooks, 'beforeSettle', ctx)
         const parsed = rejection ? undefined : adapter.parse(ctx)
         if (rejection) {
           result = { success: false, errorReason: rejection.reason ?? REJECTION.rejectedByPolicy, errorMessage: rejection.message, transaction: '', network: ctx.wireNetwork }
@@ -263,6 +272,16 @@ export function createFacilitator<S extends SettlementStore = MemoryStore>(confi
     : config.onError
   const base = { hooks, timeouts: config.timeouts, onError, pending }
   let closed = false
+  const reconciler =
+    config.settlement?.reconcile === false
+      ? undefined
+      : startReconciler({
+          store,
+          settle: (body) => settleAdmitted(registry, body, { ...base, store, settlement: config.settlement }),
+          options: config.settlement?.reconcile,
+          boundMs: journalBoundMs,
+          onError: (error) => onError?.(error, 'reconcile'),
+        })
   const shuttingDown = () => Promise.reject(new FacilitatorError('server_busy', 'the facilitator is shutting down'))
   return {
     registry,
@@ -299,6 +318,7 @@ export function createFacilitator<S extends SettlementStore = MemoryStore>(confi
     },
     async close() {
       closed = true
+      await reconciler?.stop()
       while (pending.size > 0) await Promise.allSettled([...pending])
       await Promise.allSettled(config.schemes.map((adapter) => adapter.close?.()))
       await store.close?.()

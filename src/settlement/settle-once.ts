@@ -13,6 +13,7 @@ import { payerFailures } from './payer-failures.js'
 import { payerHolds } from './payer-holds.js'
 import { leaseKeeper } from './lease-keeper.js'
 import { SENDER_SLOT_TTL_MS, slotKey } from './sender-slots.js'
+import { indexInFlight, inFlightMinute } from './in-flight.js'
 import type { SettlementOptions } from './settlement-options.js'
 
 /**
@@ -141,6 +142,19 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   // What this payment spends, once verified and claimed (held in `holds`).
   let spend: PayerSpend | undefined
   const unlockResume = () => boundedStoreCall(() => store.delete(resumeLockKey), storeTimeoutMs, 'unlocking the resume').catch(() => undefined)
+  // The minute whose in-flight index names the broadcast record this call writes or took over.
+  let journaledMinute: number | undefined
+  // A broadcast record as this call journals it: with the request, so a facilitator can finish it if no caller retries.
+  const journal = (sent: BroadcastRecord, leaseUntil: number): SettlementRecord => ({
+    state: 'broadcast',
+    transaction: sent.transaction,
+    ...(sent.raw === undefined ? {} : { raw: sent.raw }),
+    ...(sent.slot ? { slot: sent.slot } : {}),
+    leaseUntil,
+    owner,
+    request: { x402Version: context.x402Version, paymentPayload: context.payload, paymentRequirements: context.requirements },
+    ...(journaledMinute === undefined ? {} : { minute: journaledMinute }),
+  })
   const keeper = leaseKeeper({ leaseMs, owner, read, write })
 
   const failures = payerFailures({ store, context, budget: options.payerFailures, bound, storeTimeoutMs })
@@ -309,6 +323,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     }
     try {
       if (!(await lockResume())) return undefined
+      journaledMinute = record.minute
       const resumed: SettlementRecord = { ...record, leaseUntil: lease(), owner }
       await write(resumed, recordTtlMs)
       keeper.hold(resumed, recordTtlMs)
@@ -372,12 +387,15 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         if (abandoned) throw new FacilitatorError('timeout', 'the settle ran out of its time budget before sending; nothing was sent')
         // A call that lost its claim (it stalled past its lease and another call took over) sends nothing.
         if (!(await keeper.stillOwned())) throw new FacilitatorError('timeout', 'this call lost its claim on the payment to another call while stalled; nothing was sent')
-        const broadcast: SettlementRecord = { state: 'broadcast', ...record, leaseUntil: lease(), owner }
+        journaledMinute = inFlightMinute(Date.now())
+        const broadcast = journal(record, lease())
         keeper.hold(broadcast, recordTtlMs)
-        // The sender's sequence number points at this record (see journaledTransactions): written beside
-        // the journal, not after it, and best effort (without it a restart re-checks and sends anew).
+        // The sender's sequence number points at this record (see journaledTransactions), and the minute's
+        // in-flight index names it: both written beside the journal, not after it, and best effort (without
+        // the slot a restart re-checks and sends anew; without the index only a caller's retry finishes it).
         const slot = record.slot
         if (slot) void boundedStoreCall(() => store.set(slotKey(slot), storeKey, { ttlMs: Math.min(recordTtlMs, SENDER_SLOT_TTL_MS) }), bound(), 'indexing the sender slot').catch(() => undefined)
+        void indexInFlight(store, journaledMinute, storeKey, 1, bound())
         const writing = keeper.serial(() => write(broadcast, recordTtlMs)).then(
           () => {
             sent = record
@@ -425,7 +443,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       // The transaction may be on its way: keep its id and let a later call resume it.
       keeper.letGo()
       const left = sent
-      void keeper.serial(() => write({ state: 'broadcast', ...left, leaseUntil: 0 }, recordTtlMs, storeTimeoutMs)).catch(() => undefined)
+      void keeper.serial(() => write(journal(left, 0), recordTtlMs, storeTimeoutMs)).catch(() => undefined)
       return as('sent', pending(sent.transaction, payer))
     }
   }
@@ -451,10 +469,12 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
   async function finish(result: SettleResponse, sent: BroadcastRecord): Promise<SettleResponse> {
     const transaction = result.transaction || sent.transaction
     keeper.letGo()
+    if (result.errorReason === REJECTION.settlementPending) {
+      await keeper.serial(() => write(journal(sent, 0), recordTtlMs))
+      return { ...result, transaction }
+    }
     if (result.success) {
       await keeper.serial(() => write({ state: 'settled', transaction, payer: result.payer }, recordTtlMs))
-    } else if (result.errorReason === REJECTION.settlementPending) {
-      await keeper.serial(() => write({ state: 'broadcast', transaction: sent.transaction, ...(sent.raw === undefined ? {} : { raw: sent.raw }), ...(sent.slot ? { slot: sent.slot } : {}), leaseUntil: 0 }, recordTtlMs))
     } else {
       void failures.count(result, result.payer ?? verdict?.response.payer, accountNow())
       await keeper.serial(() =>
@@ -464,6 +484,8 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         ),
       )
     }
+    // The outcome is recorded: the in-flight index no longer names it.
+    if (journaledMinute !== undefined) void indexInFlight(store, journaledMinute, storeKey, -1, storeTimeoutMs)
     return { ...result, transaction }
   }
 

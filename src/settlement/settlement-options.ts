@@ -29,6 +29,26 @@ export interface SettlementOptions {
    * @default { maxFailures: 3, windowMs: 3_600_000 }
    */
   payerFailures?: PayerFailureBudget | false
+  /**
+   * Finishing settlements whose caller is gone: a transaction journaled by a call that died
+   * (a crash, `kill -9`) or answered `settlement_pending`, and never asked again, is resumed by
+   * the facilitator itself (on any instance sharing the store), so it is confirmed, recorded,
+   * and seen by the after-hooks (the ledger, statistics) like any other. `false` turns it off:
+   * such a settlement is then finished only when its caller retries.
+   * @default { intervalMs: 30_000, minAgeMs: 15_000 }
+   */
+  reconcile?: ReconcileOptions | false
+}
+
+/** See {@link SettlementOptions.reconcile}. */
+export interface ReconcileOptions {
+  /** How often the journal is looked through. @default 30_000 */
+  intervalMs?: number
+  /**
+   * How old a journaled settlement must be before the facilitator finishes it (its caller has
+   * had this long to retry; one whose caller still lives renews its lease and is left alone). @default 15_000
+   */
+  minAgeMs?: number
 }
 
 /** See {@link SettlementOptions.payerFailures}. */

@@ -25,6 +25,10 @@ export const settlementRecordSchema = z.discriminatedUnion('state', [
     raw: z.string().optional(),
     slot: z.object({ sender: z.string(), sequence: z.number().int().nonnegative() }).optional(),
     leaseUntil: z.number(),
+    /** The settle request, so that a facilitator can finish the settlement when its caller is gone and never retries. */
+    request: z.unknown().optional(),
+    /** The minute whose in-flight index names this record (see in-flight.ts). */
+    minute: z.number().int().optional(),
     fingerprint,
     amount,
     owner,

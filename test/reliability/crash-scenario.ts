@@ -45,7 +45,7 @@ export interface StartedCrashStore {
   /** Opens a reader from outside the process; `values` returns the encoded settlement records the store holds now. */
   openRecords(): { values(): Promise<(string | undefined)[]>; close(): void }
   /** Store-specific checks once the retried settle has answered (process 2 still runs). */
-  afterRetry?(outcome: { transaction: string; payer: LocalAccount }): Promise<void>
+  afterRetry?(outcome: { transaction: string; payer: LocalAccount; amount: string }): Promise<void>
   stop(): Promise<void>
 }
 
@@ -174,7 +174,7 @@ export function describeCrashMidSettle(store: CrashStore): void {
       expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 2500n)
       expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(signerNonceBefore + 1)
 
-      await started!.afterRetry?.({ transaction: record.transaction, payer })
+      await started!.afterRetry?.({ transaction: record.transaction, payer, amount: '2500' })
       second.child.kill('SIGKILL')
       console.info(`[${store.names.log}] timeline\n  ${timeline.join('\n  ')}`)
     })
@@ -251,6 +251,81 @@ export function describeCrashMidSettle(store: CrashStore): void {
       const again = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
       expect(again.json).toMatchObject({ success: true, transaction: (retried.json as { transaction: string }).transaction })
       expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 2)
+      second.child.kill('SIGKILL')
+    })
+
+    /** Waits until the store holds the settled record of `transaction` (bounded), as another process reads it. */
+    async function waitForSettledRecord(timeoutMs: number, matches: (transaction: string) => boolean): Promise<string> {
+      const records = started!.openRecords()
+      try {
+        for (const until = Date.now() + timeoutMs; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 50))) {
+          for (const value of await records.values()) {
+            const record = decodeSettlementRecord(value)
+            if (record?.state === 'settled' && matches(record.transaction)) return record.transaction
+          }
+        }
+        throw new Error(`no settled record appeared in ${store.names.missing} within ${timeoutMs} ms`)
+      } finally {
+        records.close()
+      }
+    }
+
+    it(`SIGKILL mid-settle and nobody ever retries: the restarted facilitator finishes the settlement from its journal and records it`, async () => {
+      const signer = world.signers[0]!.address
+      const payer = await world.newPayer(1_000_000n)
+      const requirements = world.requirementsV2({ amount: '2100' })
+      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+
+      const first = await startFacilitatorProcess()
+      await world.node.testClient.setAutomine(false)
+      const inFlight = postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')
+      const record = await waitForBroadcastRecord(5_000)
+      for (const until = Date.now() + 2_000; Date.now() < until && !(await world.node.publicClient.getTransaction({ hash: record.transaction as Hex }).catch(() => undefined)); ) {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      const exited = new Promise((resolve) => first.child.once('exit', resolve))
+      first.child.kill('SIGKILL')
+      await exited
+      expect(await inFlight).toBe('lost')
+      await world.node.testClient.mine({ blocks: 1 })
+      await world.node.testClient.setAutomine(true)
+
+      // Process 2 is never asked about the payment: its reconciler finds the journal and finishes it.
+      const second = await startFacilitatorProcess({ RECONCILE_INTERVAL_MS: '200' })
+      expect(await waitForSettledRecord(10_000, (transaction) => transaction === record.transaction)).toBe(record.transaction)
+      await started!.afterRetry?.({ transaction: record.transaction, payer, amount: '2100' })
+      expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 2100n)
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 1)
+      // A late retry learns the same outcome; nothing is sent again.
+      const retried = await postJson(`${second.url}/settle`, body(paymentPayload, requirements))
+      expect(retried.json).toMatchObject({ success: true, transaction: record.transaction })
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 1)
+      second.child.kill('SIGKILL')
+    })
+
+    it(`SIGKILL between the journal and the send, nobody retries: the restarted facilitator sends the journaled payment and records it`, async () => {
+      const signer = world.signers[0]!.address
+      const payer = await world.newPayer(1_000_000n)
+      const requirements = world.requirementsV2({ amount: '1300' })
+      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+
+      const first = await startFacilitatorProcess({ CRASH_AFTER_JOURNAL: '1' })
+      const exited = new Promise((resolve) => first.child.once('exit', resolve))
+      expect(await postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')).toBe('lost')
+      await exited
+      const record = await waitForBroadcastRecord(2_000)
+      expect(await world.node.publicClient.getTransaction({ hash: record.transaction as Hex }).catch(() => undefined)).toBeUndefined()
+
+      const second = await startFacilitatorProcess({ RECONCILE_INTERVAL_MS: '200' })
+      expect(await waitForSettledRecord(10_000, (transaction) => transaction === record.transaction)).toBe(record.transaction)
+      await started!.afterRetry?.({ transaction: record.transaction, payer, amount: '1300' })
+      expect(await tokenBalance(world.node, world.token, world.payTo)).toBe(payToBefore + 1300n)
+      expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 1300n)
+      expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore + 1)
       second.child.kill('SIGKILL')
     })
   })

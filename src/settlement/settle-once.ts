@@ -7,7 +7,7 @@ import type { SettleResponse } from '../schemas/messages.js'
 import type { SettlementStore } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
-import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
+import { decodeSettlementRecord, recordKey, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from '../core/settle-answers.js'
 import { payerFailures } from './payer-failures.js'
 import { payerHolds } from './payer-holds.js'
@@ -15,31 +15,6 @@ import { leaseKeeper } from './lease-keeper.js'
 import { SENDER_SLOT_TTL_MS, slotKey } from './sender-slots.js'
 import { indexInFlight, inFlightMinute } from './in-flight.js'
 import type { SettlementOptions } from './settlement-options.js'
-
-/**
- * Where a payment's settlement record lives in the store: under its replay domain alone (the
- * adapter's key), never under its scheme, so two payments the chain would let only one of land
- * (one Permit2 nonce signed for the exact and for the upto proxy) are one claim.
- */
-const recordKey = (key: string) => `settlement:${key}`
-
-/**
- * Whether this payment was settled without a transaction (an `upto` usage of zero). Nothing on
- * chain shows such a settlement, so verify asks the store, or a spent authorization would keep
- * verifying valid and buy the work again. A store that fails or is slow answers `false`: verify
- * needs no store to answer, and settle still refuses the repeat from its record.
- */
-export async function settledWithoutTransaction(key: string, store: SettlementStore, boundMs: number): Promise<boolean> {
-  try {
-    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey(key)), boundMs, 'reading the settlement record'))
-    // Whatever the fingerprint: the same authorization (its key) re-encoded (a key added, a number for a
-    // string, the 64-byte form of the signature) is the same spent permit, and settle refuses it too.
-    return record?.state === 'settled' && record.transaction === ''
-  } catch {
-    return false
-  }
-}
-
 
 interface SettleOnceInput {
   adapter: SchemeAdapter

@@ -1,4 +1,6 @@
 import * as z from 'zod'
+import type { SettlementStore } from '../stores/store.js'
+import { boundedStoreCall } from './bounded-store-call.js'
 
 /**
  * What the store remembers of one payment's settlement, keyed by the adapter's
@@ -55,5 +57,29 @@ export function decodeSettlementRecord(raw: string | undefined): SettlementRecor
     return parsed.success ? parsed.data : undefined
   } catch {
     return undefined
+  }
+}
+
+/**
+ * Where a payment's settlement record lives in the store: under its replay domain alone (the
+ * adapter's key), never under its scheme, so two payments the chain would let only one of land
+ * (one Permit2 nonce signed for the exact and for the upto proxy) are one claim.
+ */
+export const recordKey = (key: string) => `settlement:${key}`
+
+/**
+ * Whether this payment was settled without a transaction (an `upto` usage of zero). Nothing on
+ * chain shows such a settlement, so verify asks the store, or a spent authorization would keep
+ * verifying valid and buy the work again. A store that fails or is slow answers `false`: verify
+ * needs no store to answer, and settle still refuses the repeat from its record.
+ */
+export async function settledWithoutTransaction(key: string, store: SettlementStore, boundMs: number): Promise<boolean> {
+  try {
+    const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey(key)), boundMs, 'reading the settlement record'))
+    // Whatever the fingerprint: the same authorization (its key) re-encoded (a key added, a number for a
+    // string, the 64-byte form of the signature) is the same spent permit, and settle refuses it too.
+    return record?.state === 'settled' && record.transaction === ''
+  } catch {
+    return false
   }
 }

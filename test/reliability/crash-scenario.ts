@@ -114,6 +114,25 @@ export function describeCrashMidSettle(store: CrashStore): void {
     }
   }
 
+  /** A fresh payer's payment of `amount`, with the payee's balance and the signer's nonce before it. */
+  async function newPayment(amount: string) {
+    const payer = await world.newPayer(1_000_000n)
+    const requirements = world.requirementsV2({ amount })
+    const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
+    const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
+    const nonceBefore = await world.node.publicClient.getTransactionCount({ address: world.signers[0]!.address })
+    return { payer, requirements, paymentPayload, payToBefore, nonceBefore }
+  }
+
+  /** Process 1 settles the payment and dies right after its journal write: its caller gets no answer, the transaction never leaves it. */
+  async function crashAfterJournal(paymentPayload: Parameters<typeof body>[0], requirements: Parameters<typeof body>[1]) {
+    const first = await startFacilitatorProcess({ CRASH_AFTER_JOURNAL: '1' })
+    const exited = new Promise((resolve) => first.child.once('exit', resolve))
+    expect(await postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')).toBe('lost')
+    await exited
+    return waitForBroadcastRecord(2_000)
+  }
+
   describe(store.names.describe, () => {
     it(`SIGKILL after the journal, restart on the same ${store.names.same}: the retried settle answers the original transaction, sent once`, async () => {
       const t0 = performance.now()
@@ -181,19 +200,10 @@ export function describeCrashMidSettle(store: CrashStore): void {
 
     it(`SIGKILL between the journal and the send: the restarted signer re-sends the journaled transaction before its nonce goes to another payment`, async () => {
       const signer = world.signers[0]!.address
-      const payer = await world.newPayer(1_000_000n)
-      const requirements = world.requirementsV2({ amount: '1700' })
-      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
-      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
-      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+      const { payer, requirements, paymentPayload, payToBefore, nonceBefore } = await newPayment('1700')
 
       // Process 1 dies right after its journal write: the transaction never leaves it.
-      const first = await startFacilitatorProcess({ CRASH_AFTER_JOURNAL: '1' })
-      const exited = new Promise((resolve) => first.child.once('exit', resolve))
-      const lost = await postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')
-      await exited
-      expect(lost).toBe('lost')
-      const record = await waitForBroadcastRecord(2_000)
+      const record = await crashAfterJournal(paymentPayload, requirements)
       expect(await world.node.publicClient.getTransaction({ hash: record.transaction as Hex }).catch(() => undefined)).toBeUndefined()
       expect(await world.node.publicClient.getTransactionCount({ address: signer })).toBe(nonceBefore)
 
@@ -220,17 +230,9 @@ export function describeCrashMidSettle(store: CrashStore): void {
     it(`SIGKILL between the journal and the send, the signer's nonce taken outside the facilitator: the retry checks the payment again and sends it anew`, async () => {
       const signerAccount = world.signers[0]!
       const signer = signerAccount.address
-      const payer = await world.newPayer(1_000_000n)
-      const requirements = world.requirementsV2({ amount: '1900' })
-      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
-      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
-      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+      const { payer, requirements, paymentPayload, payToBefore, nonceBefore } = await newPayment('1900')
 
-      const first = await startFacilitatorProcess({ CRASH_AFTER_JOURNAL: '1' })
-      const exited = new Promise((resolve) => first.child.once('exit', resolve))
-      expect(await postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')).toBe('lost')
-      await exited
-      const record = await waitForBroadcastRecord(2_000)
+      const record = await crashAfterJournal(paymentPayload, requirements)
 
       // Someone else with the signer's key (an operator's script) takes the journaled nonce while no facilitator runs.
       const taken = await world.node.walletClient(signerAccount).sendTransaction({ account: signerAccount, chain: world.node.chain, to: signer, value: 0n })
@@ -272,11 +274,7 @@ export function describeCrashMidSettle(store: CrashStore): void {
 
     it(`SIGKILL mid-settle and nobody ever retries: the restarted facilitator finishes the settlement from its journal and records it`, async () => {
       const signer = world.signers[0]!.address
-      const payer = await world.newPayer(1_000_000n)
-      const requirements = world.requirementsV2({ amount: '2100' })
-      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
-      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
-      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+      const { payer, requirements, paymentPayload, payToBefore, nonceBefore } = await newPayment('2100')
 
       const first = await startFacilitatorProcess()
       await world.node.testClient.setAutomine(false)
@@ -307,17 +305,9 @@ export function describeCrashMidSettle(store: CrashStore): void {
 
     it(`SIGKILL between the journal and the send, nobody retries: the restarted facilitator sends the journaled payment and records it`, async () => {
       const signer = world.signers[0]!.address
-      const payer = await world.newPayer(1_000_000n)
-      const requirements = world.requirementsV2({ amount: '1300' })
-      const paymentPayload = await signExactEvmPayment({ signer: payer, requirements })
-      const payToBefore = await tokenBalance(world.node, world.token, world.payTo)
-      const nonceBefore = await world.node.publicClient.getTransactionCount({ address: signer })
+      const { payer, requirements, paymentPayload, payToBefore, nonceBefore } = await newPayment('1300')
 
-      const first = await startFacilitatorProcess({ CRASH_AFTER_JOURNAL: '1' })
-      const exited = new Promise((resolve) => first.child.once('exit', resolve))
-      expect(await postJson(`${first.url}/settle`, body(paymentPayload, requirements)).then(() => 'answered', () => 'lost')).toBe('lost')
-      await exited
-      const record = await waitForBroadcastRecord(2_000)
+      const record = await crashAfterJournal(paymentPayload, requirements)
       expect(await world.node.publicClient.getTransaction({ hash: record.transaction as Hex }).catch(() => undefined)).toBeUndefined()
 
       const second = await startFacilitatorProcess({ RECONCILE_INTERVAL_MS: '200' })

@@ -19,6 +19,7 @@ import { trace } from '@opentelemetry/api'
 import { traced } from '../core/tracing.js'
 import { loggingHooks, type Logger } from './logging-hooks.js'
 import { startReconciler } from './reconciler.js'
+import { readiness } from './readiness.js'
 
 /** Time budgets of one call. */
 export interface Timeouts {
@@ -293,30 +294,7 @@ export function createFacilitator<S extends SettlementStore = MemoryStore>(confi
     async drain() {
       while (pending.size > 0) await Promise.allSettled([...pending])
     },
-    async readiness(timeoutMs = 5_000) {
-      const signal = AbortSignal.timeout(timeoutMs)
-      const storeCheck = async (): Promise<ReadinessCheck[]> => {
-        const key = `readiness:${process.pid}:${Math.random().toString(36).slice(2)}`
-        try {
-          await withDeadline(store.set(key, '1', { ttlMs: 10_000 }), signal)
-          const read = await withDeadline(store.get(key), signal)
-          return [{ name: 'store', ok: read === '1', ...(read === '1' ? {} : { detail: 'a value written was not read back' }) }]
-        } catch {
-          return [{ name: 'store', ok: false, detail: signal.aborted ? `no answer within ${timeoutMs} ms` : 'the store failed a write or a read' }]
-        }
-      }
-      // Adapters stop a little before the deadline, so that a hung RPC is reported under the adapter's own check
-      // names (`rpc <network>`), as a refused one is; past the deadline, each network's `rpc` check fails.
-      const adapterSignal = AbortSignal.timeout(Math.max(1, timeoutMs - Math.min(250, timeoutMs / 10)))
-      const adapterChecks = (adapter: SchemeAdapter): Promise<ReadinessCheck[]> =>
-        adapter.readiness
-          ? withDeadline(adapter.readiness(adapterSignal), signal).catch(() =>
-              adapter.networks.map((network) => ({ name: `rpc ${network.caip2}`, ok: false, detail: `no answer within ${timeoutMs} ms` })),
-            )
-          : Promise.resolve([])
-      const checks = (await Promise.all([storeCheck(), ...config.schemes.map(adapterChecks)])).flat()
-      return { ready: !closed && checks.every((check) => check.ok), checks }
-    },
+    readiness: (timeoutMs = 5_000) => readiness(store, config.schemes, timeoutMs, () => closed),
     async close() {
       closed = true
       await reconciler?.stop()

@@ -16,7 +16,9 @@ interface ReconcilerInput {
 }
 
 /** Most settlements one pass finishes: the rest wait for the next pass, so a backlog never floods the chain or the store. */
-const MAX_PER_PASS = 50
+const MAX_PER_PASS = 64
+/** Settlements one pass finishes at once. */
+const AT_ONCE = 8
 
 /**
  * Finishes settlements whose caller is gone. Every pass reads the in-flight index of the last hour
@@ -35,10 +37,10 @@ export function startReconciler(input: ReconcilerInput): { pass(): Promise<numbe
 
   async function reconcile(): Promise<number> {
     const now = Date.now()
-    let finished = 0
-    for (let minute = inFlightMinute(now - IN_FLIGHT_TTL_MS); minute <= inFlightMinute(now - minAgeMs); minute++) {
+    const due: unknown[] = []
+    for (let minute = inFlightMinute(now - IN_FLIGHT_TTL_MS); minute <= inFlightMinute(now - minAgeMs) && due.length < MAX_PER_PASS; minute++) {
       for (const [recordKey, count] of await inFlightAt(store, minute, boundMs)) {
-        if (stopped || finished >= MAX_PER_PASS) return finished
+        if (stopped || due.length >= MAX_PER_PASS) break
         const record = decodeSettlementRecord(await boundedStoreCall(() => store.get(recordKey), boundMs, 'reading the settlement record'))
         // Still being claimed by its caller (the index is written beside the journal): the next pass looks again.
         if (record?.state === 'claimed') continue
@@ -48,12 +50,14 @@ export function startReconciler(input: ReconcilerInput): { pass(): Promise<numbe
           continue
         }
         // Its caller still holds it (renewing the lease): left alone.
-        if (record.leaseUntil > Date.now()) continue
-        finished++
-        await input.settle(record.request).catch(input.onError)
+        if (record.leaseUntil <= Date.now()) due.push(record.request)
       }
     }
-    return finished
+    // A few at a time: each may wait for its confirmation up to the settle budget.
+    for (let next = 0; next < due.length && !stopped; next += AT_ONCE) {
+      await Promise.all(due.slice(next, next + AT_ONCE).map((request) => input.settle(request).catch(input.onError)))
+    }
+    return due.length
   }
 
   /** One pass, never two at once. Answers how many settlements it took up. */

@@ -20,9 +20,10 @@ import type { BatchPayload, ChannelSnapshot, DepositPayload, RefundPayload, Vouc
 import { snapshotWire } from './codec.js'
 import { BATCH_SETTLEMENT_SCHEME } from './constants.js'
 import { parseBatchPayload } from './parse.js'
+import { checkRefund } from './refund-rules.js'
 import { batchReadiness } from './readiness.js'
 import { BATCH_REJECTION as R } from './reasons.js'
-import { prepareClaim, prepareRefund, prepareSweep, resumeBatch, settleBatch, type BatchPayment } from './settle-actions.js'
+import { prepareClaim, prepareRefund, prepareSweep, resumeBatch, settleBatch, touchedChannels, type BatchPayment } from './settle-actions.js'
 import { checkAgainstState, checkChannelConfig, checkDepositAuthorization, checkVoucherSignature, depositCall, type Refusal } from './verify-channel.js'
 
 /** Configuration of `batchSettlementEvm()`. */
@@ -57,6 +58,12 @@ export interface BatchSettlementEvmConfig {
    * limit goes above it. @default 1_000_000n
    */
   readonly maxSettlementGas?: bigint
+  /**
+   * Most settlements one signer may have in flight (verify, send and confirmation) on a network.
+   * When every signer of the network is at the bound, settle throws `FacilitatorError('signer_busy')`
+   * (HTTP 503 with Retry-After) before anything is claimed or sent, as `exactEvm` does. @default unbounded
+   */
+  readonly maxInFlightSettlesPerSigner?: number
 }
 
 interface Reservation extends SettleReservation {
@@ -68,7 +75,9 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
   const margin = config.settleMarginSeconds ?? 6
   const authorizer = config.receiverAuthorizer
   const signsRefunds = config.allowDelegatedRefunds === true
-  const runtimes = new Map<Caip2Network, { chain: BatchChain; signers: readonly BatchSettlementSigner[]; next: number }>()
+  const runtimes = new Map<Caip2Network, { chain: BatchChain; signers: readonly BatchSettlementSigner[]; inFlight: number[] }>()
+  const maxInFlight = config.maxInFlightSettlesPerSigner ?? Number.POSITIVE_INFINITY
+  if (!(maxInFlight >= 1)) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: maxInFlightSettlesPerSigner must be at least 1')
   if (config.maxSettlementGas !== undefined && config.maxSettlementGas <= 0n) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: maxSettlementGas must be positive')
   for (const entry of config.networks) {
     const caip2 = toCaip2(entry.network) ?? (entry.network as Caip2Network)
@@ -76,7 +85,7 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
     const signers = entry.signers ?? config.signers ?? []
     if (signers.length === 0) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement on ${caip2} needs at least one signer`)
     if (authorizer && signers.some((s) => isAddressEqual(s.address, authorizer.address))) throw new FacilitatorError('misconfigured', 'batchSettlementEvm: the receiver authorizer must be a key of its own, not a gas signer')
-    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.confirmTimeoutMs ?? 30_000, config.maxSettlementGas ?? 1_000_000n), signers, next: 0 })
+    runtimes.set(caip2, { chain: new BatchChain(evmChainId(caip2), entry.rpcUrls, config.confirmTimeoutMs ?? 30_000, config.maxSettlementGas ?? 1_000_000n), signers, inFlight: signers.map(() => 0) })
   }
   // The last confirmed read of each channel, per network (never optimistic: a deposit counts once mined).
   const states = new Map<string, { state: ChannelSnapshot; at: number }>()
@@ -87,6 +96,9 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
     return runtime
   }
   const remember = (chainId: number, state: ChannelSnapshot) => states.set(`${chainId}:${state.channelId}`, { state, at: Date.now() })
+  const forget = (chainId: number, ids: readonly string[]) => {
+    for (const id of ids) states.delete(`${chainId}:${id.toLowerCase()}`)
+  }
   const readState = async (chain: BatchChain, id: `0x${string}`, allowCached: boolean): Promise<ChannelSnapshot> => {
     const cached = states.get(`${chain.chainId}:${id}`)
     if (allowCached && cached && Date.now() - cached.at < ttlMs) return cached.state
@@ -132,7 +144,10 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
     const state = await readState(chain, id, payload.type === 'voucher' && eoa && reservation === undefined)
     const stateRefusal = checkAgainstState(payload.type, state, max, ctx.amount)
     if (stateRefusal) return refuse(stateRefusal, payer)
-    if (payload.type === 'voucher' || reservation === undefined) {
+    if (payload.type === 'voucher') return { response: { isValid: true, payer, extra: snapshotWire(state) }, payment: { kind: 'voucher' } }
+    if (reservation === undefined) {
+      const terms = await checkRefund(chain, payload, state, authorizer, signsRefunds)
+      if ('reason' in terms) return refuse(terms, payer)
       return { response: { isValid: true, payer, extra: snapshotWire(state) }, payment: { kind: 'voucher' } }
     }
     const prepared = await prepareRefund(chain, reservation.signer, payload, state, authorizer, signsRefunds)
@@ -158,9 +173,18 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
       : {}),
 
     reserveSettlement(ctx) {
-      const runtime = runtimeOf(ctx)
-      const signer = runtime.signers[runtime.next++ % runtime.signers.length]!
-      return { signer, release: () => undefined }
+      const { signers, inFlight } = runtimeOf(ctx)
+      // The signer with the fewest settlements in flight, as exactEvm picks.
+      let index = 0
+      for (let i = 1; i < signers.length; i++) if (inFlight[i]! < inFlight[index]!) index = i
+      if (inFlight[index]! >= maxInFlight) throw new FacilitatorError('signer_busy', `every signer of ${ctx.network} has ${maxInFlight} settlements in flight; retry shortly`)
+      inFlight[index]!++
+      let held = true
+      const release = () => {
+        if (held) inFlight[index]!--
+        held = false
+      }
+      return { signer: signers[index]!, release }
     },
 
     async verify(ctx, payload, reservation) {
@@ -184,8 +208,8 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
     async settle(ctx, payment, journal) {
       const { chain } = runtimeOf(ctx)
       const answer = await settleBatch(ctx, chain, payment, journal)
+      forget(chain.chainId, payment.kind === 'claim' ? payment.channelIds : payment.kind === 'deposit' || payment.kind === 'refund' ? touchedChannels(payment.payload, chain.chainId) : [])
       if (answer.state) remember(chain.chainId, answer.state)
-      for (const id of answer.stale ?? []) states.delete(`${chain.chainId}:${id}`)
       return answer.response
     },
 
@@ -196,7 +220,11 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
 
     async resume(ctx, payload, record) {
       const { chain } = runtimeOf(ctx)
-      return resumeBatch(ctx, chain, payload, record)
+      const answer = await resumeBatch(ctx, chain, payload, record)
+      // Whatever this process (or a dead one) remembered of the channels predates the transaction.
+      forget(chain.chainId, touchedChannels(payload, chain.chainId))
+      if (answer.state) remember(chain.chainId, answer.state)
+      return answer.response
     },
   }
 }

@@ -3,15 +3,16 @@
  * receiver authorizer when the server left that to us, and simulated) in settle's own verify, then
  * sent, confirmed and answered in the specification's shapes.
  */
-import { encodeFunctionData, isAddressEqual, parseEventLogs, recoverTypedDataAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from 'viem'
+import { encodeFunctionData, isAddressEqual, parseEventLogs, type Address, type Hex, type LocalAccount, type TransactionReceipt } from 'viem'
 import type { BroadcastRecord, PaymentContext, SettleJournal } from '../../core/adapter.js'
 import { REJECTION } from '../../errors/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain, BatchSettlementSigner, Outcome, PreparedCall, Recheck } from './chain.js'
-import { channelId, claimBatchTypedData, isContractRecoverable, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
+import { channelId, claimBatchTypedData, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
 import { BATCH_SETTLEMENT_ADDRESS } from './constants.js'
 import { BATCH_REJECTION as R } from './reasons.js'
+import { checkRefund } from './refund-rules.js'
 import type { Refusal } from './verify-channel.js'
 
 type Authorizer = Pick<LocalAccount, 'address' | 'signTypedData'> | undefined
@@ -58,35 +59,16 @@ export async function prepareSweep(chain: BatchChain, signer: BatchSettlementSig
 }
 
 /**
- * A refund the server completed (amount, refundNonce, claims): the nonce must be the channel's next,
- * something must be left to refund, and the Refund signature must be the receiver authorizer's
- * (the server's, or ours when delegated). Claims ride in front in one multicall.
+ * A refund the server completed (amount, refundNonce, claims), checked by the refund rules (see
+ * checkRefund) and signed by our receiver authorizer when delegated. Claims ride in front in one multicall.
  */
 export async function prepareRefund(chain: BatchChain, signer: BatchSettlementSigner, payload: RefundPayload, state: ChannelSnapshot, authorizer: Authorizer, signsRefunds: boolean): Promise<BatchPayment | Refusal> {
   if (payload.amount === undefined || payload.refundNonce === undefined || payload.claims === undefined) return { reason: R.refundPayload, message: 'a refund to settle needs amount, refundNonce and claims' }
-  if (!/^\d{1,39}$/.test(payload.amount) || BigInt(payload.amount) === 0n || BigInt(payload.amount) >= 2n ** 128n) return { reason: R.refundAmountInvalid }
-  const amount = BigInt(payload.amount)
-  if (payload.refundNonce !== state.refundNonce) return { reason: R.refundPayload, message: `refundNonce ${payload.refundNonce} is not the channel's next refund nonce ${state.refundNonce}` }
-  const id = payload.voucher.channelId
-  const claimedAfter = payload.claims.reduce((max, c) => (channelId(c.voucher.channel, chain.chainId) === id && c.totalClaimed > max ? c.totalClaimed : max), state.totalClaimed)
-  if (claimedAfter >= state.balance) return { reason: R.refundNoBalance, message: 'no unclaimed balance is left to refund' }
+  const terms = await checkRefund(chain, payload, state, authorizer, signsRefunds)
+  if ('reason' in terms) return terms
+  const { amount } = terms
   const config = payload.channelConfig
-  let refundSignature = payload.refundAuthorizerSignature
-  if (refundSignature) {
-    const typed = refundTypedData(chain.chainId, id, payload.refundNonce, amount)
-    // A 65-byte signature the contract's ECDSA would refuse (high s, v 0/1) counts as no recovery.
-    const recovered = isContractRecoverable(refundSignature) ? await recoverTypedDataAddress({ ...typed, signature: refundSignature }).catch(() => undefined) : undefined
-    if (!recovered || !isAddressEqual(recovered, config.receiverAuthorizer)) {
-      // Anything else must be the authorizer contract's (ERC-1271): an EOA's refused signature is not retried.
-      const code = await chain.client.getCode({ address: config.receiverAuthorizer }).catch(() => undefined)
-      const contractOk = code !== undefined && code !== '0x' && (await chain.client.verifyTypedData({ address: config.receiverAuthorizer, ...typed, signature: refundSignature }).catch(() => false))
-      if (!contractOk) return { reason: R.authorizerAddressMismatch, message: 'the Refund is not signed by the channel\'s receiver authorizer' }
-    }
-  } else {
-    if (!authorizer || !signsRefunds) return { reason: R.authorizerNotConfigured, message: 'no refundAuthorizerSignature, and this facilitator signs no refunds (no receiver authorizer, or delegated refunds not allowed)' }
-    if (!isAddressEqual(config.receiverAuthorizer, authorizer.address)) return { reason: R.authorizerAddressMismatch, message: 'the channel names another receiver authorizer' }
-    refundSignature = await authorizer.signTypedData(refundTypedData(chain.chainId, id, payload.refundNonce, amount))
-  }
+  const refundSignature = terms.signer === 'ours' ? await authorizer!.signTypedData(refundTypedData(chain.chainId, payload.voucher.channelId, payload.refundNonce, amount)) : payload.refundAuthorizerSignature!
   const refundData = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'refundWithSignature', args: [config, amount, payload.refundNonce, refundSignature] })
   let data = refundData
   if (payload.claims.length > 0) {
@@ -112,7 +94,7 @@ function payerOf(payload: BatchPayload): string | undefined {
 }
 
 /** Sends the prepared transaction and answers in the spec's shape (with the confirmed state, to remember). */
-export async function settleBatch(ctx: PaymentContext, chain: BatchChain, payment: BatchPayment, journal: SettleJournal): Promise<{ response: SettleResponse; state?: ChannelSnapshot; stale?: readonly Hex[] }> {
+export async function settleBatch(ctx: PaymentContext, chain: BatchChain, payment: BatchPayment, journal: SettleJournal): Promise<{ response: SettleResponse; state?: ChannelSnapshot }> {
   if (payment.kind === 'voucher') {
     return { response: { success: false, errorReason: R.payloadType, errorMessage: 'a voucher is not settled by the facilitator: the resource server charges it', transaction: '', network: ctx.wireNetwork } }
   }
@@ -122,8 +104,25 @@ export async function settleBatch(ctx: PaymentContext, chain: BatchChain, paymen
     const payer = payment.kind === 'deposit' || payment.kind === 'refund' ? payment.payload.channelConfig.payer : undefined
     return { response: { success: false, errorReason: outcome.reason, ...(outcome.message ? { errorMessage: outcome.message } : {}), transaction: '', network: ctx.wireNetwork, ...(payer ? { payer } : {}) } }
   }
-  // A claim (landed or not yet known) moves totalClaimed: remembered reads of its channels are stale.
-  return { ...(await answer(ctx, chain, payment, outcome)), ...(payment.kind === 'claim' ? { stale: payment.channelIds } : {}) }
+  return answer(ctx, chain, payment, outcome)
+}
+
+/**
+ * The channels a deposit, claim, sweep or refund moves: remembered reads of them are stale once it
+ * is sent (landed or not yet known), in this process or any other sharing the store.
+ */
+export function touchedChannels(payload: BatchPayload, chainId: number): Hex[] {
+  switch (payload.type) {
+    case 'deposit':
+    case 'voucher':
+      return [payload.voucher.channelId]
+    case 'refund':
+      return [payload.voucher.channelId, ...(payload.claims ?? []).map((c) => channelId(c.voucher.channel, chainId))]
+    case 'claim':
+      return payload.claims.map((c) => channelId(c.voucher.channel, chainId))
+    case 'settle':
+      return []
+  }
 }
 
 const SIMULATION_FAILED: Record<Exclude<BatchPayment['kind'], 'voucher'>, string> = {
@@ -206,20 +205,20 @@ function refundedAmount(receipt: TransactionReceipt): bigint {
 }
 
 /** Finishes a journaled transaction: answers from its receipt, or pending, or dropped (the core then settles anew). */
-export async function resumeBatch(ctx: PaymentContext, chain: BatchChain, payload: BatchPayload, record: BroadcastRecord): Promise<SettleResponse> {
+export async function resumeBatch(ctx: PaymentContext, chain: BatchChain, payload: BatchPayload, record: BroadcastRecord): Promise<{ response: SettleResponse; state?: ChannelSnapshot }> {
   const outcome = await chain.await(record)
   const payer = payerOf(payload)
   if (outcome.state !== 'mined') {
-    return { success: false, errorReason: outcome.state === 'dropped' ? REJECTION.transactionDropped : REJECTION.settlementPending, transaction: outcome.transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+    return { response: { success: false, errorReason: outcome.state === 'dropped' ? REJECTION.transactionDropped : REJECTION.settlementPending, transaction: outcome.transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) } }
   }
   const kind = payload.type === 'settle' ? 'sweep' : payload.type
-  if (kind === 'voucher') return { success: false, errorReason: R.payloadType, transaction: record.transaction, network: ctx.wireNetwork }
+  if (kind === 'voucher') return { response: { success: false, errorReason: R.payloadType, transaction: record.transaction, network: ctx.wireNetwork } }
   const before: ChannelSnapshot = { channelId: '0x', balance: 0n, totalClaimed: 0n, withdrawRequestedAt: 0, refundNonce: 0n }
   const payment = { kind, payload, call: { to: BATCH_SETTLEMENT_ADDRESS, data: '0x', gas: 0n }, signer: undefined, before, receiver: (payload as SettlePayload).receiver, token: (payload as SettlePayload).token, channelIds: [] } as unknown as Exclude<BatchPayment, { kind: 'voucher' }>
   const result = await answer(ctx, chain, payment, outcome)
   if (payment.kind === 'refund' && result.response.success) {
     // The balance before is unknown here: the Refunded event states what moved.
-    return { ...result.response, amount: refundedAmount(outcome.receipt).toString() }
+    return { ...result, response: { ...result.response, amount: refundedAmount(outcome.receipt).toString() } }
   }
-  return result.response
+  return result
 }

@@ -3,13 +3,14 @@
  * send deposits, claims, sweeps and refunds with the same signers, nonces, send lanes, journaled
  * sender slots and receipt pollers as the exact and upto adapters of that setup.
  */
-import { isAddressEqual, zeroAddress, type Address, type LocalAccount } from 'viem'
-import type { PaymentContext, SchemeAdapter, Verdict } from '../../core/adapter.js'
+import { isAddressEqual, zeroAddress, type Address, type Hex, type LocalAccount } from 'viem'
+import type { AdapterServices, PaymentContext, SchemeAdapter, Verdict } from '../../core/adapter.js'
 import { FacilitatorError } from '../../errors/facilitator-error.js'
 import { pickSigner } from '../chain/send-transaction.js'
 import { reserveSigner, type SignerReservation } from '../chain/signer-reservation.js'
 import type { EvmSetup } from '../evm-setup.js'
 import { BatchChain } from './chain.js'
+import { createChannelStates } from './channel-states.js'
 import type { BatchPayload, ChannelSnapshot, DepositPayload, RefundPayload, VoucherPayload } from './codec.js'
 import { snapshotWire } from './codec.js'
 import { BATCH_SETTLEMENT_SCHEME } from './constants.js'
@@ -40,23 +41,18 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
   }
   const sending = { receiptOptions: setup.receiptOptions, rebroadcastIntervalMs: setup.rebroadcastIntervalMs, maxGas: config.maxSettlementGas ?? 1_000_000n }
   const chains = new Map<string, BatchChain>([...setup.runtimes].map(([caip2, runtime]) => [caip2, new BatchChain(runtime, sending)]))
-  // The last confirmed read of each channel, per network (never optimistic: a deposit counts once mined).
-  const states = new Map<string, { state: ChannelSnapshot; at: number }>()
-
+  let services: AdapterServices | undefined
+  const states = createChannelStates(ttlMs, () => services?.store)
   const chainOf = (ctx: PaymentContext): BatchChain => {
     const chain = chains.get(ctx.network)
     if (!chain) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement is not configured for ${ctx.network}`)
     return chain
   }
-  const remember = (chainId: number, state: ChannelSnapshot) => states.set(`${chainId}:${state.channelId}`, { state, at: Date.now() })
-  const forget = (chainId: number, ids: readonly string[]) => {
-    for (const id of ids) states.delete(`${chainId}:${id.toLowerCase()}`)
-  }
-  const readState = async (chain: BatchChain, id: `0x${string}`, allowCached: boolean): Promise<ChannelSnapshot> => {
-    const cached = states.get(`${chain.chainId}:${id}`)
-    if (allowCached && cached && Date.now() - cached.at < ttlMs) return cached.state
+  const readState = async (chain: BatchChain, id: Hex, allowCached: boolean): Promise<ChannelSnapshot> => {
+    const cached = allowCached ? await states.fresh(chain.chainId, id) : undefined
+    if (cached) return cached
     const state = await chain.readChannel(id)
-    remember(chain.chainId, state)
+    await states.remember(chain.chainId, state)
     return state
   }
 
@@ -150,8 +146,8 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     async settle(ctx, payment, journal) {
       const chain = chainOf(ctx)
       const answer = await settleBatch(ctx, chain, payment, journal)
-      forget(chain.chainId, payment.kind === 'claim' ? payment.channelIds : payment.kind === 'deposit' || payment.kind === 'refund' ? touchedChannels(payment.payload, chain.chainId) : [])
-      if (answer.state) remember(chain.chainId, answer.state)
+      await states.forget(chain.chainId, payment.kind === 'claim' ? payment.channelIds : payment.kind === 'deposit' || payment.kind === 'refund' ? touchedChannels(payment.payload, chain.chainId) : [])
+      if (answer.state) await states.remember(chain.chainId, answer.state)
       return answer.response
     },
 
@@ -160,7 +156,10 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
       return lines.flat()
     },
 
-    attach: (services) => setup.attach(services),
+    attach(given) {
+      services = given
+      setup.attach(given)
+    },
 
     async close() {
       for (const runtime of setup.runtimes.values()) runtime.closeConnections()
@@ -170,8 +169,8 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
       const chain = chainOf(ctx)
       const answer = await resumeBatch(ctx, chain, payload, record)
       // Whatever this process (or a dead one) remembered of the channels predates the transaction.
-      forget(chain.chainId, touchedChannels(payload, chain.chainId))
-      if (answer.state) remember(chain.chainId, answer.state)
+      await states.forget(chain.chainId, touchedChannels(payload, chain.chainId))
+      if (answer.state) await states.remember(chain.chainId, answer.state)
       return answer.response
     },
   }

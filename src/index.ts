@@ -4,6 +4,7 @@
 export type {
   AdapterNetwork,
   AdapterServices,
+  AdapterStore,
   BroadcastRecord,
   Parsed,
   PayerSpend,

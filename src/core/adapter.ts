@@ -79,6 +79,20 @@ export interface AdapterServices {
    * and re-sends what it finds, so those numbers are never given to other transactions.
    */
   journaled(sender: string, fromSequence: number): Promise<readonly (BroadcastRecord & { readonly slot: SenderSlot })[]>
+  /**
+   * The facilitator's settlement store, for what an adapter shares with the other instances on that
+   * store (a cache of chain reads), under keys of the adapter's own prefix. Each call is bounded by
+   * the settlement store timeout and throws `store_unavailable` when it fails. Optional: a facilitator
+   * built before this field existed, or a test double, may leave it out.
+   */
+  readonly store?: AdapterStore
+}
+
+/** The part of the settlement store an adapter may use (see `AdapterServices.store`). */
+export interface AdapterStore {
+  get(key: string): Promise<string | undefined>
+  set(key: string, value: string, options?: { readonly ttlMs?: number }): Promise<boolean>
+  delete(key: string): Promise<void>
 }
 
 /**

@@ -5,6 +5,8 @@ import { createEvmSetup } from './evm-setup.js'
 import type { ExactEvmConfig } from './exact-evm-config.js'
 import { createExactAdapter } from './exact/exact-adapter.js'
 import { createUptoAdapter } from './upto/upto-adapter.js'
+import { createBatchAdapter } from './batch/batch-adapter.js'
+import type { BatchSettlementOptions } from './batch/batch-settlement-evm.js'
 
 /**
  * The `exact` scheme on EVM chains: EIP-3009 `transferWithAuthorization`
@@ -49,16 +51,31 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
  *   }),
  * })
  */
-export function evmSchemes(config: ExactEvmConfig): SchemeAdapter[] {
-  const { exact, upto } = createEvmAdapters(config)
-  return [exact, upto]
+export function evmSchemes(config: ExactEvmConfig, options: EvmSchemesOptions = {}): SchemeAdapter[] {
+  const { exact, upto, batch } = createEvmAdapters(config, options)
+  return batch ? [exact, upto, batch] : [exact, upto]
 }
 
-function createEvmAdapters(config: ExactEvmConfig): { exact: SchemeAdapter; upto: SchemeAdapter } {
+/** Schemes `evmSchemes()` adds over the same setup. */
+export interface EvmSchemesOptions {
+  /**
+   * Adds `batch-settlement` (see `batchSettlementEvm`) on the same networks and signers: its deposits,
+   * claims, sweeps and refunds take nonces from the same counters and go through the same send lanes
+   * and journal as exact and upto settles, so one key serves all three.
+   */
+  readonly batchSettlement?: BatchSettlementOptions
+}
+
+function createEvmAdapters(config: ExactEvmConfig, options: EvmSchemesOptions = {}): { exact: SchemeAdapter; upto: SchemeAdapter; batch?: SchemeAdapter } {
   // The WebAssembly keccak compiles in the background; the first verifies may use viem's.
   void loadKeccak()
   const setup = createEvmSetup(config)
   // RPC URLs often carry API keys and viem quotes them in its errors: no cause chain leaves with one.
   const secrets = config.networks.flatMap((entry) => entry.rpcUrls.flatMap(secretsOfUrl))
-  return { exact: withRedactedErrors(createExactAdapter(setup, config), secrets), upto: withRedactedErrors(createUptoAdapter(setup), secrets) }
+  const redacted = <A extends SchemeAdapter>(adapter: A) => withRedactedErrors(adapter, secrets)
+  return {
+    exact: redacted(createExactAdapter(setup, config)),
+    upto: redacted(createUptoAdapter(setup)),
+    ...(options.batchSettlement ? { batch: withRedactedErrors(createBatchAdapter(setup, options.batchSettlement), secrets) } : {}),
+  }
 }

@@ -1,6 +1,6 @@
 import type { SchemeAdapter } from '../core/adapter.js'
 import { renamedOption } from '../core/renamed-option.js'
-import { evmSchemes as evmAdapters, exactEvm as exactEvmAdapter } from './evm-schemes.js'
+import { evmSchemes as evmAdapters, exactEvm as exactEvmAdapter, type EvmSchemesOptions } from './evm-schemes.js'
 import type { ExactEvmConfig as AdapterConfig } from './exact-evm-config.js'
 
 /** Configuration of `exactEvm()` and `evmSchemes()`: the names it shares with `exactSvm()` mean the same there. */
@@ -48,7 +48,8 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
 /**
  * The EVM adapters of one configuration, sharing its networks, signers and their nonces: `exact`
  * (as {@link exactEvm}) and `upto` (Permit2 through the x402 upto proxy: the client authorizes a
- * maximum, the resource server settles the amount it used, possibly zero). `GET /supported` lists
+ * maximum, the resource server settles the amount it used, possibly zero), and with
+ * `options.batchSettlement` also `batch-settlement` (as `batchSettlementEvm`, on the same keys). `GET /supported` lists
  * the upto kind of each network with `extra.facilitatorAddress`, the signer the payer names in its
  * witness (the only account the upto proxy lets settle).
  *
@@ -64,6 +65,6 @@ export function exactEvm(config: ExactEvmConfig): SchemeAdapter {
  *   }),
  * })
  */
-export function evmSchemes(config: ExactEvmConfig): SchemeAdapter[] {
-  return evmAdapters(evmAdapterConfig(config))
+export function evmSchemes(config: ExactEvmConfig, options?: EvmSchemesOptions): SchemeAdapter[] {
+  return evmAdapters(evmAdapterConfig(config), options)
 }

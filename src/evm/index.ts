@@ -1,5 +1,6 @@
 // The EVM subpath (`x402-facilitator/evm`): everything here may import viem.
 export { evmSchemes, exactEvm, type ExactEvmConfig } from './exact-evm-options.js'
+export type { EvmSchemesOptions } from './evm-schemes.js'
 export type { EvmSettlementSigner, ExactEvmAsset, ExactEvmNetworkConfig } from './exact-evm-config.js'
 export { EIP2612_REJECTION, EVM_REJECTION, PERMIT2_REJECTION, UPTO_REJECTION, type EvmRejectionCode } from './reasons.js'
 export { EIP2612_GAS_SPONSORING, ERC20_APPROVAL_GAS_SPONSORING } from './permit2/eip2612-extension.js'

@@ -10,7 +10,8 @@ import type { SettlementOptions } from '../settlement/settlement-options.js'
 import { createMemoryStore, type MemoryStore } from '../stores/memory-store.js'
 import { requireStoreRole } from '../stores/store-roles.js'
 import type { SettlementStore } from '../stores/store.js'
-import type { PaymentContext, ReadinessCheck, SchemeAdapter } from '../core/adapter.js'
+import type { AdapterStore, PaymentContext, ReadinessCheck, SchemeAdapter } from '../core/adapter.js'
+import { boundedStoreCall } from '../settlement/bounded-store-call.js'
 import { dispatch } from '../core/context.js'
 import { withDeadline } from '../core/deadline.js'
 import type { FacilitatorHooks, RefusalEvent, SettleEvent, SettleOrigin, VerifyEvent } from '../core/hooks.js'
@@ -263,7 +264,12 @@ export function createFacilitator<S extends SettlementStore = MemoryStore>(confi
   const pending = new Set<Promise<unknown>>()
   // Adapters that number their transactions find the ones a dead process journaled before reusing a number.
   const journalBoundMs = config.settlement?.storeTimeoutMs ?? 5_000
-  for (const adapter of config.schemes) adapter.attach?.({ journaled: (sender, fromSequence) => journaledTransactions(store, sender, fromSequence, journalBoundMs) })
+  const adapterStore: AdapterStore = {
+    get: (key) => boundedStoreCall(() => store.get(key), journalBoundMs, 'reading an adapter cache entry'),
+    set: (key, value, options) => boundedStoreCall(() => store.set(key, value, options?.ttlMs === undefined ? {} : { ttlMs: options.ttlMs }), journalBoundMs, 'writing an adapter cache entry'),
+    delete: (key) => boundedStoreCall(() => store.delete(key), journalBoundMs, 'deleting an adapter cache entry'),
+  }
+  for (const adapter of config.schemes) adapter.attach?.({ journaled: (sender, fromSequence) => journaledTransactions(store, sender, fromSequence, journalBoundMs), store: adapterStore })
   const logger = config.logger
   const hooks = logger ? [...(config.hooks ?? []), loggingHooks(logger)] : config.hooks
   const onError = logger

@@ -1,26 +1,21 @@
 /**
  * What the batch-settlement adapter asks of one EVM network: the channel snapshot in one eth_call
  * (the contract's own `multicall` over channels, pendingWithdrawals and refundNonce), token reads,
- * and transactions sent from the facilitator's keys one at a time per key (a key's next transaction
- * waits for its previous one's receipt, so a sweep never races the claim before it).
+ * and transactions sent through the network's EVM runtime (see ../chain/network-runtime.ts): the
+ * signer's nonces, send lane, journaled sender slots and receipt poller that exactEvm and uptoEvm
+ * of the same setup use too, so one key serves every scheme without nonce clashes and a
+ * journaled nonce is re-sent after a restart before it is handed out again. A transaction also
+ * waits for the outcome of the previous one on each of its subjects (channels, a receiver's token),
+ * so a sweep queued behind a claim of its receiver finds the claim landed.
  */
-import {
-  createPublicClient,
-  decodeFunctionResult,
-  encodeFunctionData,
-  http,
-  keccak256,
-  parseTransaction,
-  recoverTransactionAddress,
-  fallback,
-  type Address,
-  type Hex,
-  type LocalAccount,
-  type PublicClient,
-  type TransactionReceipt,
-} from 'viem'
+import { decodeFunctionResult, encodeFunctionData, type Address, type Hex, type LocalAccount, type PublicClient, type TransactionReceipt } from 'viem'
 import { FacilitatorError } from '../../errors/facilitator-error.js'
 import type { BroadcastRecord, SettleJournal } from '../../core/adapter.js'
+import { awaitReceipt } from '../chain/await-receipt.js'
+import type { NetworkRuntime, SignerSlot } from '../chain/network-runtime.js'
+import type { ReceiptOutcome, ReceiptWait } from '../chain/receipt-poller.js'
+import { toRpcFault } from '../chain/rpc-fault.js'
+import { resend, signAndSend } from '../chain/send-transaction.js'
 import { batchSettlementAbi } from './abi.js'
 import { BATCH_SETTLEMENT_ADDRESS } from './constants.js'
 import type { ChannelSnapshot } from './codec.js'
@@ -42,27 +37,35 @@ export interface PreparedCall {
 
 /** What became of a sent transaction within the wait bound. */
 export type Outcome =
-  | { readonly state: 'mined'; readonly receipt: TransactionReceipt }
+  | { readonly state: 'mined'; readonly receipt: TransactionReceipt; readonly cost?: bigint }
   | { readonly state: 'pending'; readonly transaction: Hex }
   | { readonly state: 'dropped'; readonly transaction: Hex }
   | { readonly state: 'refused'; readonly reason: string; readonly message?: string }
 
-/** A check run in the key's lane right before signing: a refusal there sends and journals nothing. */
+/** A check run in the subjects' lane right before signing: a refusal there sends and journals nothing. */
 export type Recheck = () => Promise<{ readonly reason: string; readonly message?: string } | undefined>
+
+/** How settles wait for receipts on this network (the EVM setup's bounds). */
+export interface BatchSendOptions {
+  receiptOptions(signal: AbortSignal): ReceiptWait
+  readonly rebroadcastIntervalMs: number
+  /** The most gas a settle transaction may take: a larger estimate is refused before sending. */
+  readonly maxGas: bigint
+}
 
 export class BatchChain {
   readonly client: PublicClient
+  readonly chainId: number
+  readonly maxGas: bigint
   private readonly lanes = new Map<string, Promise<unknown>>()
 
   constructor(
-    readonly chainId: number,
-    rpcUrls: readonly string[],
-    private readonly receiptTimeoutMs: number,
-    /** The most gas a settle transaction may take: a larger estimate is refused before sending. */
-    readonly maxGas: bigint = 1_000_000n,
+    readonly runtime: NetworkRuntime,
+    private readonly options: BatchSendOptions,
   ) {
-    const transports = rpcUrls.map((url) => http(url, { retryCount: 1 }))
-    this.client = createPublicClient({ transport: transports.length === 1 ? transports[0]! : fallback(transports), pollingInterval: 100 })
+    this.client = runtime.client
+    this.chainId = runtime.chainId
+    this.maxGas = options.maxGas
   }
 
   /** The channel's on-chain state in one eth_call. Throws `rpc_error` when the node does not answer it. */
@@ -129,17 +132,18 @@ export class BatchChain {
   }
 
   /**
-   * Signs and sends `call` from `signer` once the previous transaction of the key (and of each of
-   * `subjects`: channels, a receiver's token) has its receipt and `recheck` still finds it worth
-   * sending, after `journal.broadcasting` recorded it; then waits for the receipt within the bound.
+   * Signs and sends `call` from `slot` (its nonce, lane and journaled slot, as every EVM settle)
+   * once the previous transaction of each of `subjects` (channels, a receiver's token) has its
+   * outcome and `recheck` still finds it worth sending, after `journal.broadcasting` recorded it;
+   * then waits for the receipt within the bound.
    */
-  send(signer: BatchSettlementSigner, call: PreparedCall, journal: SettleJournal, signal: AbortSignal, recheck?: Recheck, subjects: readonly string[] = []): Promise<Outcome> {
-    const keys = [signer.address.toLowerCase(), ...subjects.map((s) => `subject:${s.toLowerCase()}`)]
+  send(slot: SignerSlot, call: PreparedCall, journal: SettleJournal, signal: AbortSignal, recheck?: Recheck, subjects: readonly string[] = []): Promise<Outcome> {
+    const keys = [...new Set(subjects.map((s) => `subject:${s.toLowerCase()}`))]
     const previous = Promise.all(keys.map((key) => (this.lanes.get(key) ?? Promise.resolve()).catch(() => undefined)))
     const run = previous.then(async (): Promise<Outcome> => {
       const refusal = recheck ? await recheck() : undefined
       if (refusal) return { state: 'refused', ...refusal }
-      return this.sendNow(signer, call, journal, signal)
+      return this.sendNow(slot, call, journal, signal)
     })
     const settled: Promise<unknown> = run.catch(() => undefined).then(() => {
       // A lane nobody queued behind since is dropped, so channel and receiver lanes do not pile up.
@@ -149,52 +153,41 @@ export class BatchChain {
     return run
   }
 
-  private async sendNow(signer: BatchSettlementSigner, call: PreparedCall, journal: SettleJournal, signal: AbortSignal): Promise<Outcome> {
+  private async sendNow(slot: SignerSlot, call: PreparedCall, journal: SettleJournal, signal: AbortSignal): Promise<Outcome> {
     signal.throwIfAborted()
-    const [nonce, fees] = await Promise.all([this.client.getTransactionCount({ address: signer.address, blockTag: 'pending' }), this.client.estimateFeesPerGas()])
-    const raw = await signer.signTransaction({
-      type: 'eip1559',
-      chainId: this.chainId,
-      to: call.to,
-      data: call.data,
-      gas: call.gas,
-      nonce,
-      maxFeePerGas: fees.maxFeePerGas,
-      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-    })
-    const transaction = keccak256(raw)
-    await journal.broadcasting({ transaction, raw })
-    try {
-      await this.client.sendRawTransaction({ serializedTransaction: raw })
-    } catch (error) {
-      // The bytes are journaled: a node that already has them, or a flaky answer, is settled by waiting.
-      if (!/already known|already imported/i.test(String(error))) {
-        const receipt = await this.client.getTransactionReceipt({ hash: transaction }).catch(() => undefined)
-        if (!receipt) throw new FacilitatorError('rpc_error', 'sending the batch-settlement transaction failed', { cause: error })
-      }
-    }
-    return this.await({ transaction, raw })
+    const sent = await signAndSend(this.runtime, slot, { to: call.to, data: call.data, gas: call.gas }, signal, (record) => journal.broadcasting(record))
+    return this.outcome(sent.hash, await awaitReceipt(this.runtime, sent.hash, sent.raw, this.options.receiptOptions(signal), this.options.rebroadcastIntervalMs))
   }
 
-  /** Waits for a journaled transaction (re-sending its bytes when the node lost them); `dropped` when its nonce went elsewhere. */
-  async await(record: BroadcastRecord): Promise<Exclude<Outcome, { state: 'refused' }>> {
-    const transaction = record.transaction as Hex
-    try {
-      const receipt = await this.client.waitForTransactionReceipt({ hash: transaction, timeout: this.receiptTimeoutMs, pollingInterval: 100 })
-      return { state: 'mined', receipt }
-    } catch {
-      if (record.raw) {
-        const tx = parseTransaction(record.raw as Hex)
-        const from = await this.client.getTransactionCount({ address: await recoverSender(record.raw as Hex) }).catch(() => undefined)
-        const stillThere = await this.client.getTransaction({ hash: transaction }).catch(() => undefined)
-        if (!stillThere && from !== undefined && tx.nonce !== undefined && from > tx.nonce) return { state: 'dropped', transaction }
-        if (!stillThere) await this.client.sendRawTransaction({ serializedTransaction: record.raw as Hex }).catch(() => undefined)
-      }
-      return { state: 'pending', transaction }
+  /**
+   * Finishes a journaled transaction as exactEvm's resume does: its receipt when mined, its bytes
+   * again when the node never saw them, `dropped` when its nonce went to another transaction.
+   */
+  async resume(record: BroadcastRecord, signal: AbortSignal): Promise<Exclude<Outcome, { state: 'refused' }>> {
+    const hash = asHex(record.transaction)
+    const raw = record.raw === undefined ? undefined : asHex(record.raw)
+    const quick = { ...this.options.receiptOptions(signal), timeoutMs: 0 }
+    const known = await this.runtime.receipts.wait(hash, quick)
+    if (known.status !== 'pending') return this.outcome(hash, known)
+    const seen = await this.client.request({ method: 'eth_getTransactionByHash', params: [hash] }).catch((error: unknown) => Promise.reject(toRpcFault(error, 'looking up the settlement transaction')))
+    if (!seen && raw && (await resend(this.runtime, raw)) === 'nonce_used') {
+      // The key's nonce moved on without it: mined meanwhile, or never to land.
+      const late = await this.runtime.receipts.wait(hash, quick)
+      return late.status !== 'pending' ? this.outcome(hash, late) : { state: 'dropped', transaction: hash }
     }
+    return this.outcome(hash, await awaitReceipt(this.runtime, hash, raw, this.options.receiptOptions(signal), this.options.rebroadcastIntervalMs))
+  }
+
+  /** A mined outcome with its full receipt (the events that state what moved); pending while that read fails. */
+  private async outcome(hash: Hex, waited: ReceiptOutcome): Promise<Exclude<Outcome, { state: 'refused' }>> {
+    if (waited.status === 'pending') return { state: 'pending', transaction: hash }
+    const receipt = await this.client.getTransactionReceipt({ hash }).catch(() => undefined)
+    if (!receipt) return { state: 'pending', transaction: hash }
+    return { state: 'mined', receipt, ...(waited.cost !== undefined ? { cost: waited.cost } : {}) }
   }
 }
 
-function recoverSender(raw: Hex): Promise<Address> {
-  return recoverTransactionAddress({ serializedTransaction: raw as never })
+function asHex(value: string): Hex {
+  if (!/^0x[0-9a-fA-F]*$/.test(value)) throw new FacilitatorError('internal_error', 'a recorded transaction is not hex')
+  return `0x${value.slice(2)}`
 }

@@ -3,15 +3,17 @@
  * receiver authorizer when the server left that to us, and simulated) in settle's own verify, then
  * sent, confirmed and answered in the specification's shapes.
  */
-import { encodeFunctionData, isAddressEqual, parseEventLogs, recoverTypedDataAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from 'viem'
+import { encodeFunctionData, isAddressEqual, parseEventLogs, type Address, type Hex, type LocalAccount, type TransactionReceipt } from 'viem'
 import type { BroadcastRecord, PaymentContext, SettleJournal } from '../../core/adapter.js'
 import { REJECTION } from '../../errors/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
 import { batchSettlementAbi } from './abi.js'
-import type { BatchChain, BatchSettlementSigner, Outcome, PreparedCall, Recheck } from './chain.js'
-import { channelId, claimBatchTypedData, isContractRecoverable, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
+import type { SignerSlot } from '../chain/network-runtime.js'
+import type { BatchChain, Outcome, PreparedCall, Recheck } from './chain.js'
+import { channelId, claimBatchTypedData, refundTypedData, snapshotWire, type BatchPayload, type ChannelSnapshot, type ClaimPayload, type DepositPayload, type RefundPayload, type SettlePayload, type VoucherClaim } from './codec.js'
 import { BATCH_SETTLEMENT_ADDRESS } from './constants.js'
 import { BATCH_REJECTION as R } from './reasons.js'
+import { checkRefund } from './refund-rules.js'
 import type { Refusal } from './verify-channel.js'
 
 type Authorizer = Pick<LocalAccount, 'address' | 'signTypedData'> | undefined
@@ -19,10 +21,21 @@ type Authorizer = Pick<LocalAccount, 'address' | 'signTypedData'> | undefined
 /** A payment as settle's verify checked it: what to send, from which key, and what to answer with. */
 export type BatchPayment =
   | { readonly kind: 'voucher' }
-  | { readonly kind: 'deposit'; readonly payload: DepositPayload; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly before: ChannelSnapshot }
-  | { readonly kind: 'claim'; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly channelIds: readonly Hex[]; readonly claims?: readonly bigint[] }
-  | { readonly kind: 'sweep'; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly receiver: Address; readonly token: Address }
-  | { readonly kind: 'refund'; readonly payload: RefundPayload; readonly call: PreparedCall; readonly signer: BatchSettlementSigner; readonly before: ChannelSnapshot }
+  | ({ readonly call: PreparedCall; readonly slot: SignerSlot; readonly subjects: readonly string[] } & (
+      | { readonly kind: 'deposit'; readonly payload: DepositPayload; readonly before: ChannelSnapshot }
+      | { readonly kind: 'claim'; readonly channelIds: readonly Hex[]; readonly claims?: readonly bigint[] }
+      | { readonly kind: 'sweep'; readonly receiver: Address; readonly token: Address }
+      | { readonly kind: 'refund'; readonly payload: RefundPayload; readonly before: ChannelSnapshot }
+    ))
+
+/**
+ * What a transaction waits behind (see BatchChain.send): the channels it moves, and the receivers'
+ * tokens whose claimed totals it raises or sweeps, so a sweep queued behind a claim of its receiver
+ * finds the claim landed.
+ */
+function claimSubjects(claims: readonly VoucherClaim[], chainId: number): string[] {
+  return claims.flatMap((c) => [channelId(c.voucher.channel, chainId), `${c.voucher.channel.receiver}:${c.voucher.channel.token}`])
+}
 
 const claimArgs = (claims: readonly VoucherClaim[]) => claims.map((c) => ({ voucher: { channel: c.voucher.channel, maxClaimableAmount: c.voucher.maxClaimableAmount }, signature: c.signature, totalClaimed: c.totalClaimed }))
 
@@ -34,7 +47,7 @@ async function claimSignature(chain: BatchChain, claims: readonly VoucherClaim[]
   return authorizer.signTypedData(claimBatchTypedData(chain.chainId, claims))
 }
 
-export async function prepareClaim(chain: BatchChain, signer: BatchSettlementSigner, payload: ClaimPayload, authorizer: Authorizer): Promise<BatchPayment | Refusal> {
+export async function prepareClaim(chain: BatchChain, slot: SignerSlot, payload: ClaimPayload, authorizer: Authorizer): Promise<BatchPayment | Refusal> {
   const bad = payload.claims.findIndex((c) => c.totalClaimed > c.voucher.maxClaimableAmount)
   if (bad >= 0) return { reason: R.claimPayload, message: `claims.${bad}.totalClaimed exceeds its voucher's maxClaimableAmount` }
   // A claim that raises no channel's total would only spend the facilitator's gas: nothing is sent.
@@ -44,49 +57,30 @@ export async function prepareClaim(chain: BatchChain, signer: BatchSettlementSig
   const signature = await claimSignature(chain, payload.claims, payload.claimAuthorizerSignature, authorizer)
   if (typeof signature !== 'string') return signature
   const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'claimWithSignature', args: [claimArgs(payload.claims), signature] })
-  const call = await chain.simulate(signer.address, data)
+  const call = await chain.simulate(slot.signer.address, data)
   if ('revert' in call) return { reason: R.claimSimulationFailed, message: call.revert }
-  return { kind: 'claim', call, signer, channelIds: ids, claims: payload.claims.map((c) => c.totalClaimed) }
+  return { kind: 'claim', call, slot, subjects: claimSubjects(payload.claims, chain.chainId), channelIds: ids, claims: payload.claims.map((c) => c.totalClaimed) }
 }
 
-export async function prepareSweep(chain: BatchChain, signer: BatchSettlementSigner, payload: SettlePayload): Promise<BatchPayment | Refusal> {
+export async function prepareSweep(chain: BatchChain, slot: SignerSlot, payload: SettlePayload): Promise<BatchPayment | Refusal> {
   const totals = await chain.receiverTotals(payload.receiver, payload.token)
   if (totals.totalClaimed <= totals.totalSettled) return { reason: R.nothingToSettle, message: 'nothing claimed and unsettled for this receiver and token' }
-  const call = await chain.simulate(signer.address, encodeFunctionData({ abi: batchSettlementAbi, functionName: 'settle', args: [payload.receiver, payload.token] }))
+  const call = await chain.simulate(slot.signer.address, encodeFunctionData({ abi: batchSettlementAbi, functionName: 'settle', args: [payload.receiver, payload.token] }))
   if ('revert' in call) return { reason: R.settleSimulationFailed, message: call.revert }
-  return { kind: 'sweep', call, signer, receiver: payload.receiver, token: payload.token }
+  return { kind: 'sweep', call, slot, subjects: [`${payload.receiver}:${payload.token}`], receiver: payload.receiver, token: payload.token }
 }
 
 /**
- * A refund the server completed (amount, refundNonce, claims): the nonce must be the channel's next,
- * something must be left to refund, and the Refund signature must be the receiver authorizer's
- * (the server's, or ours when delegated). Claims ride in front in one multicall.
+ * A refund the server completed (amount, refundNonce, claims), checked by the refund rules (see
+ * checkRefund) and signed by our receiver authorizer when delegated. Claims ride in front in one multicall.
  */
-export async function prepareRefund(chain: BatchChain, signer: BatchSettlementSigner, payload: RefundPayload, state: ChannelSnapshot, authorizer: Authorizer, signsRefunds: boolean): Promise<BatchPayment | Refusal> {
+export async function prepareRefund(chain: BatchChain, slot: SignerSlot, payload: RefundPayload, state: ChannelSnapshot, authorizer: Authorizer, signsRefunds: boolean): Promise<BatchPayment | Refusal> {
   if (payload.amount === undefined || payload.refundNonce === undefined || payload.claims === undefined) return { reason: R.refundPayload, message: 'a refund to settle needs amount, refundNonce and claims' }
-  if (!/^\d{1,39}$/.test(payload.amount) || BigInt(payload.amount) === 0n || BigInt(payload.amount) >= 2n ** 128n) return { reason: R.refundAmountInvalid }
-  const amount = BigInt(payload.amount)
-  if (payload.refundNonce !== state.refundNonce) return { reason: R.refundPayload, message: `refundNonce ${payload.refundNonce} is not the channel's next refund nonce ${state.refundNonce}` }
-  const id = payload.voucher.channelId
-  const claimedAfter = payload.claims.reduce((max, c) => (channelId(c.voucher.channel, chain.chainId) === id && c.totalClaimed > max ? c.totalClaimed : max), state.totalClaimed)
-  if (claimedAfter >= state.balance) return { reason: R.refundNoBalance, message: 'no unclaimed balance is left to refund' }
+  const terms = await checkRefund(chain, payload, state, authorizer, signsRefunds)
+  if ('reason' in terms) return terms
+  const { amount } = terms
   const config = payload.channelConfig
-  let refundSignature = payload.refundAuthorizerSignature
-  if (refundSignature) {
-    const typed = refundTypedData(chain.chainId, id, payload.refundNonce, amount)
-    // A 65-byte signature the contract's ECDSA would refuse (high s, v 0/1) counts as no recovery.
-    const recovered = isContractRecoverable(refundSignature) ? await recoverTypedDataAddress({ ...typed, signature: refundSignature }).catch(() => undefined) : undefined
-    if (!recovered || !isAddressEqual(recovered, config.receiverAuthorizer)) {
-      // Anything else must be the authorizer contract's (ERC-1271): an EOA's refused signature is not retried.
-      const code = await chain.client.getCode({ address: config.receiverAuthorizer }).catch(() => undefined)
-      const contractOk = code !== undefined && code !== '0x' && (await chain.client.verifyTypedData({ address: config.receiverAuthorizer, ...typed, signature: refundSignature }).catch(() => false))
-      if (!contractOk) return { reason: R.authorizerAddressMismatch, message: 'the Refund is not signed by the channel\'s receiver authorizer' }
-    }
-  } else {
-    if (!authorizer || !signsRefunds) return { reason: R.authorizerNotConfigured, message: 'no refundAuthorizerSignature, and this facilitator signs no refunds (no receiver authorizer, or delegated refunds not allowed)' }
-    if (!isAddressEqual(config.receiverAuthorizer, authorizer.address)) return { reason: R.authorizerAddressMismatch, message: 'the channel names another receiver authorizer' }
-    refundSignature = await authorizer.signTypedData(refundTypedData(chain.chainId, id, payload.refundNonce, amount))
-  }
+  const refundSignature = terms.signer === 'ours' ? await authorizer!.signTypedData(refundTypedData(chain.chainId, payload.voucher.channelId, payload.refundNonce, amount)) : payload.refundAuthorizerSignature!
   const refundData = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'refundWithSignature', args: [config, amount, payload.refundNonce, refundSignature] })
   let data = refundData
   if (payload.claims.length > 0) {
@@ -95,9 +89,9 @@ export async function prepareRefund(chain: BatchChain, signer: BatchSettlementSi
     const claimData = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'claimWithSignature', args: [claimArgs(payload.claims), signature] })
     data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'multicall', args: [[claimData, refundData]] })
   }
-  const call = await chain.simulate(signer.address, data)
+  const call = await chain.simulate(slot.signer.address, data)
   if ('revert' in call) return { reason: R.refundSimulationFailed, message: call.revert }
-  return { kind: 'refund', payload, call, signer, before: state }
+  return { kind: 'refund', payload, call, slot, subjects: [payload.voucher.channelId, ...claimSubjects(payload.claims, chain.chainId)], before: state }
 }
 
 const FAILED: Record<Exclude<BatchPayment['kind'], 'voucher'>, string> = {
@@ -112,18 +106,35 @@ function payerOf(payload: BatchPayload): string | undefined {
 }
 
 /** Sends the prepared transaction and answers in the spec's shape (with the confirmed state, to remember). */
-export async function settleBatch(ctx: PaymentContext, chain: BatchChain, payment: BatchPayment, journal: SettleJournal): Promise<{ response: SettleResponse; state?: ChannelSnapshot; stale?: readonly Hex[] }> {
+export async function settleBatch(ctx: PaymentContext, chain: BatchChain, payment: BatchPayment, journal: SettleJournal): Promise<{ response: SettleResponse; state?: ChannelSnapshot }> {
   if (payment.kind === 'voucher') {
     return { response: { success: false, errorReason: R.payloadType, errorMessage: 'a voucher is not settled by the facilitator: the resource server charges it', transaction: '', network: ctx.wireNetwork } }
   }
-  const outcome = await chain.send(payment.signer, payment.call, journal, ctx.signal, recheckOf(chain, payment), subjectsOf(payment))
+  const outcome = await chain.send(payment.slot, payment.call, journal, ctx.signal, recheckOf(chain, payment), payment.subjects)
   if (outcome.state === 'refused') {
     // Nothing was signed: the chain moved since verify (another claim, sweep or refund landed first).
     const payer = payment.kind === 'deposit' || payment.kind === 'refund' ? payment.payload.channelConfig.payer : undefined
     return { response: { success: false, errorReason: outcome.reason, ...(outcome.message ? { errorMessage: outcome.message } : {}), transaction: '', network: ctx.wireNetwork, ...(payer ? { payer } : {}) } }
   }
-  // A claim (landed or not yet known) moves totalClaimed: remembered reads of its channels are stale.
-  return { ...(await answer(ctx, chain, payment, outcome)), ...(payment.kind === 'claim' ? { stale: payment.channelIds } : {}) }
+  return answer(ctx, chain, payment, outcome)
+}
+
+/**
+ * The channels a deposit, claim, sweep or refund moves: remembered reads of them are stale once it
+ * is sent (landed or not yet known), in this process or any other sharing the store.
+ */
+export function touchedChannels(payload: BatchPayload, chainId: number): Hex[] {
+  switch (payload.type) {
+    case 'deposit':
+    case 'voucher':
+      return [payload.voucher.channelId]
+    case 'refund':
+      return [payload.voucher.channelId, ...(payload.claims ?? []).map((c) => channelId(c.voucher.channel, chainId))]
+    case 'claim':
+      return payload.claims.map((c) => channelId(c.voucher.channel, chainId))
+    case 'settle':
+      return []
+  }
 }
 
 const SIMULATION_FAILED: Record<Exclude<BatchPayment['kind'], 'voucher'>, string> = {
@@ -131,19 +142,6 @@ const SIMULATION_FAILED: Record<Exclude<BatchPayment['kind'], 'voucher'>, string
   claim: R.claimSimulationFailed,
   sweep: R.settleSimulationFailed,
   refund: R.refundSimulationFailed,
-}
-
-/** What a transaction waits behind besides its key: the channels it moves, or the receiver's token it sweeps. */
-function subjectsOf(payment: Exclude<BatchPayment, { kind: 'voucher' }>): string[] {
-  switch (payment.kind) {
-    case 'claim':
-      return [...payment.channelIds]
-    case 'sweep':
-      return [`${payment.receiver}:${payment.token}`]
-    case 'deposit':
-    case 'refund':
-      return [payment.payload.voucher.channelId]
-  }
 }
 
 /**
@@ -161,7 +159,7 @@ function recheckOf(chain: BatchChain, payment: Exclude<BatchPayment, { kind: 'vo
       const claimed = await chain.claimedTotals(payment.channelIds)
       if (!payment.claims.some((total, i) => total > claimed[i]!)) return { reason: R.claimPayload, message: 'no row raises its channel\'s claimed total: nothing to claim' }
     }
-    const simulated = await chain.simulate(payment.signer.address, payment.call.data, payment.call.to)
+    const simulated = await chain.simulate(payment.slot.signer.address, payment.call.data, payment.call.to)
     if ('revert' in simulated) return { reason: SIMULATION_FAILED[payment.kind], message: simulated.revert }
     return undefined
   }
@@ -175,7 +173,7 @@ async function answer(ctx: PaymentContext, chain: BatchChain, payment: Exclude<B
     return { response: { success: false, errorReason: reason, transaction: outcome.transaction, ...base } }
   }
   const { receipt } = outcome
-  ctx.cost = (ctx.cost ?? 0n) + receipt.gasUsed * receipt.effectiveGasPrice
+  ctx.cost = (ctx.cost ?? 0n) + (outcome.cost ?? receipt.gasUsed * receipt.effectiveGasPrice)
   if (receipt.status !== 'success') return { response: { success: false, errorReason: FAILED[payment.kind], errorMessage: 'the transaction reverted', transaction: receipt.transactionHash, ...base } }
   const transaction = receipt.transactionHash
   switch (payment.kind) {
@@ -206,20 +204,20 @@ function refundedAmount(receipt: TransactionReceipt): bigint {
 }
 
 /** Finishes a journaled transaction: answers from its receipt, or pending, or dropped (the core then settles anew). */
-export async function resumeBatch(ctx: PaymentContext, chain: BatchChain, payload: BatchPayload, record: BroadcastRecord): Promise<SettleResponse> {
-  const outcome = await chain.await(record)
+export async function resumeBatch(ctx: PaymentContext, chain: BatchChain, payload: BatchPayload, record: BroadcastRecord): Promise<{ response: SettleResponse; state?: ChannelSnapshot }> {
+  const outcome = await chain.resume(record, ctx.signal)
   const payer = payerOf(payload)
   if (outcome.state !== 'mined') {
-    return { success: false, errorReason: outcome.state === 'dropped' ? REJECTION.transactionDropped : REJECTION.settlementPending, transaction: outcome.transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) }
+    return { response: { success: false, errorReason: outcome.state === 'dropped' ? REJECTION.transactionDropped : REJECTION.settlementPending, transaction: outcome.transaction, network: ctx.wireNetwork, ...(payer ? { payer } : {}) } }
   }
   const kind = payload.type === 'settle' ? 'sweep' : payload.type
-  if (kind === 'voucher') return { success: false, errorReason: R.payloadType, transaction: record.transaction, network: ctx.wireNetwork }
+  if (kind === 'voucher') return { response: { success: false, errorReason: R.payloadType, transaction: record.transaction, network: ctx.wireNetwork } }
   const before: ChannelSnapshot = { channelId: '0x', balance: 0n, totalClaimed: 0n, withdrawRequestedAt: 0, refundNonce: 0n }
-  const payment = { kind, payload, call: { to: BATCH_SETTLEMENT_ADDRESS, data: '0x', gas: 0n }, signer: undefined, before, receiver: (payload as SettlePayload).receiver, token: (payload as SettlePayload).token, channelIds: [] } as unknown as Exclude<BatchPayment, { kind: 'voucher' }>
+  const payment = { kind, payload, call: { to: BATCH_SETTLEMENT_ADDRESS, data: '0x', gas: 0n }, slot: undefined, subjects: [], before, receiver: (payload as SettlePayload).receiver, token: (payload as SettlePayload).token, channelIds: [] } as unknown as Exclude<BatchPayment, { kind: 'voucher' }>
   const result = await answer(ctx, chain, payment, outcome)
   if (payment.kind === 'refund' && result.response.success) {
     // The balance before is unknown here: the Refunded event states what moved.
-    return { ...result.response, amount: refundedAmount(outcome.receipt).toString() }
+    return { ...result, response: { ...result.response, amount: refundedAmount(outcome.receipt).toString() } }
   }
-  return result.response
+  return result
 }

@@ -2,12 +2,12 @@
  * The specification's verification rules for client payloads (deposit, voucher, refund): the channel
  * config against the requirements, the voucher signature, and the voucher against the channel state.
  */
-import { encodeAbiParameters, encodeFunctionData, getAddress, isAddressEqual, keccak256, recoverTypedDataAddress, zeroAddress, type Address, type Hex } from 'viem'
+import { encodeAbiParameters, encodeFunctionData, getAddress, hashTypedData, isAddressEqual, keccak256, zeroAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../../core/adapter.js'
 import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain } from './chain.js'
-import { channelId, isContractRecoverable, isEoaVoucherSigned, voucherTypedData, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
+import { channelId, isEoaVoucherSigned, voucherDigest, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
 import {
   ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
   MAX_WITHDRAW_DELAY,
@@ -17,6 +17,7 @@ import {
   receiveWithAuthorizationTypes,
 } from './constants.js'
 import { BATCH_REJECTION as R } from './reasons.js'
+import { ecdsaSignedBy, isErc6492, signatureCheckerValid } from './signature-check.js'
 
 export interface Refusal {
   readonly reason: string
@@ -38,10 +39,15 @@ export function checkChannelConfig(ctx: PaymentContext, chainId: number, config:
   return undefined
 }
 
-/** Rule 6: an EOA payer authorizer by recovery (offline); a zero one through the payer (ERC-1271 or ERC-6492, one eth_call). */
+/**
+ * Rule 6: an EOA payer authorizer by recovery (offline); a zero one through the payer as the
+ * contract's SignatureChecker does (ECDSA without code, ERC-1271 with code). An ERC-6492 envelope
+ * is refused: the contract never unwraps one, so its claim would revert. A node fault throws.
+ */
 export async function checkVoucherSignature(chain: BatchChain, config: ChannelConfig, id: Hex, maxClaimableAmount: bigint, signature: Hex): Promise<Refusal | undefined> {
+  if (isErc6492(signature)) return { reason: R.voucherSignature, message: 'an ERC-6492 signature (a wallet not deployed yet): the contract checks vouchers against the payer as it is on chain' }
   const ok = isAddressEqual(config.payerAuthorizer, zeroAddress)
-    ? await chain.client.verifyTypedData({ address: config.payer, ...voucherTypedData(chain.chainId, id, maxClaimableAmount), signature }).catch(() => false)
+    ? await signatureCheckerValid(chain.client, config.payer, voucherDigest(chain.chainId, id, maxClaimableAmount), signature, 'checking the voucher signature with the payer wallet')
     : await isEoaVoucherSigned(config, chain.chainId, id, maxClaimableAmount, signature)
   return ok ? undefined : { reason: R.voucherSignature, message: 'the voucher is not signed by the payer authorizer' }
 }
@@ -112,14 +118,12 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
   return allowance >= amount ? undefined : { reason: R.permit2AllowanceRequired }
 }
 
-/** An EOA signature by recovery; anything else (a contract wallet) through the chain. */
-async function signedBy(chain: BatchChain, signer: Address, typed: Parameters<typeof recoverTypedDataAddress>[0] extends infer T ? Omit<T & object, 'signature'> : never, signature: Hex): Promise<boolean> {
+/** An EOA signature by recovery (offline); anything else as the token's or Permit2's check would take it, on chain. */
+async function signedBy(chain: BatchChain, signer: Address, typed: Parameters<typeof hashTypedData>[0], signature: Hex): Promise<boolean> {
+  const digest = hashTypedData(typed)
   // Only signatures the token's or Permit2's ECDSA also takes (low s, v 27/28) pass by recovery.
-  if (isContractRecoverable(signature)) {
-    const recovered = await recoverTypedDataAddress({ ...(typed as object), signature } as never).catch(() => undefined)
-    if (recovered && isAddressEqual(recovered, signer)) return true
-  }
-  return chain.client.verifyTypedData({ address: signer, ...(typed as object), signature } as never).catch(() => false)
+  if (await ecdsaSignedBy(signer, digest, signature)) return true
+  return signatureCheckerValid(chain.client, signer, digest, signature, 'checking the deposit authorization signature with the payer wallet')
 }
 
 function sameAddress(a: string, b: string): boolean {

@@ -14,6 +14,7 @@ import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
 import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
 import { BatchChain } from '../../../src/evm/batch/chain.js'
+import { createEvmSetup } from '../../../src/evm/evm-setup.js'
 import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
 import { signRefund, signVoucher } from '../../support/batch-settlement-signing.js'
 import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
@@ -168,11 +169,13 @@ describe('batchSettlementEvm settle guards', () => {
   })
 
   it('refuses in the lane without signing or journaling, and drops lanes nobody waits on', async () => {
-    const chain = new BatchChain(84532, [world.node.rpcUrl], 1_000)
+    const setup = createEvmSetup({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl] }], signers: world.signers })
+    const runtime = setup.runtimes.get('eip155:84532')!
+    const chain = new BatchChain(runtime, { receiptOptions: setup.receiptOptions, rebroadcastIntervalMs: 0, maxGas: 1_000_000n })
     let journaled = 0
     const journal = { broadcasting: async () => void journaled++ }
     const call = { to: BATCH_SETTLEMENT_ADDRESS, data: '0x' as Hex, gas: 21_000n }
-    const outcomes = await Promise.all([1, 2].map(() => chain.send(world.signers[0]!, call, journal, AbortSignal.timeout(5_000), async () => ({ reason: 'nothing' }), ['0xchannel'])))
+    const outcomes = await Promise.all([1, 2].map(() => chain.send(runtime.signers[0]!, call, journal, AbortSignal.timeout(5_000), async () => ({ reason: 'nothing' }), ['0xchannel'])))
     expect(outcomes).toEqual([{ state: 'refused', reason: 'nothing' }, { state: 'refused', reason: 'nothing' }])
     expect(journaled).toBe(0)
     await new Promise((r) => setTimeout(r, 0))

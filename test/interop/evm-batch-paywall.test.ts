@@ -1,0 +1,183 @@
+/**
+ * Our paywall's batch-settlement side against the official @x402/evm batch-settlement client, on
+ * anvil with our contracts at the canonical addresses and our facilitator in process: deposits then
+ * vouchers over several channels, claims by the policy (by hand, by threshold, by itself), the
+ * sweep, a refund, a restart that reloads state from SQLite; balances and totals read on chain.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { x402Client } from '@x402/core/client'
+import { wrapFetchWithPayment } from '@x402/fetch'
+import { BatchSettlementEvmScheme as BatchClient } from '@x402/evm/batch-settlement/client'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import type { LocalAccount } from 'viem'
+import { createFacilitator, type Facilitator } from '../../src/facilitator/facilitator.js'
+import { batchSettlementEvm } from '../../src/evm/batch/index.js'
+import { BatchChain } from '../../src/evm/batch/chain.js'
+import { createBatchSettlementServer, createPaywall, PAYMENT_HEADERS, type BatchSettlementServerOptions, type Paywall } from '../../src/resource-server/index.js'
+import { createSqliteStore } from '../../src/stores/sqlite/sqlite-store.js'
+import { installBatchSettlement } from '../support/batch-settlement-contracts.js'
+import { tokenBalance } from '../support/evm-contracts.js'
+import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
+import { installPermit2 } from '../support/permit2-contracts.js'
+
+const NETWORK = 'eip155:84532'
+const PRICE = 1_000n
+const authorizer = privateKeyToAccount(generatePrivateKey())
+
+let world: EvmFixture
+let facilitator: Facilitator
+let chain: BatchChain
+const dir = mkdtempSync(join(tmpdir(), 'x402-batch-paywall-'))
+
+beforeAll(async () => {
+  world = await startEvmFixture()
+  await installPermit2(world.node)
+  await installBatchSettlement(world.node)
+  facilitator = createFacilitator({
+    schemes: [batchSettlementEvm({ networks: [{ network: NETWORK, rpcUrls: [world.node.rpcUrl] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true })],
+  })
+  chain = new BatchChain(84532, [world.node.rpcUrl], 30_000, 1_000_000n)
+}, 120_000)
+afterAll(async () => {
+  await world?.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** A shop: a paywall over one batch-settlement offer paying `receiver`, and the fetch the client uses to reach it. */
+function shop(receiver: `0x${string}`, options: Partial<BatchSettlementServerOptions> = {}) {
+  const batch = createBatchSettlementServer({ facilitator, claimPolicy: false, ...options })
+  const paywall = createPaywall({
+    facilitator,
+    batchSettlement: batch,
+    offers: [{ scheme: 'batch-settlement', network: NETWORK, amount: PRICE.toString(), asset: world.token.address, payTo: receiver, extra: { name: world.token.name, version: world.token.version } }],
+  })
+  return { batch, paywall, fetch: shopFetch(paywall) }
+}
+
+/** Statuses seen, so a test can tell a corrective 402 happened (or did not). */
+function shopFetch(paywall: Paywall, seen: number[] = []) {
+  const fetcher = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = input instanceof Request ? input : new Request(input, init)
+    const response = await paywall(request, async () => Response.json({ ok: true }))
+    if (request.headers.has(PAYMENT_HEADERS.v2Payment)) seen.push(response.status)
+    return response
+  }
+  return Object.assign(fetcher, { seen })
+}
+
+function payingClient(payer: LocalAccount, target: typeof fetch) {
+  const client = new BatchClient(payer)
+  return { client, pay: wrapFetchWithPayment(target, new x402Client().setSpendControls(false).register(NETWORK, client)) }
+}
+
+const URL = 'http://shop.test/call'
+const newReceiver = () => privateKeyToAccount(generatePrivateKey()).address
+
+describe('the official batch-settlement client paying our paywall', () => {
+  it('deposits (5 prices at a time), pays with vouchers (no transaction each), and one claim covers every channel before one sweep', async () => {
+    const receiver = newReceiver()
+    const { batch, fetch: target } = shop(receiver)
+    const payers = [await world.newPayer(1_000_000n), await world.newPayer(1_000_000n), await world.newPayer(1_000_000n)]
+    for (const payer of payers) {
+      const { pay } = payingClient(payer, target as typeof fetch)
+      for (let i = 0; i < 8; i++) {
+        const response = await pay(URL)
+        expect(response.status, `call ${i}`).toBe(200)
+        const settlement = JSON.parse(atob(response.headers.get(PAYMENT_HEADERS.v2Response)!)) as { transaction: string; extra: { chargedAmount: string; channelState: { chargedCumulativeAmount: string } } }
+        expect(settlement.extra.chargedAmount).toBe(PRICE.toString())
+        expect(settlement.extra.channelState.chargedCumulativeAmount).toBe((BigInt(i + 1) * PRICE).toString())
+        // The client deposits 5 prices at a time (a transaction); vouchers move nothing on chain.
+        if (i % 5 === 0) expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/)
+        else expect(settlement.transaction).toBe('')
+      }
+    }
+    expect(target.seen.every((s) => s === 200)).toBe(true)
+    const channels = await batch.store.list()
+    expect(channels).toHaveLength(3)
+    for (const c of channels) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(0n)
+
+    const round = await batch.claim()
+    expect(round?.claims).toEqual([{ transaction: expect.stringMatching(/^0x/), channels: 3 }])
+    expect(round?.sweeps).toEqual([{ transaction: expect.stringMatching(/^0x/), amount: (24n * PRICE).toString() }])
+    for (const c of channels) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(8n * PRICE)
+    expect(await tokenBalance(world.node, world.token, receiver)).toBe(24n * PRICE)
+    // Nothing left to claim: a second round sends nothing.
+    expect(await batch.claim()).toEqual({ claims: [], sweeps: [] })
+  }, 180_000)
+
+  it('claims by itself once the unclaimed total reaches the threshold, and not before', async () => {
+    const receiver = newReceiver()
+    const { batch, fetch: target } = shop(receiver, { claimPolicy: { aboveAmount: 5n * PRICE, checkEveryMs: 100 } })
+    try {
+      const { pay } = payingClient(await world.newPayer(1_000_000n), target as typeof fetch)
+      for (let i = 0; i < 4; i++) expect((await pay(URL)).status).toBe(200)
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      expect(await tokenBalance(world.node, world.token, receiver)).toBe(0n)
+      expect((await pay(URL)).status).toBe(200)
+      const deadline = Date.now() + 20_000
+      while ((await tokenBalance(world.node, world.token, receiver)) === 0n && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200))
+      expect(await tokenBalance(world.node, world.token, receiver)).toBe(5n * PRICE)
+    } finally {
+      await batch.stop()
+    }
+  }, 120_000)
+
+  it('refunds what is left at the client\'s request, claiming what was charged in the same transaction, and forgets the channel', async () => {
+    const receiver = newReceiver()
+    const { batch, fetch: target } = shop(receiver)
+    const payer = await world.newPayer(1_000_000n)
+    const { client, pay } = payingClient(payer, target as typeof fetch)
+    for (let i = 0; i < 3; i++) expect((await pay(URL)).status).toBe(200)
+    const [channel] = await batch.store.list()
+    const deposited = 1_000_000n - (await tokenBalance(world.node, world.token, payer.address))
+    const refund = await client.refund(URL, { fetch: target as typeof fetch })
+    expect(refund).toMatchObject({ success: true, amount: (deposited - 3n * PRICE).toString() })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 3n * PRICE)
+    expect((await chain.readChannel(channel!.channelId)).totalClaimed).toBe(3n * PRICE)
+    expect(await batch.store.get(channel!.channelId)).toBeUndefined()
+    // The refund claimed the charges; the policy's next round sweeps them to the receiver.
+    expect((await batch.claim())?.sweeps).toEqual([{ transaction: expect.stringMatching(/^0x/), amount: (3n * PRICE).toString() }])
+    expect(await tokenBalance(world.node, world.token, receiver)).toBe(3n * PRICE)
+  }, 120_000)
+
+  it('refunds part of the balance and keeps serving the channel', async () => {
+    const receiver = newReceiver()
+    const { batch, fetch: target } = shop(receiver)
+    const payer = await world.newPayer(1_000_000n)
+    const { client, pay } = payingClient(payer, target as typeof fetch)
+    for (let i = 0; i < 2; i++) expect((await pay(URL)).status).toBe(200)
+    const before = await tokenBalance(world.node, world.token, payer.address)
+    expect(await client.refund(URL, { fetch: target as typeof fetch, amount: '500' })).toMatchObject({ success: true, amount: '500' })
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(before + 500n)
+    const [channel] = await batch.store.list()
+    expect(channel).toMatchObject({ charged: 2n * PRICE, totalClaimed: 2n * PRICE, refundNonce: 1n })
+    expect((await pay(URL)).status).toBe(200)
+    expect((await batch.store.get(channel!.channelId))?.charged).toBe(3n * PRICE)
+  }, 120_000)
+
+  it('carries on after a restart with the state it stored in SQLite: no corrective 402, and the claim covers calls of both lives', async () => {
+    const receiver = newReceiver()
+    const path = join(dir, 'restart.sqlite')
+    const payer = await world.newPayer(1_000_000n)
+    const first = createSqliteStore({ path })
+    const before = shop(receiver, { store: first })
+    const { client } = payingClient(payer, before.fetch as typeof fetch)
+    const payVia = (target: typeof fetch) => wrapFetchWithPayment(target, new x402Client().setSpendControls(false).register(NETWORK, client))
+    for (let i = 0; i < 4; i++) expect((await payVia(before.fetch as typeof fetch)(URL)).status).toBe(200)
+    await before.batch.stop()
+    await first.close?.()
+
+    const second = createSqliteStore({ path })
+    const after = shop(receiver, { store: second })
+    for (let i = 0; i < 4; i++) expect((await payVia(after.fetch as typeof fetch)(URL)).status).toBe(200)
+    expect(after.fetch.seen).toEqual([200, 200, 200, 200])
+    const round = await after.batch.claim()
+    expect(round?.claims[0]?.channels).toBe(1)
+    expect(await tokenBalance(world.node, world.token, receiver)).toBe(8n * PRICE)
+    await after.batch.stop()
+    await second.close?.()
+  }, 120_000)
+})

@@ -8,17 +8,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { x402Client } from '@x402/core/client'
-import { wrapFetchWithPayment } from '@x402/fetch'
-import { BatchSettlementEvmScheme as BatchClient } from '@x402/evm/batch-settlement/client'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import type { LocalAccount } from 'viem'
 import { createFacilitator, type Facilitator } from '../../src/facilitator/facilitator.js'
 import { batchSettlementEvm } from '../../src/evm/batch/index.js'
 import { BatchChain } from '../../src/evm/batch/chain.js'
-import { createBatchSettlementServer, createPaywall, PAYMENT_HEADERS, type BatchSettlementServerOptions, type Paywall } from '../../src/resource-server/index.js'
+import { PAYMENT_HEADERS, type BatchSettlementServerOptions } from '../../src/resource-server/index.js'
 import { createSqliteStore } from '../../src/stores/sqlite/sqlite-store.js'
 import { installBatchSettlement } from '../support/batch-settlement-contracts.js'
+import { batchShop, payingClient, payVia, SHOP_URL } from '../support/batch-paywall-shop.js'
 import { tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { installPermit2 } from '../support/permit2-contracts.js'
@@ -46,34 +43,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-/** A shop: a paywall over one batch-settlement offer paying `receiver`, and the fetch the client uses to reach it. */
-function shop(receiver: `0x${string}`, options: Partial<BatchSettlementServerOptions> = {}) {
-  const batch = createBatchSettlementServer({ facilitator, claimPolicy: false, ...options })
-  const paywall = createPaywall({
-    facilitator,
-    batchSettlement: batch,
-    offers: [{ scheme: 'batch-settlement', network: NETWORK, amount: PRICE.toString(), asset: world.token.address, payTo: receiver, extra: { name: world.token.name, version: world.token.version } }],
-  })
-  return { batch, paywall, fetch: shopFetch(paywall) }
-}
-
-/** Statuses seen, so a test can tell a corrective 402 happened (or did not). */
-function shopFetch(paywall: Paywall, seen: number[] = []) {
-  const fetcher = async (input: RequestInfo | URL, init?: RequestInit) => {
-    const request = input instanceof Request ? input : new Request(input, init)
-    const response = await paywall(request, async () => Response.json({ ok: true }))
-    if (request.headers.has(PAYMENT_HEADERS.v2Payment)) seen.push(response.status)
-    return response
-  }
-  return Object.assign(fetcher, { seen })
-}
-
-function payingClient(payer: LocalAccount, target: typeof fetch) {
-  const client = new BatchClient(payer)
-  return { client, pay: wrapFetchWithPayment(target, new x402Client().setSpendControls(false).register(NETWORK, client)) }
-}
-
-const URL = 'http://shop.test/call'
+const shop = (receiver: `0x${string}`, options: Partial<BatchSettlementServerOptions> = {}) => batchShop(world, facilitator, receiver, PRICE, options)
+const URL = SHOP_URL
 const newReceiver = () => privateKeyToAccount(generatePrivateKey()).address
 
 describe('the official batch-settlement client paying our paywall', () => {
@@ -82,7 +53,7 @@ describe('the official batch-settlement client paying our paywall', () => {
     const { batch, fetch: target } = shop(receiver)
     const payers = [await world.newPayer(1_000_000n), await world.newPayer(1_000_000n), await world.newPayer(1_000_000n)]
     for (const payer of payers) {
-      const { pay } = payingClient(payer, target as typeof fetch)
+      const { pay } = payingClient(payer, target)
       for (let i = 0; i < 8; i++) {
         const response = await pay(URL)
         expect(response.status, `call ${i}`).toBe(200)
@@ -112,7 +83,7 @@ describe('the official batch-settlement client paying our paywall', () => {
     const receiver = newReceiver()
     const { batch, fetch: target } = shop(receiver, { claimPolicy: { aboveAmount: 5n * PRICE, checkEveryMs: 100 } })
     try {
-      const { pay } = payingClient(await world.newPayer(1_000_000n), target as typeof fetch)
+      const { pay } = payingClient(await world.newPayer(1_000_000n), target)
       for (let i = 0; i < 4; i++) expect((await pay(URL)).status).toBe(200)
       await new Promise((resolve) => setTimeout(resolve, 600))
       expect(await tokenBalance(world.node, world.token, receiver)).toBe(0n)
@@ -129,7 +100,7 @@ describe('the official batch-settlement client paying our paywall', () => {
     const receiver = newReceiver()
     const { batch, fetch: target } = shop(receiver)
     const payer = await world.newPayer(1_000_000n)
-    const { client, pay } = payingClient(payer, target as typeof fetch)
+    const { client, pay } = payingClient(payer, target)
     for (let i = 0; i < 3; i++) expect((await pay(URL)).status).toBe(200)
     const [channel] = await batch.store.list()
     const deposited = 1_000_000n - (await tokenBalance(world.node, world.token, payer.address))
@@ -147,7 +118,7 @@ describe('the official batch-settlement client paying our paywall', () => {
     const receiver = newReceiver()
     const { batch, fetch: target } = shop(receiver)
     const payer = await world.newPayer(1_000_000n)
-    const { client, pay } = payingClient(payer, target as typeof fetch)
+    const { client, pay } = payingClient(payer, target)
     for (let i = 0; i < 2; i++) expect((await pay(URL)).status).toBe(200)
     const before = await tokenBalance(world.node, world.token, payer.address)
     expect(await client.refund(URL, { fetch: target as typeof fetch, amount: '500' })).toMatchObject({ success: true, amount: '500' })
@@ -164,15 +135,14 @@ describe('the official batch-settlement client paying our paywall', () => {
     const payer = await world.newPayer(1_000_000n)
     const first = createSqliteStore({ path })
     const before = shop(receiver, { store: first })
-    const { client } = payingClient(payer, before.fetch as typeof fetch)
-    const payVia = (target: typeof fetch) => wrapFetchWithPayment(target, new x402Client().setSpendControls(false).register(NETWORK, client))
-    for (let i = 0; i < 4; i++) expect((await payVia(before.fetch as typeof fetch)(URL)).status).toBe(200)
+    const { client } = payingClient(payer, before.fetch)
+    for (let i = 0; i < 4; i++) expect((await payVia(client, before.fetch)(URL)).status).toBe(200)
     await before.batch.stop()
     await first.close?.()
 
     const second = createSqliteStore({ path })
     const after = shop(receiver, { store: second })
-    for (let i = 0; i < 4; i++) expect((await payVia(after.fetch as typeof fetch)(URL)).status).toBe(200)
+    for (let i = 0; i < 4; i++) expect((await payVia(client, after.fetch)(URL)).status).toBe(200)
     expect(after.fetch.seen).toEqual([200, 200, 200, 200])
     const round = await after.batch.claim()
     expect(round?.claims[0]?.channels).toBe(1)

@@ -150,4 +150,55 @@ describe('the official batch-settlement client paying our paywall', () => {
     await after.batch.stop()
     await second.close?.()
   }, 120_000)
+
+  it('claims every N seconds on a clock it keeps in the store, across a restart', async () => {
+    const receiver = newReceiver()
+    const path = join(dir, 'policy.sqlite')
+    let clock = Date.now()
+    const policy = { now: () => clock, claimPolicy: { everySeconds: 60, checkEveryMs: 50 } }
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 400))
+    const first = createSqliteStore({ path })
+    const before = shop(receiver, { store: first, ...policy })
+    const { client } = payingClient(await world.newPayer(1_000_000n), before.fetch)
+    for (let i = 0; i < 2; i++) expect((await payVia(client, before.fetch)(URL)).status).toBe(200)
+    await settle()
+    clock += 30_000
+    await settle()
+    expect(await tokenBalance(world.node, world.token, receiver)).toBe(0n)
+    await before.batch.stop()
+    await first.close?.()
+
+    const second = createSqliteStore({ path })
+    const after = shop(receiver, { store: second, ...policy })
+    try {
+      await settle()
+      expect(await tokenBalance(world.node, world.token, receiver)).toBe(0n)
+      // 61 s after the first instance started counting: the restarted one claims.
+      clock += 31_000
+      const deadline = Date.now() + 20_000
+      while ((await tokenBalance(world.node, world.token, receiver)) === 0n && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(await tokenBalance(world.node, world.token, receiver)).toBe(2n * PRICE)
+    } finally {
+      await after.batch.stop()
+      await second.close?.()
+    }
+  }, 120_000)
+
+  it('with a receiver authorizer of its own, names it in the offer and signs claims and refunds itself (the facilitator has none)', async () => {
+    const own = privateKeyToAccount(generatePrivateKey())
+    const plain = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: NETWORK, rpcUrls: [world.node.rpcUrl] }], signers: world.signers })] })
+    const receiver = newReceiver()
+    const { batch, fetch: target } = batchShop(world, plain, receiver, PRICE, { receiverAuthorizer: own })
+    const payer = await world.newPayer(1_000_000n)
+    const { client, pay } = payingClient(payer, target)
+    for (let i = 0; i < 3; i++) expect((await pay(URL)).status).toBe(200)
+    const [channel] = await batch.store.list()
+    expect(channel!.config.receiverAuthorizer.toLowerCase()).toBe(own.address.toLowerCase())
+    expect((await batch.claim())?.claims).toHaveLength(1)
+    expect((await pay(URL)).status).toBe(200)
+    expect(await client.refund(URL, { fetch: target as typeof fetch })).toMatchObject({ success: true })
+    expect(await chain.readChannel(channel!.channelId)).toMatchObject({ balance: 4n * PRICE, totalClaimed: 4n * PRICE })
+    expect((await batch.claim())?.sweeps[0]?.amount).toBe(PRICE.toString())
+    expect(await tokenBalance(world.node, world.token, receiver)).toBe(4n * PRICE)
+  }, 120_000)
 })

@@ -80,6 +80,12 @@ export type Paywall = (request: Request, work: PaidWork) => Promise<Response>
  * `extra.facilitatorAddress` of an `upto` offer is taken from the facilitator's `supported()`
  * (asked once, on the first request) unless the offer sets it.
  *
+ * A `batch-settlement` offer (v2 only) needs `batchSettlement` (`createBatchSettlementServer()`):
+ * the payer deposits into a channel once, then each request carries a voucher for what was charged
+ * plus `amount`; the work may answer `{ response, usage }` to charge less than `amount`. Its
+ * `extra.receiverAuthorizer` is the server's own key or the facilitator's (from `supported()`), and
+ * `extra.withdrawDelay` the server's.
+ *
  * The offers are checked at once: an offer without a `payTo` (missing, empty or blank, as an unset
  * environment variable leaves it), `asset`, `network` or `scheme`, or with an `amount` that is not
  * a decimal integer string, throws `FacilitatorError('misconfigured')` naming the offer, instead of

@@ -19,7 +19,7 @@ describe('batch-settlement offers in the paywall', () => {
 
   it('refuses a claim policy slower than the withdraw delay allows', () => {
     const facilitator = facilitatorWith(delegated)
-    expect(() => createBatchSettlementServer({ facilitator, claimPolicy: { everySeconds: 900 } })).toThrow(expect.objectContaining({ code: 'misconfigured', message: expect.stringMatching(/below the withdraw delay \(900 s\)/) }))
+    expect(() => createBatchSettlementServer({ facilitator, claimPolicy: { everySeconds: 800 } })).toThrow(expect.objectContaining({ code: 'misconfigured', message: expect.stringMatching(/lease \(120 s\) must stay below the withdraw delay \(900 s\)/) }))
     expect(() => createBatchSettlementServer({ facilitator, withdrawDelay: 3600, claimPolicy: { everySeconds: 900 } })).not.toThrow()
   })
 

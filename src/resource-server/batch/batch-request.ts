@@ -58,7 +58,8 @@ export async function serveBatchRequest(runtime: BatchRuntime, call: BatchCall):
 }
 
 async function underLease(runtime: BatchRuntime, call: BatchCall, payload: ClientPayload, holder: string): Promise<Response> {
-  const { terms, store } = { terms: call.terms, store: runtime.store }
+  const { terms } = call
+  const { store } = runtime
   const id = payload.voucher.channelId
   const max = payload.voucher.maxClaimableAmount
   const [stored, recorded] = await Promise.all([store.get(id), store.claimed(id)])

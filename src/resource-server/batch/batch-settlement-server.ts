@@ -13,7 +13,7 @@ import type { PaymentOffer } from '../payment-required.js'
 import { serveBatchRequest, type BatchCall } from './batch-request.js'
 import type { BatchRuntime } from './batch-runtime.js'
 import { createChannelStateStore, type ChannelStateStore } from './channel-state-store.js'
-import { runClaimPolicy, type ClaimPolicyOptions, type ClaimRound } from './claim-policy.js'
+import { CLAIM_POLICY_LEASE_MS, runClaimPolicy, type ClaimPolicyOptions, type ClaimRound } from './claim-policy.js'
 
 export interface BatchSettlementServerOptions {
   /** Verifies vouchers and deposits, settles deposits, claims, sweeps and refunds (usually the paywall's). */
@@ -32,9 +32,15 @@ export interface BatchSettlementServerOptions {
   readonly withdrawDelay?: number
   /** How long the facilitator's last channel read stays fresh enough to check an EOA voucher locally. @default 10_000 */
   readonly freshMs?: number
-  /** How long a channel's lease outlives a crashed request. @default 30_000 */
+  /**
+   * How long a channel's lease outlives a crashed request. Longer than the slowest paid work: a
+   * request whose lease lapsed during its work is answered 402 `channel_busy`, uncharged. @default 30_000
+   */
   readonly leaseMs?: number
-  /** When to claim; `false` runs no policy (call `claim()` yourself). */
+  /**
+   * When to claim: every `everySeconds` (default 300), as soon as `aboveAmount` is unclaimed, and at
+   * once when a channel has a withdrawal pending. `false` runs no policy (call `claim()` yourself).
+   */
   readonly claimPolicy?: ClaimPolicyOptions | false
   /** Faults of the policy running by itself (a facilitator that refused a claim, an unreachable store). */
   readonly onError?: (error: unknown) => void
@@ -74,9 +80,10 @@ export function createBatchSettlementServer(options: BatchSettlementServerOption
   if (policy) {
     const every = policy.everySeconds ?? 300
     const checkMs = policy.checkEveryMs ?? 1_000
-    // A withdrawal started right after the facilitator's last read must still be claimed before it finalizes.
-    if (every * 1000 + freshMs + checkMs >= withdrawDelay * 1000) {
-      throw new FacilitatorError('misconfigured', `createBatchSettlementServer: claimPolicy.everySeconds (${every}) plus freshMs and checkEveryMs must stay below the withdraw delay (${withdrawDelay} s), or a withdrawal could finalize before the claim`)
+    // A withdrawal started right after the facilitator's last read must still be claimed before it
+    // finalizes, even when the instance that held the policy's lease crashed.
+    if (every * 1000 + freshMs + checkMs + CLAIM_POLICY_LEASE_MS >= withdrawDelay * 1000) {
+      throw new FacilitatorError('misconfigured', `createBatchSettlementServer: claimPolicy.everySeconds (${every}) plus freshMs, checkEveryMs and the policy's lease (${CLAIM_POLICY_LEASE_MS / 1000} s) must stay below the withdraw delay (${withdrawDelay} s), or a withdrawal could finalize before the claim`)
     }
   }
   const store = isChannelStore(options.store) ? options.store : createChannelStateStore(options.store)

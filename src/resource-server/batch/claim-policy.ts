@@ -34,6 +34,8 @@ export interface ClaimRound {
   readonly sweeps: readonly { readonly transaction: string; readonly amount: string }[]
 }
 
+/** How long a round's lease outlives a crashed instance (before another instance may claim). */
+export const CLAIM_POLICY_LEASE_MS = 120_000
 const LAST_CLAIM = 'last-claim'
 const PENDING_SWEEPS = 'pending-sweeps'
 const POLICY_LEASE = 'claim-policy'
@@ -59,8 +61,7 @@ type Row = { state: ChannelState; claimed: bigint }
 export async function runClaimPolicy(runtime: BatchRuntime, options: ClaimPolicyOptions, force: boolean): Promise<ClaimRound | undefined> {
   const { store } = runtime
   const holder = `${runtime.instance}:${crypto.randomUUID()}`
-  const leaseMs = 5 * 60_000
-  if (!(await store.acquire(POLICY_LEASE, holder, leaseMs))) return undefined
+  if (!(await store.acquire(POLICY_LEASE, holder, CLAIM_POLICY_LEASE_MS))) return undefined
   try {
     const now = runtime.now()
     const states = await store.list()

@@ -4,8 +4,9 @@
  * the payer authorizer signed it (one ECDSA recovery), and it fits the balance above what is claimed.
  */
 import { isAddressEqual, zeroAddress } from 'viem'
-import { channelId as channelIdOf, isEoaVoucherSigned, type VoucherPayload } from '../../evm/batch/codec.js'
+import { isContractRecoverable, voucherDigest, type VoucherPayload } from '../../evm/batch/codec.js'
 import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
+import { recoverAuthorizationSigner } from '../../evm/crypto/recover-signer.js'
 import type { ChannelState } from './channel-state.js'
 import type { BatchOfferTerms } from './offer-terms.js'
 
@@ -14,7 +15,10 @@ export function canCheckLocally(payload: VoucherPayload, state: ChannelState | u
   return state !== undefined && !isAddressEqual(payload.channelConfig.payerAuthorizer, zeroAddress) && state.withdrawRequestedAt === 0 && now - state.onchainSyncedAt <= freshMs
 }
 
-/** The rejection code, or undefined when the voucher is good against the remembered state. */
+/**
+ * The rejection code, or undefined when the voucher is good against the remembered state. The
+ * config's hash was checked against the channel id before the lease was taken.
+ */
 export async function checkVoucherLocally(payload: VoucherPayload, state: ChannelState, claimed: bigint, terms: BatchOfferTerms): Promise<string | undefined> {
   const config = payload.channelConfig
   if (!isAddressEqual(config.token, terms.asset)) return R.tokenMismatch
@@ -22,9 +26,12 @@ export async function checkVoucherLocally(payload: VoucherPayload, state: Channe
   if (!isAddressEqual(config.receiverAuthorizer, terms.receiverAuthorizer)) return R.receiverAuthorizerMismatch
   if (config.withdrawDelay !== terms.withdrawDelay) return R.withdrawDelayMismatch
   const id = payload.voucher.channelId
-  if (channelIdOf(config, terms.chainId) !== id || id !== state.channelId) return R.channelIdMismatch
+  if (id !== state.channelId) return R.channelIdMismatch
   const max = payload.voucher.maxClaimableAmount
-  if (!(await isEoaVoucherSigned(config, terms.chainId, id, max, payload.voucher.signature))) return R.voucherSignature
+  // What the contract's ECDSA accepts (low s, v 27 or 28), recovered on the fast backend when installed.
+  const signature = payload.voucher.signature
+  const signer = isContractRecoverable(signature) ? await recoverAuthorizationSigner(voucherDigest(terms.chainId, id, max), signature) : undefined
+  if (!signer || !isAddressEqual(signer, config.payerAuthorizer)) return R.voucherSignature
   if (max > state.balance) return R.cumulativeExceedsBalance
   if (max <= (claimed > state.totalClaimed ? claimed : state.totalClaimed)) return R.cumulativeBelowClaimed
   return undefined

@@ -6,7 +6,7 @@
  * the new state (with the voucher) is stored before the answer leaves. A refund skips the work.
  */
 import type { Hex } from 'viem'
-import { channelId as channelIdOf, type DepositPayload, type RefundPayload, type VoucherPayload } from '../../evm/batch/codec.js'
+import type { DepositPayload, RefundPayload, VoucherPayload } from '../../evm/batch/codec.js'
 import { parseBatchPayload } from '../../evm/batch/parse.js'
 import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
@@ -20,6 +20,7 @@ import { canCheckLocally, checkVoucherLocally } from './local-voucher-check.js'
 import type { BatchOfferTerms } from './offer-terms.js'
 import { noteSweepPending } from './claim-policy.js'
 import { completeRefund } from './refund-settlement.js'
+import { cachedChannelId } from './voucher-hashes.js'
 
 /** What the paywall hands over for one batch-settlement request. */
 export interface BatchCall {
@@ -47,7 +48,7 @@ export async function serveBatchRequest(runtime: BatchRuntime, call: BatchCall):
   }
   const id = payload.voucher.channelId
   // A config that does not hash to its id takes no lease on someone else's channel.
-  if (channelIdOf(payload.channelConfig, terms.chainId) !== id) return call.challenge(R.channelIdMismatch)
+  if (cachedChannelId(payload.channelConfig, terms.chainId) !== id) return call.challenge(R.channelIdMismatch)
   const holder = `${runtime.instance}:${crypto.randomUUID()}`
   if (!(await runtime.store.acquire(id, holder, runtime.leaseMs))) return call.challenge(R.channelBusy)
   try {

@@ -26,7 +26,7 @@ import type { Hex, LocalAccount } from 'viem'
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
 import { createNonceManager, jsonRpc } from 'viem/nonce'
 import { createFacilitator } from '../src/index.js'
-import { privateKeySigner } from '../src/evm/index.js'
+import { exactEvm, privateKeySigner, signExactEvmPayment } from '../src/evm/index.js'
 import { batchSettlementEvm } from '../src/evm/batch/index.js'
 import { createNodeListener } from '../src/http/node-listener.js'
 import { createBatchSettlementServer, createPaywall } from '../src/resource-server/index.js'
@@ -83,6 +83,7 @@ export async function benchEvmBatch(): Promise<Row[]> {
     const median = (name: 'ours' | 'theirs', key: 'perSecond' | 'presignedPerSecond' | 'rpcPerVoucher' | 'gasPerPayment') => percentile(runs[name].map((r) => r[key]), 50)
     const pick = (name: 'ours' | 'theirs') => ({ perSecond: median(name, 'perSecond'), presignedPerSecond: median(name, 'presignedPerSecond'), rpcPerVoucher: median(name, 'rpcPerVoucher'), gasPerPayment: median(name, 'gasPerPayment'), payments: runs[name][0]!.payments })
     const results = { ours: pick('ours'), theirs: pick('theirs') }
+    const exactGas = await exactPaymentGas(world)
     await ours.close()
     await theirs.close()
     const note = `${BATCH_COUNTS.channels} channels at once x ${BATCH_COUNTS.vouchersPerChannel} vouchers, official client over loopback HTTP; median of ${BATCH_COUNTS.rounds} rounds`
@@ -91,10 +92,22 @@ export async function benchEvmBatch(): Promise<Row[]> {
       row('EVM batch', 'vouchers per second, signed ahead (paywall + facilitator)', 'vouchers/s', 'higher', results.ours.presignedPerSecond, results.theirs.presignedPerSecond, `${BATCH_COUNTS.channels} channels at once x ${BATCH_COUNTS.presigned} vouchers, one request each; median of ${BATCH_COUNTS.rounds} rounds`),
       row('EVM batch', 'anvil RPC requests per voucher', 'requests', 'lower', results.ours.rpcPerVoucher, results.theirs.rpcPerVoucher, 'EOA vouchers, state fresh'),
       row('EVM batch', 'gas per payment (deposits + one claim + one sweep)', 'gas', 'lower', results.ours.gasPerPayment, results.theirs.gasPerPayment, `${results.ours.payments} payments over ${BATCH_COUNTS.channels} channels`),
+      row('EVM batch', 'gas per payment, batch-settlement against exact', 'gas', 'lower', results.ours.gasPerPayment, exactGas, 'theirs: one exact (EIP-3009) payment settled by our facilitator on the same chain'),
     ]
   } finally {
     await world.stop()
   }
+}
+
+/** The gas of one `exact` EIP-3009 payment of the same price, settled by our facilitator. */
+async function exactPaymentGas(world: EvmFixture): Promise<number> {
+  const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+  const requirements = world.requirementsV2({ amount: PRICE.toString() })
+  const paymentPayload = await signExactEvmPayment({ signer: await world.newPayer(10n ** 9n), requirements, validForSeconds: 3_600 })
+  await world.node.testClient.mine({ blocks: 1 })
+  const settled = await facilitator.settle({ x402Version: 2, paymentPayload, paymentRequirements: requirements })
+  check(settled.success, `exact: the reference payment did not settle (${settled.errorReason ?? ''})`)
+  return Number((await world.node.publicClient.getTransactionReceipt({ hash: settled.transaction as Hex })).gasUsed)
 }
 
 async function runSide(world: EvmFixture, side: Side, warmUp: boolean) {

@@ -103,6 +103,22 @@ describe('hostile vouchers', () => {
     expect(await tokenBalance(world.node, world.token, receiver)).toBe(3n * PRICE)
   }, 120_000)
 
+  it('refuses a voucher above the channel\'s balance (the client must top up), charging nothing', async () => {
+    const shop = batchShop(world, facilitator, newReceiver(), PRICE)
+    const payer = await world.newPayer(1_000_000n)
+    const { pay } = payingClient(payer, shop.fetch)
+    // The client's default deposit is 5 prices: five calls use it up.
+    for (let i = 0; i < 5; i++) expect((await pay(SHOP_URL)).status).toBe(200)
+    const [channel] = await shop.batch.store.list()
+    expect(channel).toMatchObject({ charged: 5n * PRICE, balance: 5n * PRICE })
+    const signature = await signVoucher(payer, CHAIN_ID, channel!.channelId, 6n * PRICE)
+    const beyond = tamper(shop.fetch.headers.at(-1)!, (p) => Object.assign(p.voucher, { maxClaimableAmount: (6n * PRICE).toString(), signature }))
+    const worked = shop.fetch.worked()
+    expect(challengeOf(await send(shop.fetch, beyond)).error).toBe(`${R}cumulative_exceeds_balance`)
+    expect(shop.fetch.worked()).toBe(worked)
+    expect((await shop.batch.store.get(channel!.channelId))?.charged).toBe(5n * PRICE)
+  }, 120_000)
+
   it('lets a client that lost its channel state recover through the corrective 402 and pay on', async () => {
     const shop = batchShop(world, facilitator, newReceiver(), PRICE)
     const payer = await world.newPayer(1_000_000n)

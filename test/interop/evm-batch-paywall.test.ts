@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createFacilitator, type Facilitator } from '../../src/facilitator/facilitator.js'
 import { batchSettlementEvm } from '../../src/evm/batch/index.js'
@@ -48,36 +49,57 @@ const URL = SHOP_URL
 const newReceiver = () => privateKeyToAccount(generatePrivateKey()).address
 
 describe('the official batch-settlement client paying our paywall', () => {
-  it('deposits (5 prices at a time), pays with vouchers (no transaction each), and one claim covers every channel before one sweep', async () => {
+  it('takes a thousand vouchers over ten channels after one deposit each (no transaction per voucher), and one claim covers every channel before one sweep', async () => {
     const receiver = newReceiver()
     const { batch, fetch: target } = shop(receiver)
-    const payers = [await world.newPayer(1_000_000n), await world.newPayer(1_000_000n), await world.newPayer(1_000_000n)]
-    for (const payer of payers) {
-      const { pay } = payingClient(payer, target)
-      for (let i = 0; i < 8; i++) {
-        const response = await pay(URL)
-        expect(response.status, `call ${i}`).toBe(200)
-        const settlement = JSON.parse(atob(response.headers.get(PAYMENT_HEADERS.v2Response)!)) as { transaction: string; extra: { chargedAmount: string; channelState: { chargedCumulativeAmount: string } } }
-        expect(settlement.extra.chargedAmount).toBe(PRICE.toString())
-        expect(settlement.extra.channelState.chargedCumulativeAmount).toBe((BigInt(i + 1) * PRICE).toString())
-        // The client deposits 5 prices at a time (a transaction); vouchers move nothing on chain.
-        if (i % 5 === 0) expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/)
-        else expect(settlement.transaction).toBe('')
-      }
-    }
+    const payers: LocalAccount[] = []
+    for (let i = 0; i < 10; i++) payers.push(await world.newPayer(1_000_000n))
+    await Promise.all(
+      payers.map(async (payer) => {
+        // Deposits of 200 prices: one per channel for its 101 calls.
+        const { pay } = payingClient(payer, target, { depositPolicy: { depositMultiplier: 200 } })
+        for (let i = 0; i <= 100; i++) {
+          const response = await pay(URL)
+          expect(response.status, `call ${i}`).toBe(200)
+          const settlement = JSON.parse(atob(response.headers.get(PAYMENT_HEADERS.v2Response)!)) as { transaction: string; extra: { chargedAmount: string; channelState: { chargedCumulativeAmount: string } } }
+          expect(settlement.extra.chargedAmount).toBe(PRICE.toString())
+          expect(settlement.extra.channelState.chargedCumulativeAmount).toBe((BigInt(i + 1) * PRICE).toString())
+          // The first call deposits (a transaction); vouchers move nothing on chain.
+          if (i === 0) expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/)
+          else expect(settlement.transaction).toBe('')
+        }
+      }),
+    )
     expect(target.seen.every((s) => s === 200)).toBe(true)
     const channels = await batch.store.list()
-    expect(channels).toHaveLength(3)
-    for (const c of channels) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(0n)
+    expect(channels).toHaveLength(10)
+    for (const c of channels) expect(await chain.readChannel(c.channelId)).toMatchObject({ balance: 200n * PRICE, totalClaimed: 0n })
 
     const round = await batch.claim()
-    expect(round?.claims).toEqual([{ transaction: expect.stringMatching(/^0x/), channels: 3 }])
-    expect(round?.sweeps).toEqual([{ transaction: expect.stringMatching(/^0x/), amount: (24n * PRICE).toString() }])
-    for (const c of channels) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(8n * PRICE)
-    expect(await tokenBalance(world.node, world.token, receiver)).toBe(24n * PRICE)
+    expect(round?.claims).toEqual([{ transaction: expect.stringMatching(/^0x/), channels: 10 }])
+    expect(round?.sweeps).toEqual([{ transaction: expect.stringMatching(/^0x/), amount: (1010n * PRICE).toString() }])
+    for (const c of channels) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(101n * PRICE)
+    expect(await tokenBalance(world.node, world.token, receiver)).toBe(1010n * PRICE)
+    for (const payer of payers) expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 200n * PRICE)
     // Nothing left to claim: a second round sends nothing.
     expect(await batch.claim()).toEqual({ claims: [], sweeps: [] })
   }, 180_000)
+
+  it('tops a channel up with a deposit when the client runs out of balance', async () => {
+    const { batch, fetch: target } = shop(newReceiver())
+    const { pay } = payingClient(await world.newPayer(1_000_000n), target)
+    const transactions: string[] = []
+    for (let i = 0; i < 8; i++) {
+      const response = await pay(URL)
+      expect(response.status).toBe(200)
+      transactions.push((JSON.parse(atob(response.headers.get(PAYMENT_HEADERS.v2Response)!)) as { transaction: string }).transaction)
+    }
+    // The client deposits 5 prices at a time (its default): calls 1 and 6 deposit.
+    expect(transactions.map((t) => t !== '')).toEqual([true, false, false, false, false, true, false, false])
+    const [channel] = await batch.store.list()
+    expect(channel).toMatchObject({ charged: 8n * PRICE, balance: 10n * PRICE })
+    expect((await chain.readChannel(channel!.channelId)).balance).toBe(10n * PRICE)
+  }, 120_000)
 
   it('claims by itself once the unclaimed total reaches the threshold, and not before', async () => {
     const receiver = newReceiver()

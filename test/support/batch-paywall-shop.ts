@@ -55,8 +55,8 @@ export function shopFetch(paywall: Paywall): ShopFetch {
 }
 
 /** The official client for `payer` (its own channel state), and a paying fetch over `target`. */
-export function payingClient(payer: LocalAccount | ConstructorParameters<typeof BatchClient>[0], target: ShopFetch) {
-  const client = new BatchClient(payer)
+export function payingClient(payer: LocalAccount | ConstructorParameters<typeof BatchClient>[0], target: ShopFetch, options?: ConstructorParameters<typeof BatchClient>[1]) {
+  const client = new BatchClient(payer, options)
   return { client, pay: payVia(client, target) }
 }
 

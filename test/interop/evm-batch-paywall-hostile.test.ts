@@ -137,6 +137,25 @@ describe('hostile vouchers', () => {
   }, 120_000)
 })
 
+describe('a claim the contract refuses for one channel', () => {
+  it('claims the other channels (halving the batch), sweeps them, and reports the one refused', async () => {
+    const receiver = newReceiver()
+    const shop = batchShop(world, facilitator, receiver, PRICE)
+    const payers = [await world.newPayer(1_000_000n), await world.newPayer(1_000_000n), await world.newPayer(1_000_000n)]
+    for (const payer of payers) {
+      const { pay } = payingClient(payer, shop.fetch)
+      for (let i = 0; i < 2; i++) expect((await pay(SHOP_URL)).status).toBe(200)
+    }
+    // A stored voucher the contract will refuse (as a corrupted or forged state would hold).
+    const [bad, ...good] = await shop.batch.store.list()
+    await shop.batch.store.put({ ...bad!, signature: await signVoucher(privateKeyToAccount(generatePrivateKey()), CHAIN_ID, bad!.channelId, bad!.signedMaxClaimable) })
+    await expect(shop.batch.claim()).rejects.toThrow(new RegExp(`claims refused for 1 channel\\(s\\), the others claimed: ${bad!.channelId}`))
+    for (const c of good) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(2n * PRICE)
+    expect((await chain.readChannel(bad!.channelId)).totalClaimed).toBe(0n)
+    expect(await tokenBalance(world.node, world.token, receiver)).toBe(4n * PRICE)
+  }, 120_000)
+})
+
 describe('two paywall instances on one Redis store', () => {
   it('serve one channel in turn and let exactly one of many concurrent copies of a voucher through', async () => {
     const receiver = newReceiver()

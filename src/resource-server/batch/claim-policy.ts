@@ -72,12 +72,13 @@ export async function runClaimPolicy(runtime: BatchRuntime, options: ClaimPolicy
     const pending = parseSweeps(await store.readMark(PENDING_SWEEPS))
     if (!force && pending.length === 0 && !isDue(rows, options, now, last === undefined ? now : Number(last))) return { claims: [], sweeps: [] }
     const claims: { transaction: string; channels: number }[] = []
+    const refused: string[] = []
     const swept = new Map<string, PaymentRequirementsV2>(pending.map((r) => [r.network + r.asset.toLowerCase() + r.payTo.toLowerCase(), r]))
     for (const group of groupBy(rows, (r) => `${r.state.network}|${r.state.config.token.toLowerCase()}|${r.state.config.receiver.toLowerCase()}`)) {
       const requirements = requirementsOf(group[0]!.state)
       const size = options.maxClaimsPerBatch ?? 100
       for (let i = 0; i < group.length; i += size) {
-        const done = await claimRows(runtime, requirements, group.slice(i, i + size))
+        const done = await claimRows(runtime, requirements, group.slice(i, i + size), refused)
         claims.push(...done)
         if (done.length > 0) swept.set(group[0]!.state.network + requirements.asset.toLowerCase() + requirements.payTo.toLowerCase(), requirements)
       }
@@ -92,6 +93,8 @@ export async function runClaimPolicy(runtime: BatchRuntime, options: ClaimPolicy
       }
       if (pending.length > 0) await store.writeMark(PENDING_SWEEPS, '[]')
     }
+    // Reported once the others are claimed and swept: a channel whose voucher the contract refuses.
+    if (refused.length > 0) throw new Error(`claims refused for ${refused.length} channel(s), the others claimed: ${refused.join('; ')}`)
     return { claims, sweeps }
   } finally {
     await store.release(POLICY_LEASE, holder)
@@ -115,23 +118,29 @@ function isDue(rows: readonly Row[], options: ClaimPolicyOptions, now: number, l
 }
 
 /**
- * Claims rows in one transaction and records their claimed totals. When the facilitator finds that
- * no row raises its channel's total (a claim that landed before a crash, unrecorded), each row is
- * tried alone, and those refused the same way are recorded as claimed.
+ * Claims rows in one transaction and records their claimed totals. A claim is all-or-nothing: when
+ * it fails to simulate, the rows are claimed in halves, so one bad row (a voucher the contract
+ * refuses) delays no other channel; the rows refused alone go to `refused`. When the facilitator
+ * finds that no row raises its channel's total (a claim that landed before a crash, unrecorded), the
+ * rows are tried the same way, and those refused so alone are recorded as claimed.
  */
-async function claimRows(runtime: BatchRuntime, requirements: PaymentRequirementsV2, rows: readonly Row[]): Promise<{ transaction: string; channels: number }[]> {
+async function claimRows(runtime: BatchRuntime, requirements: PaymentRequirementsV2, rows: readonly Row[], refused: string[]): Promise<{ transaction: string; channels: number }[]> {
   const answer = await settle(runtime, requirements, await claimPayload(runtime, rows))
   if (answer.success) {
     for (const r of rows) await runtime.store.recordClaimed(r.state.channelId, r.state.charged)
     return [{ transaction: answer.transaction, channels: rows.length }]
   }
-  if (answer.errorReason === R.claimPayload && rows.length > 1) {
-    const done: { transaction: string; channels: number }[] = []
-    for (const r of rows) done.push(...(await claimRows(runtime, requirements, [r])))
-    return done
+  const splittable = answer.errorReason === R.claimPayload || answer.errorReason === R.claimSimulationFailed
+  if (splittable && rows.length > 1) {
+    const half = Math.ceil(rows.length / 2)
+    return [...(await claimRows(runtime, requirements, rows.slice(0, half), refused)), ...(await claimRows(runtime, requirements, rows.slice(half), refused))]
   }
   if (answer.errorReason === R.claimPayload) {
     await runtime.store.recordClaimed(rows[0]!.state.channelId, rows[0]!.state.charged)
+    return []
+  }
+  if (answer.errorReason === R.claimSimulationFailed) {
+    refused.push(`${rows[0]!.state.channelId}: ${answer.errorMessage ?? answer.errorReason}`)
     return []
   }
   throw new Error(`claim failed: ${answer.errorReason ?? 'unknown'} ${answer.errorMessage ?? ''}`.trim())

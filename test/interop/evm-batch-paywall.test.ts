@@ -118,6 +118,27 @@ describe('the official batch-settlement client paying our paywall', () => {
     }
   }, 120_000)
 
+  it('claims by itself once one channel\'s unclaimed charges reach the per-channel bound', async () => {
+    const receiver = newReceiver()
+    const { batch, fetch: target } = shop(receiver, { claimPolicy: { aboveAmountPerChannel: 3n * PRICE, checkEveryMs: 100 } })
+    try {
+      const one = payingClient(await world.newPayer(1_000_000n), target)
+      const other = payingClient(await world.newPayer(1_000_000n), target)
+      for (let i = 0; i < 2; i++) expect((await one.pay(URL)).status).toBe(200)
+      for (let i = 0; i < 2; i++) expect((await other.pay(URL)).status).toBe(200)
+      // 4 prices unclaimed in all, 2 per channel: below the bound.
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      expect(await tokenBalance(world.node, world.token, receiver)).toBe(0n)
+      expect((await one.pay(URL)).status).toBe(200)
+      const deadline = Date.now() + 20_000
+      while ((await tokenBalance(world.node, world.token, receiver)) === 0n && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+      // The round claims every channel with charges, not only the one at the bound.
+      expect(await tokenBalance(world.node, world.token, receiver)).toBe(5n * PRICE)
+    } finally {
+      await batch.stop()
+    }
+  }, 120_000)
+
   it('refunds what is left at the client\'s request, claiming what was charged in the same transaction, and forgets the channel', async () => {
     const receiver = newReceiver()
     const { batch, fetch: target } = shop(receiver)

@@ -18,6 +18,8 @@ export interface ClaimPolicyOptions {
   readonly everySeconds?: number
   /** Claim as soon as the unclaimed total of a token reaches this (smallest unit). @default no threshold */
   readonly aboveAmount?: bigint
+  /** Claim as soon as one channel's unclaimed charges reach this: the most a channel's payer can walk away with. @default no bound */
+  readonly aboveAmountPerChannel?: bigint
   /** How often the policy looks. @default 1_000 */
   readonly checkEveryMs?: number
   /** Rows per claim transaction. @default 100 */
@@ -106,6 +108,8 @@ function isDue(rows: readonly Row[], options: ClaimPolicyOptions, now: number, l
   // A pending withdrawal finalizes after its delay: what is unclaimed by then is lost.
   if (rows.some((r) => r.state.withdrawRequestedAt > 0)) return true
   if (now - lastClaimAt >= (options.everySeconds ?? 300) * 1000) return true
+  const perChannel = options.aboveAmountPerChannel
+  if (perChannel !== undefined && rows.some((r) => r.state.charged - r.claimed >= perChannel)) return true
   if (options.aboveAmount !== undefined) {
     const byToken = new Map<string, bigint>()
     for (const r of rows) {

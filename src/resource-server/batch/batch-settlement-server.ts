@@ -79,7 +79,7 @@ export function createBatchSettlementServer(options: BatchSettlementServerOption
   const policy = options.claimPolicy === false ? undefined : (options.claimPolicy ?? {})
   if (policy) {
     const every = policy.everySeconds ?? 300
-    const checkMs = policy.checkEveryMs ?? 1_000
+    const checkMs = policy.checkEveryMs ?? 5_000
     // A withdrawal started right after the facilitator's last read must still be claimed before it
     // finalizes, even when the instance that held the policy's lease crashed.
     if (every * 1000 + freshMs + checkMs + CLAIM_POLICY_LEASE_MS >= withdrawDelay * 1000) {
@@ -121,7 +121,7 @@ export function createBatchSettlementServer(options: BatchSettlementServerOption
     store,
     start() {
       if (timer || !policy) return
-      timer = setInterval(tick, policy.checkEveryMs ?? 1_000)
+      timer = setInterval(tick, policy.checkEveryMs ?? 5_000)
       timer.unref?.()
     },
     async stop() {

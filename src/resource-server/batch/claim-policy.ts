@@ -20,7 +20,7 @@ export interface ClaimPolicyOptions {
   readonly aboveAmount?: bigint
   /** Claim as soon as one channel's unclaimed charges reach this: the most a channel's payer can walk away with. @default no bound */
   readonly aboveAmountPerChannel?: bigint
-  /** How often the policy looks. @default 1_000 */
+  /** How often the policy looks (each look reads every channel's state from the store). @default 5_000 */
   readonly checkEveryMs?: number
   /** Rows per claim transaction. @default 100 */
   readonly maxClaimsPerBatch?: number

@@ -14,3 +14,14 @@ export {
   type PaymentOffer,
 } from './payment-required.js'
 export { createPaywall, withPayment, type MeteredResponse, type PaidWork, type Paywall, type PaywallOptions, type VerifiedPayment } from './paywall.js'
+export {
+  createBatchSettlementServer,
+  createChannelStateStore,
+  type BatchSettlementServer,
+  type BatchSettlementServerOptions,
+  type ChannelState,
+  type ChannelStateStore,
+  type ChannelStateStoreOptions,
+  type ClaimPolicyOptions,
+  type ClaimRound,
+} from './batch/index.js'

@@ -28,7 +28,9 @@ export function encodeJsonHeader(value: unknown): string {
 // atob/btoa rather than Buffer: the core also runs in workers and edge runtimes.
 function decodeBase64Utf8(value: string): string {
   const binary = atob(value.replace(/-/g, '+').replace(/_/g, '/'))
-  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0))
+  // A loop, not Uint8Array.from with a mapper: a third of a paid voucher request's CPU went there.
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
   return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
 }
 

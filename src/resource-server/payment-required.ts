@@ -50,9 +50,9 @@ export function isMeteredOffer(offer: PaymentOffer): boolean {
   return offer.scheme === 'upto'
 }
 
-/** The v1 form of an offer, or `undefined` when its network has no v1 name or it is `upto` (v2 only). */
+/** The v1 form of an offer, or `undefined` when its network has no v1 name or it is `upto` or `batch-settlement` (v2 only). */
 export function toRequirementsV1(offer: PaymentOffer, input: PaymentChallengeInput): PaymentRequirementsV1 | undefined {
-  if (isMeteredOffer(offer)) return undefined
+  if (isMeteredOffer(offer) || offer.scheme === 'batch-settlement') return undefined
   const v1Name = describeNetwork(offer.network)?.v1Name
   if (!v1Name) return undefined
   return {

@@ -5,6 +5,8 @@ import { isPermit2Payload } from '../evm/permit2/permit2-payload-kind.js'
 import type { SettleResponse, SupportedResponse } from '../schemas/messages.js'
 import type { PaymentPayload } from '../schemas/payload.js'
 import type { PaymentRequirements, ResourceInfo } from '../schemas/requirements.js'
+import type { BatchSettlementServer } from './batch/batch-settlement-server.js'
+import { batchOfferTerms } from './batch/offer-terms.js'
 import { decodePaymentHeader, encodePaymentResponseHeader } from './payment-headers.js'
 import {
   isMeteredOffer,
@@ -26,6 +28,11 @@ export interface PaywallOptions {
   resource?: Omit<ResourceInfo, 'url'> & { url?: string }
   extensions?: Record<string, unknown>
   outputSchema?: unknown
+  /**
+   * The channel side of `batch-settlement` offers (`createBatchSettlementServer()`): required when
+   * an offer's scheme is `batch-settlement`.
+   */
+  batchSettlement?: BatchSettlementServer
 }
 
 /** The verified payment handed to the paid work. */
@@ -73,6 +80,12 @@ export type Paywall = (request: Request, work: PaidWork) => Promise<Response>
  * `extra.facilitatorAddress` of an `upto` offer is taken from the facilitator's `supported()`
  * (asked once, on the first request) unless the offer sets it.
  *
+ * A `batch-settlement` offer (v2 only) needs `batchSettlement` (`createBatchSettlementServer()`):
+ * the payer deposits into a channel once, then each request carries a voucher for what was charged
+ * plus `amount`; the work may answer `{ response, usage }` to charge less than `amount`. Its
+ * `extra.receiverAuthorizer` is the server's own key or the facilitator's (from `supported()`), and
+ * `extra.withdrawDelay` the server's.
+ *
  * The offers are checked at once: an offer without a `payTo` (missing, empty or blank, as an unset
  * environment variable leaves it), `asset`, `network` or `scheme`, or with an `amount` that is not
  * a decimal integer string, throws `FacilitatorError('misconfigured')` naming the offer, instead of
@@ -96,6 +109,9 @@ export type Paywall = (request: Request, work: PaidWork) => Promise<Response>
  */
 export function createPaywall(options: PaywallOptions): Paywall {
   checkOffers(options.offers)
+  if (!options.batchSettlement && options.offers.some(isBatchOffer)) {
+    throw new FacilitatorError('misconfigured', 'createPaywall: a batch-settlement offer needs `batchSettlement: createBatchSettlementServer(...)` to keep its channels')
+  }
   let resolved: Promise<readonly PaymentOffer[]> | undefined
   const offers = () => {
     resolved ??= resolveOffers(options).catch((error: unknown) => {
@@ -167,14 +183,21 @@ function checkOffers(offers: readonly PaymentOffer[]): void {
 /** Fills in what the facilitator knows: `extra.facilitatorAddress` (and Permit2 on EVM) of `upto` offers. */
 async function resolveOffers(options: PaywallOptions): Promise<readonly PaymentOffer[]> {
   const needsAddress = (offer: PaymentOffer) => isMeteredOffer(offer) && typeof offer.extra?.facilitatorAddress !== 'string'
+  // A batch-settlement offer names a receiver authorizer: the server's own, or the facilitator's.
+  const needsAuthorizer = (offer: PaymentOffer) => isBatchOffer(offer) && options.batchSettlement?.needsSupported === true && typeof offer.extra?.receiverAuthorizer !== 'string'
   let kinds: SupportedResponse['kinds'] = []
-  if (options.offers.some(needsAddress)) {
+  if (options.offers.some(needsAddress) || options.offers.some(needsAuthorizer)) {
     if (!options.facilitator.supported) {
-      throw new FacilitatorError('misconfigured', 'an upto offer without extra.facilitatorAddress needs a facilitator with supported() to read it from')
+      throw new FacilitatorError('misconfigured', 'an upto offer without extra.facilitatorAddress (or a batch-settlement offer without a receiver authorizer) needs a facilitator with supported() to read it from')
     }
     kinds = (await options.facilitator.supported()).kinds
   }
   return options.offers.map((offer) => {
+    if (isBatchOffer(offer)) {
+      const resolved = options.batchSettlement!.resolveOffer(offer, kinds)
+      batchOfferTerms(resolved) // throws misconfigured naming what is missing
+      return resolved
+    }
     if (!isMeteredOffer(offer)) return offer
     let extra: Record<string, unknown> = { ...offer.extra }
     if (needsAddress(offer)) {
@@ -208,6 +231,22 @@ async function servePaid(request: Request, options: PaywallOptions, offers: read
   const decoded = decodePaymentHeader(request.headers)
   if (!decoded.ok) return challenge(decoded.reason === 'missing_payment' ? undefined : decoded.message)
   const payload = decoded.payload
+  if (payload.x402Version === 2 && payload.accepted.scheme === 'batch-settlement' && options.batchSettlement) {
+    const offer = offers.find((o) => isBatchOffer(o) && differingAcceptedField(payload.accepted, toRequirementsV2(o)) === undefined)
+    if (!offer) return challenge('the payment matches none of the offered payment requirements')
+    // A corrective 402 carries the channel's state in the paid offer's extra.
+    const corrective = (error: string, correction?: Record<string, unknown>) =>
+      paymentRequiredResponse({ ...input, error, offers: offers.map((o) => (o === offer && correction ? { ...o, extra: { ...o.extra, ...correction } } : o)) })
+    return options.batchSettlement.serve({
+      payload,
+      requirements: toRequirementsV2(offer),
+      terms: batchOfferTerms(offer),
+      challenge: corrective,
+      fault: faultResponse,
+      mistake: workMistake,
+      work,
+    })
+  }
   const matched = matchOffer(payload, input)
   if (!matched) return challenge('the payment matches none of the offered payment requirements')
   const { requirements, offer } = matched
@@ -280,6 +319,10 @@ function matchOffer(payload: PaymentPayload, input: PaymentChallengeInput): { re
     }
   }
   return undefined
+}
+
+function isBatchOffer(offer: PaymentOffer): boolean {
+  return offer.scheme === 'batch-settlement'
 }
 
 /** A mistake of the paid work or of the paywall's configuration: the server's bug, answered without a stack. */

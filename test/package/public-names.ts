@@ -44,8 +44,8 @@ export const PUBLIC_ENTRIES: Record<string, { source: string; names: readonly st
   './server': {
     source: 'src/resource-server/index.ts',
     names: [
-      'PAYMENT_HEADERS', 'createPaywall', 'decodePaymentHeader', 'encodeJsonHeader', 'encodePaymentResponseHeader', 'paymentRequiredResponse',
-      'toRequirementsV1', 'toRequirementsV2', 'withPayment',
+      'PAYMENT_HEADERS', 'createBatchSettlementServer', 'createChannelStateStore', 'createPaywall', 'decodePaymentHeader', 'encodeJsonHeader',
+      'encodePaymentResponseHeader', 'paymentRequiredResponse', 'toRequirementsV1', 'toRequirementsV2', 'withPayment',
     ],
   },
   './stats': {

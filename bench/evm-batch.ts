@@ -1,0 +1,262 @@
+/**
+ * EVM batch-settlement, resource server and facilitator together: our paywall
+ * (`createBatchSettlementServer` + `createPaywall`) over our `batchSettlementEvm` against the
+ * official @x402/express middleware with the official batch-settlement server scheme over the
+ * official batch-settlement facilitator (`x402Facilitator`, in process), on the same anvil with our
+ * contracts at the canonical addresses. Both are served over loopback HTTP and paid by the official
+ * client (@x402/fetch + the batch-settlement client); both keep channel state in memory.
+ *
+ * Measured per side: vouchers per second with `channels` clients paying at once (each one request
+ * at a time, as a channel allows), with the official client signing each (its 402 round trip
+ * included) and with vouchers signed ahead (the server and facilitator alone); anvil RPC requests
+ * per voucher; and the gas of the whole life (deposits, one claim of every channel, one sweep) per payment.
+ */
+import express from 'express'
+import { x402Facilitator } from '@x402/core/facilitator'
+import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server'
+import { x402Client } from '@x402/core/client'
+import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
+import { wrapFetchWithPayment } from '@x402/fetch'
+import { paymentMiddleware } from '@x402/express'
+import { BatchSettlementEvmScheme as BatchClient } from '@x402/evm/batch-settlement/client'
+import { BatchSettlementEvmScheme as OfficialBatchFacilitator } from '@x402/evm/batch-settlement/facilitator'
+import { BatchSettlementEvmScheme as OfficialBatchServer } from '@x402/evm/batch-settlement/server'
+import diagnostics from 'node:diagnostics_channel'
+import type { Hex, LocalAccount } from 'viem'
+import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { createNonceManager, jsonRpc } from 'viem/nonce'
+import { createFacilitator } from '../src/index.js'
+import { exactEvm, privateKeySigner, signExactEvmPayment } from '../src/evm/index.js'
+import { batchSettlementEvm } from '../src/evm/batch/index.js'
+import { createNodeListener } from '../src/http/node-listener.js'
+import { createBatchSettlementServer, createPaywall } from '../src/resource-server/index.js'
+import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
+import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
+import { installBatchSettlement } from '../test/support/batch-settlement-contracts.js'
+import { signVoucher } from '../test/support/batch-settlement-signing.js'
+import { tokenBalance } from '../test/support/evm-contracts.js'
+import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
+import { listen, type LoopbackServer } from '../test/support/listen.js'
+import { installPermit2 } from '../test/support/permit2-contracts.js'
+import { ANVIL_KEY, officialEvmSigner } from './evm.js'
+import { check, percentile, progress, row, type Row } from './measure.js'
+
+export const BATCH_COUNTS = {
+  /** Rounds of each side, alternating which goes first, on fresh channels; the table gives medians. */
+  rounds: 3,
+  /** Channels (payers) paying at once. */
+  channels: 10,
+  /** Paid calls per channel in the timed run (after one untimed deposit call each). */
+  vouchersPerChannel: 50,
+  /** Untimed calls per side before the timed run, on a channel of their own (V8 compiles the hot code). */
+  warmup: 100,
+  /** Pre-signed vouchers per channel sent without the client (the server and facilitator alone). */
+  presigned: 100,
+}
+
+const NETWORK = 'eip155:84532'
+const PRICE = 1_000n
+
+interface Side {
+  readonly name: 'ours' | 'theirs'
+  readonly url: string
+  readonly receiver: Hex
+  /** anvil RPC requests so far. */
+  readonly requests: () => number
+  /** Claims every channel and sweeps; answers the transactions sent. */
+  claimAndSweep(): Promise<Hex[]>
+  close(): Promise<void>
+}
+
+export async function benchEvmBatch(): Promise<Row[]> {
+  const world = await startEvmFixture({ signerCount: 2 })
+  try {
+    await installPermit2(world.node)
+    await installBatchSettlement(world.node)
+    const ours = await ourSide(world)
+    const theirs = await theirSide(world)
+    const runs: { ours: Awaited<ReturnType<typeof runSide>>[]; theirs: Awaited<ReturnType<typeof runSide>>[] } = { ours: [], theirs: [] }
+    for (let round = 0; round < BATCH_COUNTS.rounds; round++) {
+      const order = round % 2 === 0 ? [ours, theirs] : [theirs, ours]
+      for (const side of order) runs[side.name].push(await runSide(world, side, round === 0))
+    }
+    const median = (name: 'ours' | 'theirs', key: 'perSecond' | 'presignedPerSecond' | 'rpcPerVoucher' | 'gasPerPayment') => percentile(runs[name].map((r) => r[key]), 50)
+    const pick = (name: 'ours' | 'theirs') => ({ perSecond: median(name, 'perSecond'), presignedPerSecond: median(name, 'presignedPerSecond'), rpcPerVoucher: median(name, 'rpcPerVoucher'), gasPerPayment: median(name, 'gasPerPayment'), payments: runs[name][0]!.payments })
+    const results = { ours: pick('ours'), theirs: pick('theirs') }
+    const exactGas = await exactPaymentGas(world)
+    await ours.close()
+    await theirs.close()
+    const note = `${BATCH_COUNTS.channels} channels at once x ${BATCH_COUNTS.vouchersPerChannel} vouchers, official client over loopback HTTP; median of ${BATCH_COUNTS.rounds} rounds`
+    return [
+      row('EVM batch', 'vouchers per second, official client paying (paywall + facilitator)', 'vouchers/s', 'higher', results.ours.perSecond, results.theirs.perSecond, note),
+      row('EVM batch', 'vouchers per second, signed ahead (paywall + facilitator)', 'vouchers/s', 'higher', results.ours.presignedPerSecond, results.theirs.presignedPerSecond, `${BATCH_COUNTS.channels} channels at once x ${BATCH_COUNTS.presigned} vouchers, one request each; median of ${BATCH_COUNTS.rounds} rounds`),
+      row('EVM batch', 'anvil RPC requests per voucher', 'requests', 'lower', results.ours.rpcPerVoucher, results.theirs.rpcPerVoucher, 'EOA vouchers, state fresh'),
+      row('EVM batch', 'gas per payment (deposits + one claim + one sweep)', 'gas', 'lower', results.ours.gasPerPayment, results.theirs.gasPerPayment, `${results.ours.payments} payments over ${BATCH_COUNTS.channels} channels`),
+      row('EVM batch', 'gas per payment, batch-settlement against exact', 'gas', 'lower', results.ours.gasPerPayment, exactGas, 'theirs: one exact (EIP-3009) payment settled by our facilitator on the same chain'),
+    ]
+  } finally {
+    await world.stop()
+  }
+}
+
+/** The gas of one `exact` EIP-3009 payment of the same price, settled by our facilitator. */
+async function exactPaymentGas(world: EvmFixture): Promise<number> {
+  const facilitator = createFacilitator({ schemes: [exactEvm(world.adapterConfig())] })
+  const requirements = world.requirementsV2({ amount: PRICE.toString() })
+  const paymentPayload = await signExactEvmPayment({ signer: await world.newPayer(10n ** 9n), requirements, validForSeconds: 3_600 })
+  await world.node.testClient.mine({ blocks: 1 })
+  const settled = await facilitator.settle({ x402Version: 2, paymentPayload, paymentRequirements: requirements })
+  check(settled.success, `exact: the reference payment did not settle (${settled.errorReason ?? ''})`)
+  return Number((await world.node.publicClient.getTransactionReceipt({ hash: settled.transaction as Hex })).gasUsed)
+}
+
+async function runSide(world: EvmFixture, side: Side, warmUp: boolean) {
+  if (warmUp) {
+    // Untimed: one channel pays `warmup` calls.
+    const warm = client(await world.newPayer(10n ** 12n))
+    for (let i = 0; i < BATCH_COUNTS.warmup; i++) check((await warm(`${side.url}/call`)).status === 200, `${side.name}: warm-up call ${i} was not paid`)
+    await side.claimAndSweep()
+  }
+  const before = await tokenBalance(world.node, world.token, side.receiver)
+  const payers: LocalAccount[] = []
+  for (let i = 0; i < BATCH_COUNTS.channels; i++) payers.push(await world.newPayer(10n ** 12n))
+  const pays = payers.map((payer) => client(payer))
+  // Untimed: each channel's deposit.
+  const deposits: Hex[] = []
+  for (const pay of pays) {
+    const response = await pay(`${side.url}/call`)
+    check(response.status === 200, `${side.name}: a deposit call was not paid`)
+    deposits.push((JSON.parse(atob(response.headers.get('PAYMENT-RESPONSE')!)) as { transaction: Hex }).transaction)
+  }
+  const requestsBefore = side.requests()
+  const started = performance.now()
+  await Promise.all(
+    pays.map(async (pay) => {
+      for (let i = 0; i < BATCH_COUNTS.vouchersPerChannel; i++) check((await pay(`${side.url}/call`)).status === 200, `${side.name}: a voucher call was not paid`)
+    }),
+  )
+  const elapsed = performance.now() - started
+  const vouchers = BATCH_COUNTS.channels * BATCH_COUNTS.vouchersPerChannel
+  const rpcPerVoucher = (side.requests() - requestsBefore) / vouchers
+
+  // The server and facilitator alone: vouchers signed ahead, sent one at a time per channel.
+  const ahead = await Promise.all(payers.map((payer, i) => presign(payer, pays[i]!.sent.at(-1)!, BigInt(BATCH_COUNTS.vouchersPerChannel + 1), BATCH_COUNTS.presigned)))
+  const presignedStarted = performance.now()
+  await Promise.all(
+    ahead.map(async (headers) => {
+      for (const header of headers) {
+        const response = await fetch(`${side.url}/call`, { headers: { 'PAYMENT-SIGNATURE': header } })
+        const required = response.headers.get('PAYMENT-REQUIRED')
+        check(response.status === 200, `${side.name}: a pre-signed voucher was refused (${response.status} ${required ? (JSON.parse(atob(required)) as { error?: string }).error : ''})`)
+        await response.arrayBuffer()
+      }
+    }),
+  )
+  const presignedPerSecond = (BATCH_COUNTS.channels * BATCH_COUNTS.presigned) / ((performance.now() - presignedStarted) / 1000)
+  const settled = await side.claimAndSweep()
+  const payments = BATCH_COUNTS.channels * (BATCH_COUNTS.vouchersPerChannel + 1 + BATCH_COUNTS.presigned)
+  const paid = BigInt(payments) * PRICE
+  check((await tokenBalance(world.node, world.token, side.receiver)) - before === paid, `${side.name}: the receiver did not get every payment after the claim and sweep`)
+  let gas = 0n
+  for (const hash of [...deposits, ...settled]) gas += (await world.node.publicClient.getTransactionReceipt({ hash })).gasUsed
+  const perSecond = vouchers / (elapsed / 1000)
+  progress(`EVM batch ${side.name}: ${perSecond.toFixed(0)} vouchers/s with the client, ${presignedPerSecond.toFixed(0)} pre-signed, ${rpcPerVoucher.toFixed(3)} RPC requests per voucher, ${settled.length} claim/sweep transactions`)
+  return { perSecond, presignedPerSecond, rpcPerVoucher, gasPerPayment: Number(gas) / payments, payments }
+}
+
+/** The official client paying through fetch; `sent` holds the payment headers it sent. */
+function client(payer: LocalAccount) {
+  const batch = new BatchClient(payer, { depositPolicy: { depositMultiplier: 1_000 } })
+  const sent: string[] = []
+  const capturing = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = input instanceof Request ? input : new Request(input, init)
+    const header = request.headers.get('PAYMENT-SIGNATURE')
+    if (header) sent.push(header)
+    return fetch(request)
+  }
+  return Object.assign(wrapFetchWithPayment(capturing as typeof fetch, new x402Client().setSpendControls(false).register(NETWORK, batch)), { sent })
+}
+
+/** Voucher headers continuing a channel from its last paid header (cumulative `from + i` prices), signed ahead. */
+async function presign(payer: LocalAccount, last: string, from: bigint, count: number): Promise<string[]> {
+  const decoded = JSON.parse(atob(last)) as { payload: { channelConfig: unknown; voucher: { channelId: Hex } } }
+  const id = decoded.payload.voucher.channelId
+  const headers: string[] = []
+  for (let i = 1n; i <= BigInt(count); i++) {
+    const max = (from + i) * PRICE
+    const signature = await signVoucher(payer, 84532, id, max)
+    headers.push(btoa(JSON.stringify({ ...decoded, payload: { type: 'voucher', channelConfig: decoded.payload.channelConfig, voucher: { channelId: id, maxClaimableAmount: max.toString(), signature } } })))
+  }
+  return headers
+}
+
+// One deposit per channel on both sides: the official server announces 10 prices by default, so both announce this.
+const MIN_DEPOSIT = (PRICE * 1_000n).toString()
+const offerOf = (world: EvmFixture, receiver: Hex) => ({ scheme: 'batch-settlement', network: NETWORK, amount: PRICE.toString(), asset: world.token.address, payTo: receiver, extra: { name: world.token.name, version: world.token.version, minDeposit: MIN_DEPOSIT } })
+
+async function ourSide(world: EvmFixture): Promise<Side> {
+  const receiver = privateKeyToAccount(generatePrivateKey()).address
+  let requests = 0
+  const host = new URL(world.node.rpcUrl).host
+  const count = (message: unknown) => {
+    if ((message as { host?: string }).host === host) requests++
+  }
+  diagnostics.subscribe(RPC_REQUEST_CHANNEL, count)
+  const signer = privateKeySigner(ANVIL_KEY(1))
+  check(signer.address === world.signers[0]!.address, 'our facilitator key is anvil account 1')
+  const facilitator = createFacilitator({
+    schemes: [batchSettlementEvm({ networks: [{ network: NETWORK, rpcUrls: [world.node.rpcUrl] }], signers: [signer], receiverAuthorizer: privateKeyToAccount(generatePrivateKey()) })],
+  })
+  const batch = createBatchSettlementServer({ facilitator, claimPolicy: false })
+  const paywall = createPaywall({ facilitator, batchSettlement: batch, offers: [offerOf(world, receiver)] })
+  const server = await listen(createNodeListener((request) => paywall(request, async () => Response.json({ ok: true }))))
+  return {
+    name: 'ours',
+    url: server.url,
+    receiver,
+    requests: () => requests,
+    async claimAndSweep() {
+      const round = await batch.claim()
+      return [...(round?.claims ?? []), ...(round?.sweeps ?? [])].map((t) => t.transaction as Hex)
+    },
+    async close() {
+      diagnostics.unsubscribe(RPC_REQUEST_CHANNEL, count)
+      await batch.stop()
+      await server.close()
+    },
+  }
+}
+
+async function theirSide(world: EvmFixture): Promise<Side> {
+  const receiver = privateKeyToAccount(generatePrivateKey()).address
+  let requests = 0
+  const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 2, nonceManager: createNonceManager({ source: jsonRpc() }) })
+  check(account.address === world.signers[1]!.address, 'the official facilitator key is anvil account 2')
+  const signer = officialEvmSigner(account, world.node.chain, world.node.rpcUrl, () => void requests++)
+  const facilitator = new x402Facilitator().register(NETWORK, new OfficialBatchFacilitator(signer, privateKeyToAccount(generatePrivateKey())))
+  const facilitatorClient: FacilitatorClient = {
+    verify: (payload, requirements) => facilitator.verify(payload as OfficialPayload, requirements as OfficialRequirements),
+    settle: (payload, requirements) => facilitator.settle(payload as OfficialPayload, requirements as OfficialRequirements),
+    getSupported: async () => facilitator.getSupported(),
+  } as FacilitatorClient
+  const resourceServer = new x402ResourceServer(facilitatorClient)
+  const scheme = new OfficialBatchServer(receiver, { withdrawDelay: 900 })
+  resourceServer.register(NETWORK, scheme)
+  const app = express()
+  const offer = offerOf(world, receiver)
+  app.use(paymentMiddleware({ 'GET /call': { accepts: { scheme: offer.scheme, network: NETWORK, payTo: receiver, price: { amount: offer.amount, asset: offer.asset, extra: offer.extra } }, description: 'One call', mimeType: 'application/json' } }, resourceServer))
+  app.get('/call', (_req, res) => void res.json({ ok: true }))
+  const server: LoopbackServer = await listen(app)
+  return {
+    name: 'theirs',
+    url: server.url,
+    receiver,
+    requests: () => requests,
+    async claimAndSweep() {
+      const manager = scheme.createChannelManager(facilitatorClient, NETWORK, world.token.address)
+      const result = await manager.claimAndSettle()
+      return [...result.claims.map((c) => c.transaction as Hex), ...(result.settle ? [result.settle.transaction as Hex] : [])]
+    },
+    close: () => server.close(),
+  }
+}

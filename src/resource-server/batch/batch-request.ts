@@ -1,0 +1,189 @@
+/**
+ * One paid request on a `batch-settlement` channel, as the specification's server does it: under
+ * the channel's lease, the voucher's ceiling must be what was charged plus the price (else a
+ * corrective 402 with the channel state and the last signed voucher), the payment is verified (an
+ * EOA voucher locally when the mirrored state is fresh), the work runs, a deposit is settled, and
+ * the new state (with the voucher) is stored before the answer leaves. A refund skips the work.
+ */
+import type { Hex } from 'viem'
+import type { DepositPayload, RefundPayload, VoucherPayload } from '../../evm/batch/codec.js'
+import { parseBatchPayload } from '../../evm/batch/parse.js'
+import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
+import type { SettleResponse } from '../../schemas/messages.js'
+import type { PaymentPayloadV2 } from '../../schemas/payload.js'
+import type { PaymentRequirementsV2 } from '../../schemas/requirements.js'
+import { encodePaymentResponseHeader } from '../payment-headers.js'
+import type { MeteredResponse, PaidWork } from '../paywall.js'
+import { channelStateWire, readMirroredFields, type ChannelState, type MirroredFields } from './channel-state.js'
+import type { BatchRuntime } from './batch-runtime.js'
+import { canCheckLocally, checkVoucherLocally } from './local-voucher-check.js'
+import type { BatchOfferTerms } from './offer-terms.js'
+import { noteSweepPending } from './claim-policy.js'
+import { completeRefund } from './refund-settlement.js'
+import { cachedChannelId } from './voucher-hashes.js'
+
+/** What the paywall hands over for one batch-settlement request. */
+export interface BatchCall {
+  readonly payload: PaymentPayloadV2
+  readonly requirements: PaymentRequirementsV2
+  readonly terms: BatchOfferTerms
+  /** A 402 with `error`, and `correction` merged into the offer's `extra` (the corrective 402). */
+  readonly challenge: (error: string, correction?: Record<string, unknown>) => Response
+  /** A facilitator fault (thrown), answered as the paywall answers those. */
+  readonly fault: (error: unknown) => Response
+  /** A mistake of the work (a usage out of range), answered 500. */
+  readonly mistake: (message: string) => Response
+  readonly work: PaidWork
+}
+
+type ClientPayload = DepositPayload | VoucherPayload | RefundPayload
+
+export async function serveBatchRequest(runtime: BatchRuntime, call: BatchCall): Promise<Response> {
+  const { terms } = call
+  const parsed = parseBatchPayload(call.payload.payload, terms.chainId, terms.asset)
+  if ('refusal' in parsed) return call.challenge(parsed.refusal.invalidReason ?? R.payloadType)
+  const payload = parsed.payload
+  if (payload.type !== 'deposit' && payload.type !== 'voucher' && payload.type !== 'refund') {
+    return call.challenge(R.payloadType)
+  }
+  const id = payload.voucher.channelId
+  // A config that does not hash to its id takes no lease on someone else's channel.
+  if (cachedChannelId(payload.channelConfig, terms.chainId) !== id) return call.challenge(R.channelIdMismatch)
+  const holder = `${runtime.instance}:${crypto.randomUUID()}`
+  if (!(await runtime.store.acquire(id, holder, runtime.leaseMs))) return call.challenge(R.channelBusy)
+  try {
+    return await underLease(runtime, call, payload, holder)
+  } finally {
+    await runtime.store.release(id, holder)
+  }
+}
+
+async function underLease(runtime: BatchRuntime, call: BatchCall, payload: ClientPayload, holder: string): Promise<Response> {
+  const { terms } = call
+  const { store } = runtime
+  const id = payload.voucher.channelId
+  const max = payload.voucher.maxClaimableAmount
+  const [stored, recorded] = await Promise.all([store.get(id), store.claimed(id)])
+  const state = stored && recorded > stored.totalClaimed ? { ...stored, totalClaimed: recorded } : stored
+  const increment = payload.type === 'refund' ? 0n : terms.price
+  const corrective = (fields: MirroredFields, charged: bigint, voucher?: { signedMaxClaimable: bigint; signature: Hex }) =>
+    call.challenge(R.cumulativeAmountMismatch, {
+      channelState: channelStateWire(id, fields, charged),
+      ...(voucher ? { voucherState: { signedMaxClaimable: voucher.signedMaxClaimable.toString(), signature: voucher.signature } } : {}),
+    })
+  // The client signs what it believes was charged plus the price (plus nothing for a refund).
+  if (state && max !== state.charged + increment) return corrective(state, state.charged, state)
+
+  const now = runtime.now()
+  let mirrored: MirroredFields
+  let syncedAt = now
+  let payer: string | undefined = payload.channelConfig.payer
+  if (payload.type === 'voucher' && canCheckLocally(payload, state, runtime.freshMs, now)) {
+    const refusal = await checkVoucherLocally(payload, state, recorded, terms)
+    if (refusal) return call.challenge(refusal)
+    mirrored = state
+    syncedAt = state.onchainSyncedAt
+  } else {
+    let verdict
+    try {
+      verdict = await runtime.facilitator.verify({ x402Version: 2, paymentPayload: call.payload, paymentRequirements: call.requirements })
+    } catch (error) {
+      return call.fault(error)
+    }
+    if (!verdict.isValid) return call.challenge(verdict.invalidReason ?? R.voucherPayload)
+    const fields = readMirroredFields(verdict.extra)
+    if (!fields) return call.challenge(R.channelStateReadFailed)
+    mirrored = fields
+    payer = verdict.payer ?? payer
+  }
+  // A channel we hold nothing for starts from what is claimed on chain (unclaimed vouchers we lost are forfeited).
+  const base = state?.charged ?? mirrored.totalClaimed
+  if (!state && max !== base + increment) return corrective(mirrored, base)
+
+  if (payload.type === 'refund') return refund(runtime, call, payload, state, mirrored, base, holder)
+
+  const answer = await call.work({ x402Version: 2, payer, payload: call.payload, requirements: call.requirements, metered: false, maxAmount: terms.price })
+  const response = isMetered(answer) ? answer.response : answer
+  if (response.status >= 400) return response
+  const charge = isMetered(answer) ? answer.usage : terms.price
+  if (typeof charge !== 'bigint' || charge < 0n || charge > terms.price) {
+    return call.mistake(`the paid work reported a usage of ${String(charge)}; a batch-settlement payment charges from 0 to its price of ${terms.price}`)
+  }
+
+  let settlement: SettleResponse | undefined
+  if (payload.type === 'deposit') {
+    try {
+      settlement = await runtime.facilitator.settle({ x402Version: 2, paymentPayload: call.payload, paymentRequirements: call.requirements })
+    } catch (error) {
+      return call.fault(error)
+    }
+    if (!settlement.success) return call.challenge(settlement.errorReason ?? R.depositTransactionFailed)
+    mirrored = readMirroredFields(settlement.extra?.channelState as Record<string, unknown> | undefined) ?? { ...mirrored, balance: mirrored.balance + payload.deposit.amount }
+    syncedAt = runtime.now()
+  }
+
+  const next: ChannelState = {
+    channelId: id,
+    network: terms.network,
+    config: call.payload.payload.channelConfig as ChannelState['config'],
+    charged: base + charge,
+    signedMaxClaimable: max,
+    signature: payload.voucher.signature,
+    balance: mirrored.balance,
+    totalClaimed: mirrored.totalClaimed,
+    withdrawRequestedAt: mirrored.withdrawRequestedAt,
+    refundNonce: mirrored.refundNonce,
+    onchainSyncedAt: syncedAt,
+    lastRequestAt: runtime.now(),
+  }
+  // Stored before the answer leaves: a crash after this loses nothing the payer signed.
+  if (!(await store.holds(id, holder))) return call.challenge(R.channelBusy)
+  await store.put(next)
+  const paid: SettleResponse = settlement
+    ? { ...settlement, extra: { ...settlement.extra, chargedAmount: charge.toString(), channelState: channelStateWire(id, next, next.charged) } }
+    : { success: true, transaction: '', network: terms.network, payer: payload.channelConfig.payer, amount: '', extra: { chargedAmount: charge.toString(), channelState: channelStateWire(id, next, next.charged) } }
+  return withPaymentResponse(response, paid)
+}
+
+async function refund(runtime: BatchRuntime, call: BatchCall, payload: RefundPayload, state: ChannelState | undefined, mirrored: MirroredFields, charged: bigint, holder: string): Promise<Response> {
+  const id = payload.voucher.channelId
+  const completed = await completeRefund(runtime, call.terms, call.payload.payload, payload, mirrored, charged)
+  if (typeof completed === 'string') return call.challenge(completed)
+  let settlement: SettleResponse
+  try {
+    settlement = await runtime.facilitator.settle({ x402Version: 2, paymentPayload: { ...call.payload, payload: completed }, paymentRequirements: call.requirements })
+  } catch (error) {
+    return call.fault(error)
+  }
+  if (!settlement.success) return call.challenge(settlement.errorReason ?? R.refundTransactionFailed)
+  const after = readMirroredFields(settlement.extra?.channelState as Record<string, unknown> | undefined)
+  if (await runtime.store.holds(id, holder)) {
+    if (!after || after.balance <= charged) {
+      await runtime.store.delete(id)
+    } else {
+      const now = runtime.now()
+      const kept: ChannelState = {
+        ...(state ?? { channelId: id, network: call.terms.network, config: call.payload.payload.channelConfig as ChannelState['config'], charged, signedMaxClaimable: payload.voucher.maxClaimableAmount, signature: payload.voucher.signature, lastRequestAt: now }),
+        ...after,
+        onchainSyncedAt: now,
+      }
+      await runtime.store.put(kept)
+    }
+    // The refund claimed what was charged in the same transaction: the next policy round sweeps it.
+    if (after) await runtime.store.recordClaimed(id, after.totalClaimed)
+    if (charged > mirrored.totalClaimed) await noteSweepPending(runtime, call.terms.network, call.terms.asset, call.terms.payTo)
+  }
+  const answer: SettleResponse = { ...settlement, extra: { ...settlement.extra, channelState: { ...(settlement.extra?.channelState as Record<string, unknown> | undefined), chargedCumulativeAmount: charged.toString() } } }
+  return withPaymentResponse(Response.json({ message: 'Refund acknowledged', channelId: id }), answer)
+}
+
+function withPaymentResponse(response: Response, settlement: SettleResponse): Response {
+  const headers = new Headers(response.headers)
+  for (const [name, value] of Object.entries(encodePaymentResponseHeader(2, settlement))) headers.set(name, value)
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+}
+
+// By shape, as the paywall does: a framework may answer with another fetch implementation's Response.
+function isMetered(answer: Response | MeteredResponse): answer is MeteredResponse {
+  return typeof answer === 'object' && answer !== null && 'response' in answer && 'usage' in answer
+}

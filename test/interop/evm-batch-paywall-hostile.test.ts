@@ -12,12 +12,11 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createFacilitator, type Facilitator } from '../../src/facilitator/facilitator.js'
 import { batchSettlementEvm } from '../../src/evm/batch/index.js'
 import { batchSettlementAbi } from '../../src/evm/batch/abi.js'
-import { BatchChain } from '../../src/evm/batch/chain.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../src/evm/batch/constants.js'
 import { PAYMENT_HEADERS } from '../../src/resource-server/index.js'
 import { createRedisStore } from '../../src/stores/redis-store.js'
 import { batchShop, challengeOf, payingClient, payVia, SHOP_URL, tamper } from '../support/batch-paywall-shop.js'
-import { installBatchSettlement } from '../support/batch-settlement-contracts.js'
+import { installBatchSettlement, readChannelOnChain } from '../support/batch-settlement-contracts.js'
 import { signVoucher } from '../support/batch-settlement-signing.js'
 import { tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
@@ -31,7 +30,6 @@ const R = 'invalid_batch_settlement_evm_'
 
 let world: EvmFixture
 let facilitator: Facilitator
-let chain: BatchChain
 let redis: RedisServer
 let run = 0
 
@@ -42,7 +40,6 @@ beforeAll(async () => {
   facilitator = createFacilitator({
     schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true })],
   })
-  chain = new BatchChain(CHAIN_ID, [world.node.rpcUrl], 30_000, 1_000_000n)
 }, 120_000)
 afterAll(async () => {
   await redis?.stop()
@@ -99,7 +96,7 @@ describe('hostile vouchers', () => {
     expect((await pay(SHOP_URL)).status).toBe(200)
     expect((await shop.batch.store.get(id))?.charged).toBe(3n * PRICE)
     await shop.batch.claim()
-    expect((await chain.readChannel(id)).totalClaimed).toBe(3n * PRICE)
+    expect((await readChannelOnChain(world.node, id)).totalClaimed).toBe(3n * PRICE)
     expect(await tokenBalance(world.node, world.token, receiver)).toBe(3n * PRICE)
   }, 120_000)
 
@@ -150,8 +147,8 @@ describe('a claim the contract refuses for one channel', () => {
     const [bad, ...good] = await shop.batch.store.list()
     await shop.batch.store.put({ ...bad!, signature: await signVoucher(privateKeyToAccount(generatePrivateKey()), CHAIN_ID, bad!.channelId, bad!.signedMaxClaimable) })
     await expect(shop.batch.claim()).rejects.toThrow(new RegExp(`claims refused for 1 channel\\(s\\), the others claimed: ${bad!.channelId}`))
-    for (const c of good) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(2n * PRICE)
-    expect((await chain.readChannel(bad!.channelId)).totalClaimed).toBe(0n)
+    for (const c of good) expect((await readChannelOnChain(world.node, c.channelId)).totalClaimed).toBe(2n * PRICE)
+    expect((await readChannelOnChain(world.node, bad!.channelId)).totalClaimed).toBe(0n)
     expect(await tokenBalance(world.node, world.token, receiver)).toBe(4n * PRICE)
   }, 120_000)
 })
@@ -185,7 +182,7 @@ describe('two paywall instances on one Redis store', () => {
     // One instance claims; the other then finds nothing to claim.
     expect((await a.batch.claim())?.claims).toHaveLength(1)
     expect((await b.batch.claim())?.claims).toEqual([])
-    expect((await chain.readChannel(channel!.channelId)).totalClaimed).toBe(7n * PRICE)
+    expect((await readChannelOnChain(world.node, channel!.channelId)).totalClaimed).toBe(7n * PRICE)
   }, 120_000)
 })
 
@@ -211,8 +208,8 @@ describe('a timed withdrawal', () => {
       expect((await payVia(client, shop.fetch)(SHOP_URL)).status).toBe(200)
       expect((await shop.batch.store.get(id))?.withdrawRequestedAt).toBeGreaterThan(0)
       const deadline = Date.now() + 20_000
-      while ((await chain.readChannel(id)).totalClaimed < 4n * PRICE && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
-      expect((await chain.readChannel(id)).totalClaimed).toBe(4n * PRICE)
+      while ((await readChannelOnChain(world.node, id)).totalClaimed < 4n * PRICE && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+      expect((await readChannelOnChain(world.node, id)).totalClaimed).toBe(4n * PRICE)
       // The same round sweeps once its claim is confirmed.
       while ((await tokenBalance(world.node, world.token, receiver)) < 4n * PRICE && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
       expect(errors).toEqual([])

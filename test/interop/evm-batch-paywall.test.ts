@@ -12,10 +12,9 @@ import type { LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createFacilitator, type Facilitator } from '../../src/facilitator/facilitator.js'
 import { batchSettlementEvm } from '../../src/evm/batch/index.js'
-import { BatchChain } from '../../src/evm/batch/chain.js'
 import { PAYMENT_HEADERS, type BatchSettlementServerOptions } from '../../src/resource-server/index.js'
 import { createSqliteStore } from '../../src/stores/sqlite/sqlite-store.js'
-import { installBatchSettlement } from '../support/batch-settlement-contracts.js'
+import { installBatchSettlement, readChannelOnChain } from '../support/batch-settlement-contracts.js'
 import { batchShop, payingClient, payVia, SHOP_URL } from '../support/batch-paywall-shop.js'
 import { tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
@@ -27,7 +26,6 @@ const authorizer = privateKeyToAccount(generatePrivateKey())
 
 let world: EvmFixture
 let facilitator: Facilitator
-let chain: BatchChain
 const dir = mkdtempSync(join(tmpdir(), 'x402-batch-paywall-'))
 
 beforeAll(async () => {
@@ -37,7 +35,6 @@ beforeAll(async () => {
   facilitator = createFacilitator({
     schemes: [batchSettlementEvm({ networks: [{ network: NETWORK, rpcUrls: [world.node.rpcUrl] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true })],
   })
-  chain = new BatchChain(84532, [world.node.rpcUrl], 30_000, 1_000_000n)
 }, 120_000)
 afterAll(async () => {
   await world?.stop()
@@ -73,12 +70,12 @@ describe('the official batch-settlement client paying our paywall', () => {
     expect(target.seen.every((s) => s === 200)).toBe(true)
     const channels = await batch.store.list()
     expect(channels).toHaveLength(10)
-    for (const c of channels) expect(await chain.readChannel(c.channelId)).toMatchObject({ balance: 200n * PRICE, totalClaimed: 0n })
+    for (const c of channels) expect(await readChannelOnChain(world.node, c.channelId)).toMatchObject({ balance: 200n * PRICE, totalClaimed: 0n })
 
     const round = await batch.claim()
     expect(round?.claims).toEqual([{ transaction: expect.stringMatching(/^0x/), channels: 10 }])
     expect(round?.sweeps).toEqual([{ transaction: expect.stringMatching(/^0x/), amount: (1010n * PRICE).toString() }])
-    for (const c of channels) expect((await chain.readChannel(c.channelId)).totalClaimed).toBe(101n * PRICE)
+    for (const c of channels) expect((await readChannelOnChain(world.node, c.channelId)).totalClaimed).toBe(101n * PRICE)
     expect(await tokenBalance(world.node, world.token, receiver)).toBe(1010n * PRICE)
     for (const payer of payers) expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 200n * PRICE)
     // Nothing left to claim: a second round sends nothing.
@@ -98,7 +95,7 @@ describe('the official batch-settlement client paying our paywall', () => {
     expect(transactions.map((t) => t !== '')).toEqual([true, false, false, false, false, true, false, false])
     const [channel] = await batch.store.list()
     expect(channel).toMatchObject({ charged: 8n * PRICE, balance: 10n * PRICE })
-    expect((await chain.readChannel(channel!.channelId)).balance).toBe(10n * PRICE)
+    expect((await readChannelOnChain(world.node, channel!.channelId)).balance).toBe(10n * PRICE)
   }, 120_000)
 
   it('claims by itself once the unclaimed total reaches the threshold, and not before', async () => {
@@ -150,7 +147,7 @@ describe('the official batch-settlement client paying our paywall', () => {
     const refund = await client.refund(URL, { fetch: target as typeof fetch })
     expect(refund).toMatchObject({ success: true, amount: (deposited - 3n * PRICE).toString() })
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 3n * PRICE)
-    expect((await chain.readChannel(channel!.channelId)).totalClaimed).toBe(3n * PRICE)
+    expect((await readChannelOnChain(world.node, channel!.channelId)).totalClaimed).toBe(3n * PRICE)
     expect(await batch.store.get(channel!.channelId)).toBeUndefined()
     // The refund claimed the charges; the policy's next round sweeps them to the receiver.
     expect((await batch.claim())?.sweeps).toEqual([{ transaction: expect.stringMatching(/^0x/), amount: (3n * PRICE).toString() }])
@@ -240,7 +237,7 @@ describe('the official batch-settlement client paying our paywall', () => {
     expect((await batch.claim())?.claims).toHaveLength(1)
     expect((await pay(URL)).status).toBe(200)
     expect(await client.refund(URL, { fetch: target as typeof fetch })).toMatchObject({ success: true })
-    expect(await chain.readChannel(channel!.channelId)).toMatchObject({ balance: 4n * PRICE, totalClaimed: 4n * PRICE })
+    expect(await readChannelOnChain(world.node, channel!.channelId)).toMatchObject({ balance: 4n * PRICE, totalClaimed: 4n * PRICE })
     expect((await batch.claim())?.sweeps[0]?.amount).toBe(PRICE.toString())
     expect(await tokenBalance(world.node, world.token, receiver)).toBe(4n * PRICE)
   }, 120_000)

@@ -11,6 +11,7 @@
  * await installBatchSettlement(node)
  */
 import { BATCH_SETTLEMENT_ADDRESS, ERC3009_DEPOSIT_COLLECTOR_ADDRESS, PERMIT2_DEPOSIT_COLLECTOR_ADDRESS } from '../../src/evm/batch/constants.js'
+import { batchSettlementAbi } from '../../src/evm/batch/abi.js'
 import type { AnvilNode } from './anvil.js'
 import { compileSolidity, deployContract, type Artifact } from './evm-contracts.js'
 
@@ -51,4 +52,16 @@ export async function installBatchSettlement(node: AnvilNode): Promise<BatchSett
     await node.testClient.setCode({ address, bytecode: code })
   }
   return artifacts
+}
+
+/** A channel's on-chain state as the tests check it (the contract's own getters, one call each). */
+export async function readChannelOnChain(node: AnvilNode, channelId: `0x${string}`) {
+  const read = <T>(functionName: 'channels' | 'pendingWithdrawals' | 'refundNonce') =>
+    node.publicClient.readContract({ address: BATCH_SETTLEMENT_ADDRESS, abi: batchSettlementAbi, functionName, args: [channelId] }) as Promise<T>
+  const [[balance, totalClaimed], [, initiatedAt], refundNonce] = await Promise.all([
+    read<readonly [bigint, bigint]>('channels'),
+    read<readonly [bigint, bigint]>('pendingWithdrawals'),
+    read<bigint>('refundNonce'),
+  ])
+  return { channelId, balance, totalClaimed, withdrawRequestedAt: Number(initiatedAt), refundNonce }
 }

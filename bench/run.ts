@@ -7,6 +7,7 @@
  *   npm run bench              # every section (bench/results/latest.json)
  *   npm run bench -- evm http  # some sections (bench/results/latest-evm-http.json)
  *   npm run bench -- permit2   # EVM through Permit2: exact and upto (bench/results/latest-permit2.json)
+ *   npm run bench -- batch     # batch-settlement: RPC calls per voucher verify, gas per payment (bench/results/latest-batch.json)
  *   npm run bench -- --against 0ab9a2c [evm|svm] [--rounds N] [--profile]
  *                              # this working tree against another commit, both built, over HTTP
  *                              # (bench/ab.ts; bench/results/against-<sha>.json and .md)
@@ -22,6 +23,7 @@ import { formatAbTable, ratioBand } from './ab-table.js'
 import { BUILD_CACHE } from './builds.js'
 import { benchColdStart, COLD_START_COUNTS } from './cold-start.js'
 import { benchEvm, EVM_COUNTS } from './evm.js'
+import { BATCH_COUNTS, benchEvmBatch } from './evm-batch.js'
 import { benchEvmPermit2, PERMIT2_COUNTS } from './evm-permit2.js'
 import { benchHttp, HTTP_COUNTS } from './http.js'
 import { formatTable, progress, type Row } from './measure.js'
@@ -33,6 +35,7 @@ import { cryptoBackends } from '../src/evm/crypto/crypto-backends.js'
 const SECTIONS = {
   evm: { run: benchEvm, counts: EVM_COUNTS },
   permit2: { run: benchEvmPermit2, counts: PERMIT2_COUNTS },
+  batch: { run: benchEvmBatch, counts: BATCH_COUNTS },
   svm: { run: benchSvm, counts: SVM_COUNTS },
   http: { run: benchHttp, counts: HTTP_COUNTS },
   stats: { run: benchStats, counts: STATS_COUNTS },

@@ -62,8 +62,9 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     return read
   }
   const readAndRemember = async (chain: BatchChain, id: Hex): Promise<ChannelSnapshot> => {
+    const readAt = Date.now()
     const state = await chain.readChannel(id)
-    await states.remember(chain.chainId, state)
+    await states.remember(chain.chainId, state, readAt)
     return state
   }
 

@@ -8,6 +8,7 @@
  *   npm run bench -- evm http  # some sections (bench/results/latest-evm-http.json)
  *   npm run bench -- permit2   # EVM through Permit2: exact and upto (bench/results/latest-permit2.json)
  *   npm run bench -- batch     # EVM batch-settlement: paywall + facilitator, ours and theirs (bench/results/latest-batch.json)
+ *   npm run bench -- batch-verify  # batch-settlement facilitator alone: RPC calls per voucher verify, gas per payment
  *   npm run bench -- --against 0ab9a2c [evm|svm] [--rounds N] [--profile]
  *                              # this working tree against another commit, both built, over HTTP
  *                              # (bench/ab.ts; bench/results/against-<sha>.json and .md)
@@ -24,6 +25,7 @@ import { BUILD_CACHE } from './builds.js'
 import { benchColdStart, COLD_START_COUNTS } from './cold-start.js'
 import { benchEvm, EVM_COUNTS } from './evm.js'
 import { BATCH_COUNTS, benchEvmBatch } from './evm-batch.js'
+import { BATCH_FACILITATOR_COUNTS, benchEvmBatchFacilitator } from './evm-batch-facilitator.js'
 import { benchEvmPermit2, PERMIT2_COUNTS } from './evm-permit2.js'
 import { benchHttp, HTTP_COUNTS } from './http.js'
 import { formatTable, progress, type Row } from './measure.js'
@@ -36,6 +38,7 @@ const SECTIONS = {
   evm: { run: benchEvm, counts: EVM_COUNTS },
   permit2: { run: benchEvmPermit2, counts: PERMIT2_COUNTS },
   batch: { run: benchEvmBatch, counts: BATCH_COUNTS },
+  'batch-verify': { run: benchEvmBatchFacilitator, counts: BATCH_FACILITATOR_COUNTS },
   svm: { run: benchSvm, counts: SVM_COUNTS },
   http: { run: benchHttp, counts: HTTP_COUNTS },
   stats: { run: benchStats, counts: STATS_COUNTS },

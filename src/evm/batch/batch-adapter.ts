@@ -48,11 +48,23 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     if (!chain) throw new FacilitatorError('misconfigured', `batchSettlementEvm: batch-settlement is not configured for ${ctx.network}`)
     return chain
   }
+  // Channel reads under way, shared by the verifies of one channel that miss at once (a burst when the state expires).
+  const reading = new Map<string, Promise<ChannelSnapshot>>()
   const readState = async (chain: BatchChain, id: Hex, allowCached: boolean): Promise<ChannelSnapshot> => {
-    const cached = allowCached ? await states.fresh(chain.chainId, id) : undefined
+    if (!allowCached) return readAndRemember(chain, id)
+    const cached = await states.fresh(chain.chainId, id)
     if (cached) return cached
+    const key = `${chain.chainId}:${id}`
+    const joined = reading.get(key)
+    if (joined) return joined
+    const read = readAndRemember(chain, id).finally(() => reading.delete(key))
+    reading.set(key, read)
+    return read
+  }
+  const readAndRemember = async (chain: BatchChain, id: Hex): Promise<ChannelSnapshot> => {
+    const readAt = Date.now()
     const state = await chain.readChannel(id)
-    await states.remember(chain.chainId, state)
+    await states.remember(chain.chainId, state, readAt)
     return state
   }
 

@@ -43,12 +43,18 @@ export interface BatchSettlementEvmConfig {
    * @default false
    */
   readonly allowDelegatedRefunds?: boolean
-  /** How long a channel state read stays fresh enough to verify an EOA voucher without the chain. @default 2_000 */
+  /**
+   * How long a channel state read stays fresh enough to verify an EOA voucher without the chain. The
+   * read lives in the facilitator's settlement store (shared by the instances on it; a claim, deposit
+   * or refund settled by any of them drops it), or in memory without a facilitator. @default 2_000
+   */
   readonly channelStateTtlMs?: number
   /** Seconds a deposit authorization must stay valid after verify. @default 6 */
   readonly settleMarginSeconds?: number
   /** How long settle waits for a receipt before answering `settlement_pending`. @default 30_000 */
   readonly confirmTimeoutMs?: number
+  /** Longest pause between two polls for the receipt (polling starts fast and backs off). @default 1_000 */
+  readonly confirmPollIntervalMs?: number
   /**
    * The most gas a deposit, claim, sweep or refund may take: a transaction whose estimate exceeds it
    * is refused (the kind's simulation-failed code) before anything is sent, and no transaction's gas
@@ -82,6 +88,7 @@ export function batchSettlementEvm(config: BatchSettlementEvmConfig): SchemeAdap
     networks: config.networks.map((entry) => ({ network: entry.network, rpcUrls: entry.rpcUrls, ...(entry.signers ? { signers: entry.signers } : {}) })),
     ...(config.signers ? { signers: config.signers } : {}),
     ...(config.confirmTimeoutMs !== undefined ? { receiptTimeoutMs: config.confirmTimeoutMs } : {}),
+    ...(config.confirmPollIntervalMs !== undefined ? { receiptPollIntervalMs: config.confirmPollIntervalMs } : {}),
     ...(config.maxInFlightSettlesPerSigner !== undefined ? { maxInFlightSettlesPerSigner: config.maxInFlightSettlesPerSigner } : {}),
     ...(config.settleMarginSeconds !== undefined ? { settleMarginSeconds: config.settleMarginSeconds } : {}),
     ...(config.transport ? { transport: config.transport } : {}),

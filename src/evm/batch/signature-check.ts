@@ -4,7 +4,8 @@
  * code. An ERC-6492 envelope is never unwrapped there, so it is never valid here. A node that does
  * not answer is a fault of ours (`rpc_*`), never a verdict against the signer.
  */
-import { isAddressEqual, isErc6492Signature, recoverAddress, type Address, type Hex, type PublicClient } from 'viem'
+import { isAddressEqual, isErc6492Signature, type Address, type Hex, type PublicClient } from 'viem'
+import { recoverAuthorizationSigner } from '../crypto/recover-signer.js'
 import { nodeRefusal } from '../chain/node-answers.js'
 import { toRpcFault } from '../chain/rpc-fault.js'
 import { isValidSignatureCalldata } from '../codec/calldata.js'
@@ -25,7 +26,7 @@ export function isErc6492(signature: Hex): boolean {
 /** ECDSA as OpenZeppelin's `tryRecover` takes it (65 bytes, low s, v 27/28), offline. */
 export async function ecdsaSignedBy(signer: Address, digest: Hex, signature: Hex): Promise<boolean> {
   if (!isContractRecoverable(signature)) return false
-  const recovered = await recoverAddress({ hash: digest, signature }).catch(() => undefined)
+  const recovered = await recoverAuthorizationSigner(digest, signature)
   return recovered !== undefined && isAddressEqual(recovered, signer)
 }
 

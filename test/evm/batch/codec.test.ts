@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest'
 import { BatchSettlementEvmScheme, computeChannelId, InMemoryClientChannelStorage } from '@x402/evm/batch-settlement/client'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { Address } from 'viem'
-import { channelId, depositPayloadSchema, isEoaVoucherSigned, refundPayloadSchema, voucherPayloadSchema } from '../../../src/evm/batch/codec.js'
+import { hashTypedData } from 'viem'
+import { channelId, depositPayloadSchema, isEoaVoucherSigned, refundPayloadSchema, voucherDigest, voucherPayloadSchema, voucherTypedData } from '../../../src/evm/batch/codec.js'
 
 const payer = privateKeyToAccount(generatePrivateKey())
 const receiverAuthorizer = privateKeyToAccount(generatePrivateKey()).address
@@ -70,5 +71,12 @@ describe('batch-settlement codec against the official client', () => {
     expect(voucherPayloadSchema.safeParse({ ...good, channelConfig: { ...good.channelConfig, salt: '0x01' } }).success).toBe(false)
     expect(refundPayloadSchema.safeParse({ ...good, type: 'refund', amount: '1500' }).success).toBe(true)
     expect(depositPayloadSchema.safeParse({ ...good, type: 'deposit', deposit: { amount: '1', authorization: {} } }).success).toBe(false)
+  })
+
+  it('hashes a voucher as EIP-712 typed data does, on any chain and for any amount', () => {
+    for (const [chainId, amount] of [[84532, 0n], [8453, 1000n], [1, 2n ** 128n - 1n], [84532, 123456789n]] as const) {
+      const id = `0x${Math.floor(Math.random() * 2 ** 40).toString(16).padStart(64, '0')}` as const
+      expect(voucherDigest(chainId, id, amount)).toBe(hashTypedData(voucherTypedData(chainId, id, amount)))
+    }
   })
 })

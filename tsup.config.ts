@@ -14,6 +14,7 @@ export default defineConfig({
     'stores/sqlite': 'src/stores/sqlite/index.ts',
     'stores/postgres': 'src/stores/postgres/index.ts',
     'server/index': 'src/resource-server/index.ts',
+    'server/batch': 'src/resource-server/batch/index.ts',
     'stats/index': 'src/stats/index.ts',
     'catalog/index': 'src/catalog/index.ts',
     'ledger/index': 'src/ledger/index.ts',

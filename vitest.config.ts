@@ -16,6 +16,7 @@ export default defineConfig({
       { find: /^x402-facilitator\/stores\/sqlite$/, replacement: src('stores/sqlite/index.ts') },
       { find: /^x402-facilitator\/stores\/postgres$/, replacement: src('stores/postgres/index.ts') },
       { find: /^x402-facilitator\/server$/, replacement: src('resource-server/index.ts') },
+      { find: /^x402-facilitator\/server\/batch$/, replacement: src('resource-server/batch/index.ts') },
       { find: /^x402-facilitator\/stats$/, replacement: src('stats/index.ts') },
       { find: /^x402-facilitator\/catalog$/, replacement: src('catalog/index.ts') },
       { find: /^x402-facilitator\/ledger$/, replacement: src('ledger/index.ts') },

@@ -1,4 +1,5 @@
 // The resource-server entry (`x402-facilitator/server`): charge for a route through a facilitator, and the x402 headers.
+// `batch-settlement`'s channel side needs viem: it has an entry of its own, `x402-facilitator/server/batch`.
 export {
   decodePaymentHeader,
   encodeJsonHeader,
@@ -14,14 +15,3 @@ export {
   type PaymentOffer,
 } from './payment-required.js'
 export { createPaywall, withPayment, type MeteredResponse, type PaidWork, type Paywall, type PaywallOptions, type VerifiedPayment } from './paywall.js'
-export {
-  createBatchSettlementServer,
-  createChannelStateStore,
-  type BatchSettlementServer,
-  type BatchSettlementServerOptions,
-  type ChannelState,
-  type ChannelStateStore,
-  type ChannelStateStoreOptions,
-  type ClaimPolicyOptions,
-  type ClaimRound,
-} from './batch/index.js'

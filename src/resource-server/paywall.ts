@@ -6,7 +6,6 @@ import type { SettleResponse, SupportedResponse } from '../schemas/messages.js'
 import type { PaymentPayload } from '../schemas/payload.js'
 import type { PaymentRequirements, ResourceInfo } from '../schemas/requirements.js'
 import type { BatchSettlementServer } from './batch/batch-settlement-server.js'
-import { batchOfferTerms } from './batch/offer-terms.js'
 import { decodePaymentHeader, encodePaymentResponseHeader } from './payment-headers.js'
 import {
   isMeteredOffer,
@@ -194,9 +193,7 @@ async function resolveOffers(options: PaywallOptions): Promise<readonly PaymentO
   }
   return options.offers.map((offer) => {
     if (isBatchOffer(offer)) {
-      const resolved = options.batchSettlement!.resolveOffer(offer, kinds)
-      batchOfferTerms(resolved) // throws misconfigured naming what is missing
-      return resolved
+      return options.batchSettlement!.resolveOffer(offer, kinds)
     }
     if (!isMeteredOffer(offer)) return offer
     let extra: Record<string, unknown> = { ...offer.extra }
@@ -239,8 +236,8 @@ async function servePaid(request: Request, options: PaywallOptions, offers: read
       paymentRequiredResponse({ ...input, error, offers: offers.map((o) => (o === offer && correction ? { ...o, extra: { ...o.extra, ...correction } } : o)) })
     return options.batchSettlement.serve({
       payload,
+      offer,
       requirements: toRequirementsV2(offer),
-      terms: batchOfferTerms(offer),
       challenge: corrective,
       fault: faultResponse,
       mistake: workMistake,

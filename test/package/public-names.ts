@@ -44,9 +44,13 @@ export const PUBLIC_ENTRIES: Record<string, { source: string; names: readonly st
   './server': {
     source: 'src/resource-server/index.ts',
     names: [
-      'PAYMENT_HEADERS', 'createBatchSettlementServer', 'createChannelStateStore', 'createPaywall', 'decodePaymentHeader', 'encodeJsonHeader',
-      'encodePaymentResponseHeader', 'paymentRequiredResponse', 'toRequirementsV1', 'toRequirementsV2', 'withPayment',
+      'PAYMENT_HEADERS', 'createPaywall', 'decodePaymentHeader', 'encodeJsonHeader', 'encodePaymentResponseHeader', 'paymentRequiredResponse',
+      'toRequirementsV1', 'toRequirementsV2', 'withPayment',
     ],
+  },
+  './server/batch': {
+    source: 'src/resource-server/batch/index.ts',
+    names: ['createBatchSettlementServer', 'createChannelStateStore'],
   },
   './stats': {
     source: 'src/stats/index.ts',

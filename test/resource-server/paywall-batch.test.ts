@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { batchSettlementEvm } from '../../src/evm/batch/index.js'
-import { createBatchSettlementServer, createPaywall, PAYMENT_HEADERS, type PaymentOffer } from '../../src/resource-server/index.js'
+import { createBatchSettlementServer } from '../../src/resource-server/batch/index.js'
+import { createPaywall, PAYMENT_HEADERS, type PaymentOffer } from '../../src/resource-server/index.js'
 
 const gas = privateKeyToAccount(generatePrivateKey())
 const delegated = privateKeyToAccount(generatePrivateKey())

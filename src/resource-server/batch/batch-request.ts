@@ -18,15 +18,17 @@ import { channelStateWire, readMirroredFields, type ChannelState, type MirroredF
 import type { BatchRuntime } from './batch-runtime.js'
 import { canCheckLocally, checkVoucherLocally } from './local-voucher-check.js'
 import type { BatchOfferTerms } from './offer-terms.js'
+import type { PaymentOffer } from '../payment-required.js'
 import { noteSweepPending } from './claim-policy.js'
 import { completeRefund } from './refund-settlement.js'
 import { cachedChannelId } from './voucher-hashes.js'
 
 /** What the paywall hands over for one batch-settlement request. */
-export interface BatchCall {
+export interface PaywallBatchCall {
   readonly payload: PaymentPayloadV2
+  /** The resolved offer the payment accepted. */
+  readonly offer: PaymentOffer
   readonly requirements: PaymentRequirementsV2
-  readonly terms: BatchOfferTerms
   /** A 402 with `error`, and `correction` merged into the offer's `extra` (the corrective 402). */
   readonly challenge: (error: string, correction?: Record<string, unknown>) => Response
   /** A facilitator fault (thrown), answered as the paywall answers those. */
@@ -34,6 +36,11 @@ export interface BatchCall {
   /** A mistake of the work (a usage out of range), answered 500. */
   readonly mistake: (message: string) => Response
   readonly work: PaidWork
+}
+
+/** A paywall's call with its offer's terms read (see batchOfferTerms). */
+export interface BatchCall extends PaywallBatchCall {
+  readonly terms: BatchOfferTerms
 }
 
 type ClientPayload = DepositPayload | VoucherPayload | RefundPayload

@@ -10,7 +10,8 @@ import type { Facilitator } from '../../facilitator/facilitator.js'
 import type { SupportedResponse } from '../../schemas/messages.js'
 import type { KeyValueStore } from '../../stores/store.js'
 import type { PaymentOffer } from '../payment-required.js'
-import { serveBatchRequest, type BatchCall } from './batch-request.js'
+import { serveBatchRequest, type PaywallBatchCall } from './batch-request.js'
+import { batchOfferTerms, type BatchOfferTerms } from './offer-terms.js'
 import type { BatchRuntime } from './batch-runtime.js'
 import { createChannelStateStore, type ChannelStateStore } from './channel-state-store.js'
 import { CLAIM_POLICY_LEASE_MS, runClaimPolicy, type ClaimPolicyOptions, type ClaimRound } from './claim-policy.js'
@@ -50,8 +51,8 @@ export interface BatchSettlementServerOptions {
 
 export interface BatchSettlementServer {
   /** @internal The paywall's entry: one request on a batch-settlement offer. */
-  serve(call: BatchCall): Promise<Response>
-  /** @internal Fills in `extra.receiverAuthorizer` and `extra.withdrawDelay` of an offer. */
+  serve(call: PaywallBatchCall): Promise<Response>
+  /** @internal Fills in `extra.receiverAuthorizer` and `extra.withdrawDelay` of an offer, or throws `misconfigured` naming what it lacks. */
   resolveOffer(offer: PaymentOffer, kinds: SupportedResponse['kinds'] | undefined): PaymentOffer
   /** @internal Whether resolving offers needs the facilitator's supported() (no key of the server's own). */
   readonly needsSupported: boolean
@@ -106,8 +107,15 @@ export function createBatchSettlementServer(options: BatchSettlementServerOption
         round = undefined
       })
   }
+  // A paywall's offers are fixed: each one's terms are read once.
+  const terms = new Map<PaymentOffer, BatchOfferTerms>()
+  const termsOf = (offer: PaymentOffer) => {
+    let read = terms.get(offer)
+    if (!read) terms.set(offer, (read = batchOfferTerms(offer)))
+    return read
+  }
   const server: BatchSettlementServer = {
-    serve: (call) => serveBatchRequest(runtime, call),
+    serve: (call) => serveBatchRequest(runtime, { ...call, terms: termsOf(call.offer) }),
     needsSupported: options.receiverAuthorizer === undefined,
     resolveOffer(offer, kinds) {
       let authorizer: unknown = options.receiverAuthorizer?.address ?? offer.extra?.receiverAuthorizer
@@ -115,7 +123,9 @@ export function createBatchSettlementServer(options: BatchSettlementServerOption
         const kind = kinds?.find((k) => k.x402Version === 2 && k.scheme === offer.scheme && k.network === offer.network)
         authorizer = kind?.extra?.receiverAuthorizer
       }
-      return { ...offer, extra: { ...offer.extra, ...(authorizer === undefined ? {} : { receiverAuthorizer: authorizer }), withdrawDelay: offer.extra?.withdrawDelay ?? withdrawDelay } }
+      const resolved = { ...offer, extra: { ...offer.extra, ...(authorizer === undefined ? {} : { receiverAuthorizer: authorizer }), withdrawDelay: offer.extra?.withdrawDelay ?? withdrawDelay } }
+      termsOf(resolved) // throws misconfigured naming what is missing
+      return resolved
     },
     claim: () => runClaimPolicy(runtime, policy ?? {}, true),
     store,

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { Hex } from 'viem'
-import { createChannelStateStore, type ChannelState, type ChannelStateStore } from '../../../src/resource-server/index.js'
+import { createChannelStateStore, type ChannelState, type ChannelStateStore } from '../../../src/resource-server/batch/index.js'
 import type { KeyValueStore } from '../../../src/stores/store.js'
 import type { StoreFactory } from '../../stores/key-value-cases.js'
 

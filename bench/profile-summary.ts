@@ -117,8 +117,8 @@ const OPS: Record<string, number> = {
   [`settle-${AB_COUNTS.settleConcurrency}`]: AB_COUNTS.settleConcurrent,
 }
 
-/** A place without its line (lines move between commits): `src/evm/evm-schemes.ts verify`. */
-const withoutLine = (where: string) => where.replace(/:\d+ /, ' ')
+/** A place without its line and folder (both move between commits): `evm-schemes.ts verify`. */
+const withoutLine = (where: string) => where.replace(/:\d+ /, ' ').replace(/^src\/(?:[\w.-]+\/)*/, '')
 
 /** Per operation, what B spent more (or less) than A on each function (self) and each origin, largest first. */
 function printDiff(label: string, a: ReturnType<typeof costs>, b: ReturnType<typeof costs>, opsA: number, opsB: number, top: number): void {
@@ -192,4 +192,5 @@ function main(): void {
   }
 }
 
-main()
+// Run as a script (not when imported for placeOf and costs).
+if (process.argv[1]?.endsWith('profile-summary.ts')) main()

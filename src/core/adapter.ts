@@ -115,7 +115,11 @@ export interface PayerSpend {
   readonly account: string
   /** What the settlement takes from it, in the token's smallest unit. */
   readonly amount: bigint
-  /** The balance the chain reported to the verify of this context. */
+  /**
+   * The balance the chain reported to the verify of this context, or a floor of it the verify proved
+   * (the amount, moved by its simulation, when nothing else of the balance was in flight): a hold
+   * against a floor is refused as soon as anything else is held, and the retry reads the balance.
+   */
   readonly balance: bigint
   /**
    * When that balance was read (ms since the epoch), when it is older than this context's verify

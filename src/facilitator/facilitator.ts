@@ -13,7 +13,7 @@ import type { SettlementStore } from '../stores/store.js'
 import type { AdapterStore, PaymentContext, ReadinessCheck, SchemeAdapter } from '../core/adapter.js'
 import { boundedStoreCall } from '../settlement/bounded-store-call.js'
 import { dispatch } from '../core/context.js'
-import { withDeadline } from '../core/deadline.js'
+import { timeBudget, withDeadline } from '../core/deadline.js'
 import type { FacilitatorHooks, RefusalEvent, SettleEvent, SettleOrigin, VerifyEvent } from '../core/hooks.js'
 import { createRegistry, type Registry } from '../core/registry.js'
 import { trace } from '@opentelemetry/api'
@@ -87,7 +87,9 @@ async function verifyUntraced(registry: Registry, body: unknown, options: Paymen
   const request = parseOrRefuse(body, 'verify', options)
   if ('request' in request) labelSpan(request.request)
   const started = performance.now()
-  const signal = AbortSignal.timeout(options.timeouts?.verifyMs ?? DEFAULT_VERIFY_MS)
+  // Ended with the call (see timeBudget): nothing of a verify runs on after its answer.
+  const budget = timeBudget(options.timeouts?.verifyMs ?? DEFAULT_VERIFY_MS)
+  const signal = budget.signal
   let context: PaymentContext | undefined
   let result: VerifyResponse
   try {
@@ -106,6 +108,8 @@ async function verifyUntraced(registry: Registry, body: unknown, options: Paymen
     const fault = asFault(error, signal)
     if ('request' in request) notify(options, 'afterVerify', { operation: 'verify', request: request.request, context, result: invalid(fault.code, fault.message), durationMs: performance.now() - started, fault: { code: fault.code, message: fault.message, status: fault.status } })
     throw fault
+  } finally {
+    budget.end()
   }
   if ('request' in request) notify(options, 'afterVerify', { operation: 'verify', request: request.request, context, result, durationMs: performance.now() - started })
   return result
@@ -138,7 +142,9 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
   if ('request' in request) labelSpan(request.request)
   const started = performance.now()
   const budgetMs = options.timeouts?.settleMs ?? DEFAULT_SETTLE_MS
-  const signal = AbortSignal.timeout(budgetMs)
+  // Ended with the call: an adapter's work the call stopped waiting for saw the signal abort already (withDeadline).
+  const budget = timeBudget(budgetMs)
+  const signal = budget.signal
   let context: PaymentContext | undefined
   let routedAdapter: SchemeAdapter | undefined
   let result: SettleResponse
@@ -175,6 +181,8 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
     const fault = asFault(error, signal)
     if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result: { success: false, errorReason: fault.code, transaction: '', network: networkOf(request.request) }, durationMs: performance.now() - started, fault: { code: fault.code, message: fault.message, status: fault.status } })
     throw fault
+  } finally {
+    budget.end()
   }
   // The answer of a settle that sets its charge (upto) always says what was charged, also when the core answered it: nothing when
   // refused, the usage when it landed or may still land (pending).

@@ -3,6 +3,7 @@ import { createNonceManager } from '../../src/evm/chain/nonce-manager.js'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { EVM_REJECTION, exactEvm, parseExactEvmPayload } from '../../src/evm/index.js'
 import { FacilitatorError } from '../../src/index.js'
+import { exactEvmPayloadSchema } from '../../src/evm/exact/authorization.js'
 
 describe('createNonceManager', () => {
   it('reads the chain once for many concurrent callers and hands out consecutive nonces', async () => {
@@ -248,6 +249,46 @@ describe('parseExactEvmPayload', () => {
       expect(parsed).toMatchObject({ reason: EVM_REJECTION.invalidPayload })
       expect('message' in parsed && parsed.message).toContain(field)
     }
+  })
+
+  it('answers what the schema answers for any payload, valid or not (the hand-read path agrees with zod)', () => {
+    // Each field replaced by values the schema may or may not take.
+    const variants: Record<string, unknown[]> = {
+      signature: [good.signature, '0x', '0x1', `0x${'AB'.repeat(65)}`, `0x${'zz'.repeat(2)}`, 7, null, undefined, `0x${'11'.repeat(16_385)}`],
+      from: [good.authorization.from, `0x${'AA'.repeat(20)}`, `0x${'aa'.repeat(19)}`, '', 1, undefined],
+      value: ['1000', 1000, 0, -1, 1.5, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, Number.NaN, Number.POSITIVE_INFINITY, '01', '', ' 1', '1e3', (1n << 256n).toString(), ((1n << 256n) - 1n).toString(), '9'.repeat(79), undefined, null, 1000n],
+      amount: [undefined, '1000', 1000, '999', null],
+      asset: [undefined, `0x${'dd'.repeat(20)}`, 'USDC', null],
+      validBefore: ['9999999999', 9_999_999_999, -0, '-1', undefined, {}],
+      nonce: [good.authorization.nonce, `0x${'CC'.repeat(32)}`, `0x${'cc'.repeat(31)}`, 5],
+      extra: [undefined, 'anything'],
+    }
+    const reference = (raw: unknown) => {
+      const parsed = exactEvmPayloadSchema.safeParse(raw)
+      if (!parsed.success) return 'refused'
+      const { signature, authorization: a } = parsed.data
+      return { signature, authorization: { from: a.from, to: a.to, value: a.value ?? a.amount ?? 0n, validAfter: a.validAfter, validBefore: a.validBefore, nonce: a.nonce, asset: a.asset } }
+    }
+    let checked = 0
+    for (const [field, values] of Object.entries(variants)) {
+      for (const value of values) {
+        for (const other of [undefined, ...(field === 'value' ? variants.amount! : [])]) {
+          const authorization: Record<string, unknown> = { ...good.authorization }
+          if (field !== 'signature' && field !== 'extra') authorization[field] = value
+          if (other !== undefined) authorization.amount = other
+          const raw = field === 'signature' ? { ...good, signature: value } : field === 'extra' ? { ...good, extra: value, authorization } : { ...good, authorization }
+          const parsed = parseExactEvmPayload(raw)
+          const expected = reference(raw)
+          if (expected === 'refused') expect(parsed).toMatchObject({ reason: EVM_REJECTION.invalidPayload })
+          else expect(parsed).toEqual(expected)
+          checked++
+        }
+      }
+    }
+    for (const raw of [null, [], 'x', 1, { signature: good.signature }, { authorization: good.authorization }, { ...good, authorization: [] }]) {
+      expect(parseExactEvmPayload(raw)).toMatchObject({ reason: EVM_REJECTION.invalidPayload })
+    }
+    expect(checked).toBeGreaterThan(60)
   })
 })
 

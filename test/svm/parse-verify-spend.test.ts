@@ -1,8 +1,9 @@
 /**
  * The Solana adapter's steps as the core runs them: `parse` decodes the payload once and names its
  * replay domain; a verify that answered valid hands back the signed payment and what settling it
- * takes from which balance (`Verdict.spend`), with the balance before the transfer read from the
- * simulation's post-state of the source (no extra round trip).
+ * takes from which balance (`Verdict.spend`): alone on its source, its amount as the floor the
+ * simulation proved; with another settle of the source in flight, the balance before the transfer read
+ * from the simulation's post-state of the source (no extra round trip).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { dispatch } from '../../src/core/context.js'
@@ -54,6 +55,17 @@ function requestOf(adapter: SchemeAdapter, body: unknown, settling = true): Requ
 
 const verifyOf = (adapter: SchemeAdapter, r: Request) => adapter.verify(r.ctx, r.payload, r.reservation)
 
+/**
+ * A settle of the scenario's source kept in flight (verified, its reservation held): alone on its
+ * source, it holds its amount as the floor of the balance; the verifies of settles after it read the balance.
+ */
+async function settleInFlight(adapter: SchemeAdapter, s: PaymentScenario = spl): Promise<Request> {
+  const request = requestOf(adapter, await scenarioPaymentBody(chain.url, s, 1n))
+  const verdict = await verifyOf(adapter, request)
+  expect(verdict.spend).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 1n, balance: 1n, since: expect.any(Number) })
+  return request
+}
+
 describe('parse', () => {
   test('names the replay domain by network and message, offline; a re-signed copy of the message is the same payment', async () => {
     const adapter = adapterFor(spl)
@@ -95,8 +107,31 @@ describe('parse', () => {
 })
 
 describe('the verdict\'s spend', () => {
-  test('after a valid verify: the source token account, the amount and its real balance before the transfer, in the same one request', async () => {
+  test('a settle alone on its source holds its amount as the floor of the balance (proven by the simulation), without reading the account', async () => {
+    const sent: { method: string; params: unknown }[] = []
+    const adapter = adapterFor(spl, {
+      rpc: (network) => {
+        const inner = createHttpRpcTransport({ urls: network.urls })
+        return { request: (calls, signal) => (sent.push(...calls), inner.request(calls, signal)) }
+      },
+    })
+    const alone = requestOf(adapter, await scenarioPaymentBody(chain.url, spl, 1_234n))
+    const verdict = await verifyOf(adapter, alone)
+    expect(verdict.response).toEqual({ isValid: true, payer: spl.payer.address })
+    expect(verdict.spend).toEqual({ account: `${SOLANA_DEVNET}:${spl.payerAta}`, amount: 1_234n, balance: 1_234n, since: expect.any(Number) })
+    expect((sent.find((call) => call.method === 'simulateTransaction')!.params as [string, Record<string, unknown>])[1]).not.toHaveProperty('accounts')
+    // Verified again under its reservation (the core's retry after a refused hold): the balance is read.
+    const again = await verifyOf(adapter, alone)
+    expect(again.spend?.balance).toBe(tokenBalance(chain.svm, spl.payerAta))
+    // Once its settle call ends (the reservation released), the next settle of the source is alone again.
+    alone.reservation!.release()
+    const next = await verifyOf(adapter, requestOf(adapter, await scenarioPaymentBody(chain.url, spl, 7n)))
+    expect(next.spend?.balance).toBe(7n)
+  })
+
+  test('with another settle of the source in flight: the source token account, the amount and its real balance before the transfer, in the same one request', async () => {
     const adapter = adapterFor(spl)
+    await settleInFlight(adapter)
     const body = await scenarioPaymentBody(chain.url, spl, 1_234n)
     const balance = tokenBalance(chain.svm, spl.payerAta)
     chain.resetStats()
@@ -125,7 +160,8 @@ describe('the verdict\'s spend', () => {
     expect(plain.spend).toBeUndefined()
     const simulation = sent.find((call) => call.method === 'simulateTransaction')!
     expect((simulation.params as [string, Record<string, unknown>])[1]).not.toHaveProperty('accounts')
-    // A settle's verify asks for it.
+    // A settle's verify asks for it, once another settle of the source is in flight.
+    await settleInFlight(adapter)
     sent.length = 0
     const settling = await verifyOf(adapter, requestOf(adapter, await scenarioPaymentBody(chain.url, spl, 1_234n)))
     expect((sent.find((call) => call.method === 'simulateTransaction')!.params as [string, Record<string, unknown>])[1]).toHaveProperty('accounts')
@@ -136,6 +172,7 @@ describe('the verdict\'s spend', () => {
     const f = createFacilitator({ schemes: [adapterFor(spl)] })
     expect((await f.settle(await scenarioPaymentBody(chain.url, spl, 2_000n))).success).toBe(true)
     const adapter = adapterFor(spl)
+    await settleInFlight(adapter)
     const verdict = await verifyOf(adapter, requestOf(adapter, await scenarioPaymentBody(chain.url, spl, 5n)))
     expect(verdict.spend?.balance).toBe(tokenBalance(chain.svm, spl.payerAta))
   })
@@ -160,6 +197,8 @@ describe('the verdict\'s spend', () => {
       },
     })
     const asksAccounts = () => sent.filter((call) => call.method === 'simulateTransaction' && 'accounts' in (call.params as [string, Record<string, unknown>])[1]).length
+    await settleInFlight(adapter)
+    sent.length = 0
     const requests = await Promise.all([1n, 2n, 3n, 4n].map(async (amount) => requestOf(adapter, await scenarioPaymentBody(chain.url, spl, amount))))
     const balance = tokenBalance(chain.svm, spl.payerAta)
     const verdicts = await Promise.all(requests.map((r) => verifyOf(adapter, r)))
@@ -200,6 +239,8 @@ describe('the verdict\'s spend', () => {
         return { request: (calls, signal) => (sent.push(...calls), firstSent(), inner.request(calls, signal)) }
       },
     })
+    await settleInFlight(adapter)
+    sent.length = 0
     const failing = requestOf(adapter, await scenarioPaymentBody(chain.url, spl, 10n ** 12n))
     const fine = requestOf(adapter, await scenarioPaymentBody(chain.url, spl, 9n))
     // The failing payment's verify reads the balance; the other one, started once that read is out, shares it.
@@ -234,6 +275,7 @@ describe('the verdict\'s spend', () => {
       }
     }
     const blind = adapterFor(spl, { rpc: withoutAccounts })
+    await settleInFlight(blind)
     const verdict = await verifyOf(blind, requestOf(blind, await scenarioPaymentBody(chain.url, spl, 7n)))
     expect(verdict.response).toEqual({ isValid: true, payer: spl.payer.address })
     expect(verdict.spend).toBeUndefined()
@@ -243,6 +285,9 @@ describe('the verdict\'s spend', () => {
     const s = await createPaymentScenario(chain.svm, { tokenProgram: TOKEN_2022_PROGRAM, mintExtensions: [transferFeeExtension({ basisPoints: 1_000, maximumFee: 10n ** 12n })] })
     const adapter = adapterFor(s, { networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url, allowedMintExtensions: ['transferFee'] }] })
     const body = await scenarioPaymentBody(chain.url, s, 10_000n)
+    // Alone on its source: the amount it moves, fee included, as the floor.
+    const alone = await verifyOf(adapter, requestOf(adapter, structuredClone({ ...body, paymentRequirements: { ...body.paymentRequirements, amount: '9000' }, paymentPayload: { ...body.paymentPayload, accepted: { ...body.paymentPayload.accepted, amount: '9000' } } })))
+    expect(alone.spend).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 10_000n, balance: 10_000n, since: expect.any(Number) })
     body.paymentRequirements.amount = '9000'
     body.paymentPayload.accepted.amount = '9000'
     const verdict = await verifyOf(adapter, requestOf(adapter, body))

@@ -10,6 +10,8 @@ import {
   generateKeyPairSigner,
   getAddressEncoder,
   getBase58Decoder,
+  getBase58Encoder,
+  isAddress,
   getBase64Encoder,
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
@@ -19,7 +21,7 @@ import {
 import { getSetComputeUnitLimitInstruction, getSetComputeUnitPriceInstruction } from '@solana-program/compute-budget'
 import { getTransferCheckedInstruction } from '@solana-program/token'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { encodeBase58 } from '../../src/svm/codec/base58.js'
+import { decodeBase58, encodeBase58, isSolanaAddress } from '../../src/svm/codec/base58.js'
 import { MEMO_PROGRAM_ADDRESS } from '../../src/svm/rules/transaction-rules.js'
 import { readFeePayer, readWireTransaction } from '../../src/svm/codec/wire-transaction.js'
 import { buildTransaction } from '../support/svm-transactions.js'
@@ -36,6 +38,32 @@ describe('encodeBase58', () => {
     }
     expect(encodeBase58(new Uint8Array(32))).toBe('11111111111111111111111111111111')
     expect(encodeBase58(new Uint8Array([0xff]))).toBe('5Q')
+  })
+})
+
+describe('decodeBase58 and isSolanaAddress', () => {
+  it('read what kit reads, leading ones included, and judge addresses as kit\'s isAddress does', () => {
+    const kit = getBase58Encoder()
+    for (let i = 0; i < 3_000; i++) {
+      const bytes = new Uint8Array(randomBytes([0, 1, 2, 7, 31, 32, 33, 64][i % 8]!))
+      if (i % 3 === 0) bytes.fill(0, 0, Math.min(bytes.length, i % 5))
+      if (i % 17 === 0) bytes.fill(0)
+      const text = encodeBase58(bytes)
+      expect(decodeBase58(text)).toEqual(new Uint8Array(kit.encode(text)))
+      expect(isSolanaAddress(text)).toBe(isAddress(text))
+    }
+  })
+
+  it('refuses characters outside the alphabet and texts that are not 32 bytes', () => {
+    for (const text of ['0', 'O', 'I', 'l', '+', 'é', '1111111111111111111111111111111O']) {
+      expect(decodeBase58(text)).toBeUndefined()
+      expect(isSolanaAddress(text)).toBe(false)
+    }
+    for (const text of ['', '1'.repeat(31), '1'.repeat(33), 'z'.repeat(44), encodeBase58(new Uint8Array(33).fill(7))]) {
+      expect(isSolanaAddress(text)).toBe(isAddress(text))
+      expect(isSolanaAddress(text)).toBe(false)
+    }
+    expect(isSolanaAddress('11111111111111111111111111111111')).toBe(true)
   })
 })
 

@@ -1,5 +1,6 @@
 import { createPublicKey, KeyObject, sign, verify } from 'node:crypto'
 import { type Address, getAddressEncoder, type ReadonlyUint8Array, type SignatureBytes, type TransactionPartialSigner } from '@solana/kit'
+import { decodeBase58 } from '../codec/base58.js'
 import { isStrictEd25519PublicKey, isStrictEd25519SignatureEncoding } from './ed25519-strict.js'
 
 /** What a fee payer signs, and what its signatures look like: kit's partial-signer types. */
@@ -29,9 +30,11 @@ export function createEd25519Verifier(): Ed25519Verifier {
     let key = keys.get(address)
     if (key !== undefined) return key
     try {
-      const bytes = getAddressEncoder().encode(address)
+      // Our decoder, not kit's address codec: ~2 µs instead of ~20 for each new payer. Not 32 bytes: no key.
+      const decoded = address.length >= 32 && address.length <= 44 ? decodeBase58(address) : undefined
+      const bytes = decoded?.length === 32 ? decoded : undefined
       // A small-order or non-canonical key signs nothing the chain accepts; remembered as such, like a non-point.
-      if (isStrictEd25519PublicKey(bytes)) {
+      if (bytes && isStrictEd25519PublicKey(bytes)) {
         // A JWK imports faster than the equivalent DER SubjectPublicKeyInfo.
         key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(bytes).toString('base64url') }, format: 'jwk' })
       } else {

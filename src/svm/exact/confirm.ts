@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Blockhash } from '@solana/kit'
 import type { PaymentContext } from '../../core/adapter.js'
+import { timeBudget } from '../../core/deadline.js'
 import { FacilitatorError } from '../../errors/facilitator-error.js'
 import { REJECTION } from '../../errors/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
@@ -26,8 +27,17 @@ export interface Confirmation {
 
 /** Polls the signature status until confirmed, expired (blockhash no longer valid) or out of time. */
 export async function confirm(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation): Promise<SettleResponse> {
-  // The wait ends at the request's budget or at confirmTimeoutMs, whichever comes first.
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(rt.confirmTimeoutMs)])
+  // The wait ends at the request's budget or at confirmTimeoutMs, whichever comes first (ended with the wait: see timeBudget).
+  const budget = timeBudget(rt.confirmTimeoutMs, ctx.signal)
+  try {
+    return await waitFor(rt, ctx, runtime, c, budget.signal)
+  } finally {
+    budget.end()
+  }
+}
+
+/** confirm's polling, until `signal` (the smaller of both budgets) aborts. */
+async function waitFor(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation, signal: AbortSignal): Promise<SettleResponse> {
   // Leaders drop transactions under load; the same bytes are the same transaction, so they go again
   // every rebroadcastIntervalMs until the status appears or the blockhash expires.
   let nextOffer = c.offeredAt === undefined ? 0 : rt.rebroadcastIntervalMs > 0 ? c.offeredAt + rt.rebroadcastIntervalMs : Number.POSITIVE_INFINITY

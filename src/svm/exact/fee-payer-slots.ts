@@ -12,6 +12,8 @@ export interface FeePayerReservation extends SettleReservation {
    * failed: a later verify (the core's retry after a refused hold) reads the balance afresh.
    */
   readsAfresh: boolean
+  /** The source account a verify under this reservation counts as settling (see createVerify); cleared on release. */
+  settling?: { readonly account: string; readonly end: () => void }
 }
 
 /**
@@ -24,7 +26,15 @@ export function createFeePayerSlots(rt: ExactSvmRuntime): (ctx: PaymentContext, 
     // The fee payer is the message's first account.
     const feePayer = payload.transaction.accounts[0]
     // A payload without one of our fee payers never reaches a send: verify rejects it.
-    if (feePayer === undefined || !rt.feePayers.has(feePayer)) return { feePayer: undefined, readsAfresh: false, release() {} }
+    if (feePayer === undefined || !rt.feePayers.has(feePayer)) {
+      return {
+        feePayer: undefined,
+        readsAfresh: false,
+        release() {
+          this.settling?.end()
+        },
+      }
+    }
     const count = inFlight.get(feePayer) ?? 0
     if (count >= rt.maxInFlight) {
       throw new FacilitatorError('signer_busy', `fee payer ${feePayer} has ${rt.maxInFlight} settlements in flight; retry shortly`)
@@ -35,6 +45,7 @@ export function createFeePayerSlots(rt: ExactSvmRuntime): (ctx: PaymentContext, 
       feePayer,
       readsAfresh: false,
       release() {
+        this.settling?.end()
         if (!held) return
         held = false
         const left = (inFlight.get(feePayer) ?? 1) - 1

@@ -34,6 +34,27 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
   // landed since its moment against it (PayerSpend.since). Only a read still under way is shared,
   // so that moment is at most one round trip old.
   const balances = new Map<string, BalanceRead>()
+  // Settles in flight per source account (from their verify to the end of the settle call). A settle
+  // alone on its source holds only its own amount: the simulation that moved it proves the balance
+  // covers it, so the node need not copy the account out. With another in flight, the balance is read.
+  const settling = new Map<string, number>()
+  const track = (reservation: FeePayerReservation, account: string): number => {
+    if (reservation.settling) return (settling.get(account) ?? 1) - 1
+    const others = settling.get(account) ?? 0
+    settling.set(account, others + 1)
+    let ended = false
+    reservation.settling = {
+      account,
+      end() {
+        if (ended) return
+        ended = true
+        const left = (settling.get(account) ?? 1) - 1
+        if (left > 0) settling.set(account, left)
+        else settling.delete(account)
+      },
+    }
+    return others
+  }
 
   async function verify(ctx: PaymentContext, payload: ExactSvmPayload, reservation?: FeePayerReservation): Promise<Verdict<SignedPayment>> {
     const startedAt = Date.now()
@@ -56,15 +77,19 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
     let shared: BalanceRead | undefined
     let reading: ((balance: bigint | undefined) => void) | undefined
     let read: BalanceRead | undefined
+    let floor = false
     if (reservation) {
+      const others = track(reservation, account)
       shared = reservation.readsAfresh ? undefined : balances.get(account)
-      if (!shared) {
+      if (!shared && others === 0 && !reservation.readsAfresh) {
+        floor = true
+      } else if (!shared) {
         read = { since: startedAt, balance: new Promise<bigint | undefined>((resolve) => (reading = resolve)) }
         balances.set(account, read)
       }
     }
     try {
-      return await checkOnChain(ctx, runtime, signed, { account, startedAt, shared, reading, readsMint, readsEpoch, reservation })
+      return await checkOnChain(ctx, runtime, signed, { account, startedAt, shared, reading, floor, readsMint, readsEpoch, reservation })
     } finally {
       // Done: later verifies read for themselves. A read that failed (or threw) leaves its sharers to read afresh.
       if (read && balances.get(account) === read) balances.delete(account)
@@ -82,6 +107,8 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
       startedAt: number
       shared: BalanceRead | undefined
       reading: ((balance: bigint | undefined) => void) | undefined
+      /** Alone on its source: the spend's balance is the amount the simulation moved (no account read). */
+      floor: boolean
       readsMint: boolean
       readsEpoch: boolean
       reservation: FeePayerReservation | undefined
@@ -160,6 +187,12 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
       }
       if (reservation) reservation.readsAfresh = true
       return { response: valid, payment: signed, spend: { account, amount: payment.amount, balance, since: shared.since } }
+    }
+    if (read.floor) {
+      // The core holds it against what else is held on the source (another process's settles, through the
+      // store): anything besides it is refused, and verified again with the balance read (readsAfresh).
+      reservation!.readsAfresh = true
+      return { response: valid, payment: signed, spend: { account, amount: payment.amount, balance: payment.amount, since: read.startedAt } }
     }
     const balanceAfter = sourceBalanceOf(simulation.data.value.accounts, payment)
     if (balanceAfter === undefined) return { response: valid, payment: signed }

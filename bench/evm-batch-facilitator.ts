@@ -7,22 +7,18 @@
  * and gas per payment: the 10 deposits, one claim of the 10 channels' last vouchers and one sweep,
  * divided by the 1,000 payments, against the gas of one `exact` transferWithAuthorization settle.
  */
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
 import { BatchSettlementEvmScheme } from '@x402/evm/batch-settlement/facilitator'
 import type { Hex } from 'viem'
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts'
+import { mnemonicToAccount } from 'viem/accounts'
 import { createFacilitator } from '../src/index.js'
 import { evmSchemes, privateKeySigner } from '../src/evm/index.js'
-import { channelId } from '../src/evm/batch/codec.js'
 import { signExactEvmPayment } from '../src/evm/exact/sign-payment.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
-import { installBatchSettlement } from '../test/support/batch-settlement-contracts.js'
-import { channelConfig, erc3009DepositAuthorization, signVoucher } from '../test/support/batch-settlement-signing.js'
-import { startEvmFixture } from '../test/support/evm-fixture.js'
-import { installPermit2 } from '../test/support/permit2-contracts.js'
+import { signVoucher } from '../test/support/batch-settlement-signing.js'
+import { batchChannel, batchRequest, batchRequirements, depositPayload, newBatchReceiver, startBatchWorld } from '../test/support/batch-world.js'
+import { startFaultProxy, type FaultProxy } from '../test/support/fault-proxy.js'
 import { ANVIL_KEY, officialEvmSigner } from './evm.js'
 import { check, progress, row, runConcurrent, type Row } from './measure.js'
 
@@ -35,36 +31,18 @@ export const BATCH_FACILITATOR_COUNTS = {
 
 const PRICE = 1000n
 
-/** Forwards JSON-RPC to `upstream`, counting its calls (each call of a batch). */
-async function countingProxy(upstream: string, counter: { calls: number }): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks).toString()
-      const parsed = JSON.parse(body) as unknown
-      counter.calls += Array.isArray(parsed) ? parsed.length : 1
-      const answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text())
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return server
-}
-
 export async function benchEvmBatchFacilitator(): Promise<Row[]> {
   const { channels, vouchersPerChannel, concurrency } = BATCH_FACILITATOR_COUNTS
   const payments = channels * vouchersPerChannel
-  const world = await startEvmFixture({ signerCount: 2 })
-  const ourCalls = { calls: 0 }
-  let proxy: Server | undefined
+  const world = await startBatchWorld({ signerCount: 2 })
+  /** Our side's JSON-RPC calls: its `methods` (each call of a batch). */
+  let proxy: FaultProxy | undefined
   try {
-    await installPermit2(world.node)
-    await installBatchSettlement(world.node)
-    proxy = await countingProxy(world.node.rpcUrl, ourCalls)
-    const rpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
-    const authorizer = privateKeyToAccount(generatePrivateKey())
-    const receiver = privateKeyToAccount(generatePrivateKey()).address
+    proxy = await startFaultProxy(world.node.rpcUrl)
+    const ourCalls = proxy.methods
+    const rpc = proxy.url
+    const to = newBatchReceiver()
+    const { authorizer, receiver } = to
     const ourSigner = privateKeySigner(ANVIL_KEY(1))
     check(ourSigner.address === world.signers[0]!.address, 'our facilitator key is anvil account 1')
     const ours = createFacilitator({
@@ -76,16 +54,8 @@ export async function benchEvmBatchFacilitator(): Promise<Row[]> {
     const theirAccount = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 2 })
     const official = new x402Facilitator().register('eip155:84532', new BatchSettlementEvmScheme(officialEvmSigner(theirAccount, world.node.chain, world.node.rpcUrl, () => theirCalls++)))
 
-    const requirements = {
-      scheme: 'batch-settlement',
-      network: 'eip155:84532' as const,
-      amount: PRICE.toString(),
-      asset: world.token.address,
-      payTo: receiver,
-      maxTimeoutSeconds: 3600,
-      extra: { receiverAuthorizer: authorizer.address, withdrawDelay: 900, name: world.token.name, version: world.token.version },
-    }
-    const body = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements, payload }, paymentRequirements: requirements })
+    const requirements = batchRequirements(world, to, { amount: PRICE.toString() })
+    const body = (payload: unknown) => batchRequest(requirements, payload)
     const receipt = (hash: string) => world.node.publicClient.getTransactionReceipt({ hash: hash as Hex })
 
     // Ten channels, each funded for its hundred payments by a deposit settled here.
@@ -94,17 +64,8 @@ export async function benchEvmBatchFacilitator(): Promise<Row[]> {
     let depositGas = 0n
     for (let c = 0; c < channels; c++) {
       const payer = await world.newPayer(10n ** 9n)
-      const config = channelConfig({ payer: payer.address, receiver, receiverAuthorizer: authorizer.address, token: world.token.address, salt: generatePrivateKey() })
-      const id = channelId(config, 84532)
-      const amount = PRICE * BigInt(vouchersPerChannel)
-      const settled = await ours.settle(
-        body({
-          type: 'deposit',
-          channelConfig: config,
-          voucher: { channelId: id, maxClaimableAmount: PRICE.toString(), signature: await signVoucher(payer, 84532, id, PRICE) },
-          deposit: { amount: amount.toString(), authorization: { erc3009Authorization: await erc3009DepositAuthorization(payer, world.token, 84532, config, amount) } },
-        }),
-      )
+      const { config, id } = batchChannel(world, to, payer.address)
+      const settled = await ours.settle(body(await depositPayload(world, payer, config, PRICE * BigInt(vouchersPerChannel), PRICE)))
       check(settled.success, `deposit ${c}: ${settled.errorReason}`)
       depositGas += (await receipt(settled.transaction)).gasUsed
       opened.push({ payer, config, id })
@@ -128,9 +89,9 @@ export async function benchEvmBatchFacilitator(): Promise<Row[]> {
         check(answer.isValid, `voucher ${v.ceiling} of channel ${v.channel}: ${answer.invalidReason}`)
       })
     }
-    const ourBefore = ourCalls.calls
+    const ourBefore = ourCalls.length
     const ourRun = await verifyAll((b) => ours.verify(b))
-    const ourPerVerify = (ourCalls.calls - ourBefore) / payments
+    const ourPerVerify = (ourCalls.length - ourBefore) / payments
     const theirRun = await verifyAll((b) => official.verify(b.paymentPayload as unknown as OfficialPayload, b.paymentRequirements as unknown as OfficialRequirements))
     const theirPerVerify = theirCalls / payments
 
@@ -175,7 +136,7 @@ export async function benchEvmBatchFacilitator(): Promise<Row[]> {
       row('batch', `gas per payment: 1 claim + 1 sweep over ${payments} payments (deposits aside), against one exact transfer`, 'gas', 'lower', settlePerPayment, Number(exactGas), 'theirs = our exact settle (transferWithAuthorization)'),
     ]
   } finally {
-    proxy?.close()
+    await proxy?.close()
     await world.stop()
   }
 }

@@ -53,12 +53,17 @@ export interface FaultProxy {
   close(): Promise<void>
 }
 
+export interface FaultProxyOptions {
+  /** Called with the body of each answer relayed from upstream (as the node sent it). */
+  onAnswer?: (body: string) => void
+}
+
 /**
  * A loopback HTTP proxy in front of a real RPC endpoint (anvil, the Solana
  * test RPC) that delays, hangs, errors or cuts connections on demand. The
  * chain behind it stays real; only the path to it is faulty.
  */
-export async function startFaultProxy(target: string): Promise<FaultProxy> {
+export async function startFaultProxy(target: string, options: FaultProxyOptions = {}): Promise<FaultProxy> {
   const upstream = new URL(target)
   let mode: FaultMode = { kind: 'pass' }
   let scoped:
@@ -79,6 +84,11 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
           return
         }
         res.writeHead(answer.statusCode ?? 502, answer.headers)
+        if (options.onAnswer) {
+          const chunks: Buffer[] = []
+          answer.on('data', (c: Buffer) => chunks.push(c))
+          answer.on('end', () => options.onAnswer?.(Buffer.concat(chunks).toString('utf8')))
+        }
         answer.pipe(res)
       },
     )

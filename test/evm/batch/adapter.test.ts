@@ -4,79 +4,46 @@
  * verified (an EOA voucher with fresh state without any RPC request), hostile vouchers refused, a
  * claim over several channels signed by our delegated receiver authorizer, the sweep, refunds.
  */
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BatchSettlementEvmScheme, computeChannelId, InMemoryClientChannelStorage } from '@x402/evm/batch-settlement/client'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { Hex, LocalAccount } from 'viem'
 import { createFacilitator, type Facilitator } from '../../../src/facilitator/facilitator.js'
-import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
 import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
-import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
-import { channelConfig, erc3009DepositAuthorization, signVoucher } from '../../support/batch-settlement-signing.js'
+import { channelConfig, signVoucher } from '../../support/batch-settlement-signing.js'
+import { batchRequest, batchRequirements, batchScheme, channelOnChain, delegatingBatchFacilitator, depositPayload, newBatchReceiver, startBatchWorld } from '../../support/batch-world.js'
 import { deploySmartWallet, fundPayer, tokenBalance } from '../../support/evm-contracts.js'
 import { channelId } from '../../../src/evm/batch/codec.js'
 import { encodeFunctionData, getAddress, zeroAddress } from 'viem'
-import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
-import { approvePermit2, installPermit2 } from '../../support/permit2-contracts.js'
+import type { EvmFixture } from '../../support/evm-fixture.js'
+import { startFaultProxy, type FaultProxy } from '../../support/fault-proxy.js'
+import { approvePermit2 } from '../../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: Facilitator
-let proxy: Server
-let rpcRequests = 0
+/** Counts the adapter's JSON-RPC requests on their way to anvil (`requests`). */
+let proxy: FaultProxy
 let rpc: string
-const authorizer = privateKeyToAccount(generatePrivateKey())
-const receiver = privateKeyToAccount(generatePrivateKey()).address
-
-/** Counts the adapter's JSON-RPC requests on their way to anvil. */
-async function countingProxy(upstream: string): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', async () => {
-      rpcRequests++
-      const answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) })
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text())
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return server
-}
+const to = newBatchReceiver()
+const { authorizer, receiver } = to
 
 beforeAll(async () => {
-  world = await startEvmFixture()
-  await installPermit2(world.node)
-  await installBatchSettlement(world.node)
-  proxy = await countingProxy(world.node.rpcUrl)
-  rpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
-  facilitator = createFacilitator({
-    schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true, confirmTimeoutMs: 20_000 })],
-  })
+  world = await startBatchWorld()
+  proxy = await startFaultProxy(world.node.rpcUrl)
+  rpc = proxy.url
+  facilitator = delegatingBatchFacilitator(world, rpc, authorizer)
 }, 120_000)
 afterAll(async () => {
-  proxy?.close()
+  await proxy?.close()
   await world?.stop()
 })
 
-const requirements = (extra: Record<string, unknown> = {}) => ({
-  scheme: 'batch-settlement',
-  network: 'eip155:84532' as const,
-  amount: '1000',
-  asset: world.token.address,
-  payTo: receiver,
-  maxTimeoutSeconds: 3600,
-  extra: { receiverAuthorizer: authorizer.address, withdrawDelay: 900, name: world.token.name, version: world.token.version, ...extra },
-})
+const requirements = (extra: Record<string, unknown> = {}) => batchRequirements(world, to, { extra })
 
 async function pay(client: BatchSettlementEvmScheme, reqs = requirements()) {
   const made = await client.createPaymentPayload(2, reqs)
-  return { body: { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: made.payload }, paymentRequirements: reqs }, payload: made.payload as Record<string, unknown> }
-}
-
-async function channelOnChain(id: Hex): Promise<readonly [bigint, bigint]> {
-  return world.node.publicClient.readContract({ address: BATCH_SETTLEMENT_ADDRESS, abi: batchSettlementAbi, functionName: 'channels', args: [id] })
+  return { body: batchRequest(reqs, made.payload), payload: made.payload as Record<string, unknown> }
 }
 
 /** A payer whose channel holds `deposit` after an EIP-3009 deposit settled through the facilitator. */
@@ -100,7 +67,7 @@ describe('batchSettlementEvm', () => {
   })
 
   it('reports the RPC, the three contracts and the signers ready', async () => {
-    const adapter = batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers })
+    const adapter = batchScheme(world, rpc)
     const checks = await adapter.readiness!(AbortSignal.timeout(10_000))
     expect(checks.map((c) => [c.name.split(' 0x')[0], c.ok])).toEqual([
       ['rpc eip155:84532', true],
@@ -120,12 +87,12 @@ describe('batchSettlementEvm', () => {
     expect(verified).toMatchObject({ isValid: true, payer: payer.address, extra: { channelId: id, balance: '0', totalClaimed: '0', withdrawRequestedAt: 0, refundNonce: '0' } })
     const settled = await facilitator.settle(body)
     expect(settled).toMatchObject({ success: true, network: 'eip155:84532', payer: payer.address, amount: '5000', asset: world.token.address, extra: { channelState: { channelId: id, balance: '5000', totalClaimed: '0' } } })
-    expect(await channelOnChain(id)).toEqual([5000n, 0n])
+    expect(await channelOnChain(world, id)).toEqual([5000n, 0n])
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(995_000n)
     // The same deposit again is not sent twice.
     const again = await facilitator.settle(body)
     expect(again.transaction).toBe(settled.transaction)
-    expect(await channelOnChain(id)).toEqual([5000n, 0n])
+    expect(await channelOnChain(world, id)).toEqual([5000n, 0n])
   })
 
   it('settles a Permit2 deposit from the official client', async () => {
@@ -135,7 +102,7 @@ describe('batchSettlementEvm', () => {
     const reqs = requirements({ assetTransferMethod: 'permit2' })
     const { body, payload } = await pay(new BatchSettlementEvmScheme(payer), reqs)
     expect(await facilitator.settle(body)).toMatchObject({ success: true, amount: '5000' })
-    expect(await channelOnChain((payload.voucher as { channelId: Hex }).channelId)).toEqual([5000n, 0n])
+    expect(await channelOnChain(world, (payload.voucher as { channelId: Hex }).channelId)).toEqual([5000n, 0n])
   })
 
   it('refuses a deposit from a payer without the funds, sending nothing', async () => {
@@ -150,10 +117,10 @@ describe('batchSettlementEvm', () => {
     const first = await pay(client)
     expect(first.payload.type).toBe('voucher')
     expect(await facilitator.verify(first.body)).toMatchObject({ isValid: true, extra: { balance: '10000', totalClaimed: '0' } })
-    const before = rpcRequests
+    const before = proxy.requests
     const second = await facilitator.verify(first.body)
     expect(second).toMatchObject({ isValid: true })
-    expect(rpcRequests - before).toBe(0)
+    expect(proxy.requests - before).toBe(0)
   })
 
   it('refuses forged vouchers, a config that does not hash to its id, and ceilings beyond the balance', async () => {
@@ -180,11 +147,11 @@ describe('batchSettlementEvm', () => {
       claims.push({ voucher: { channel: client.buildChannelConfig(requirements()), maxClaimableAmount: ceiling.toString() }, signature: await signVoucher(payer, 84532, id, ceiling), totalClaimed: ceiling.toString() })
     }
     const reqs = requirements()
-    const claim = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'claim', claims } }, paymentRequirements: reqs }
+    const claim = batchRequest(reqs, { type: 'claim', claims })
     expect(await facilitator.verify(claim)).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_payload_type' })
     const claimed = await facilitator.settle(claim)
     expect(claimed).toMatchObject({ success: true, amount: '' })
-    expect(await channelOnChain(channels[2]!.id)).toEqual([10_000n, 4000n])
+    expect(await channelOnChain(world, channels[2]!.id)).toEqual([10_000n, 4000n])
     // The same rows in another order raise nothing: refused, no gas spent.
     const replay = { ...claim, paymentPayload: { ...claim.paymentPayload, payload: { type: 'claim', claims: [...claims].reverse() } } }
     expect(await facilitator.settle(replay)).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_claim_payload', transaction: '' })
@@ -205,13 +172,13 @@ describe('batchSettlementEvm', () => {
     const voucher = { channelId: id, maxClaimableAmount: '1000', signature: await signVoucher(payer, 84532, id, 1000n) }
     const config = client.buildChannelConfig(reqs)
     const claims = [{ voucher: { channel: config, maxClaimableAmount: '1000' }, signature: voucher.signature, totalClaimed: '1000' }]
-    const refund = (nonce: string) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'refund', channelConfig: config, voucher, amount: '4000', refundNonce: nonce, claims } }, paymentRequirements: reqs })
+    const refund = (nonce: string) => batchRequest(reqs, { type: 'refund', channelConfig: config, voucher, amount: '4000', refundNonce: nonce, claims })
     expect(await facilitator.verify(refund('0'))).toMatchObject({ isValid: true, extra: { refundNonce: '0' } })
     const before = await tokenBalance(world.node, world.token, payer.address)
     const refunded = await facilitator.settle(refund('0'))
     expect(refunded).toMatchObject({ success: true, payer: payer.address, amount: '4000', extra: { channelState: { balance: '6000', totalClaimed: '1000', refundNonce: '1' } } })
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(before + 4000n)
-    expect(await channelOnChain(id)).toEqual([6000n, 1000n])
+    expect(await channelOnChain(world, id)).toEqual([6000n, 1000n])
     // The same refund again is answered from its record; another amount on the same nonce is a duplicate; nothing is sent.
     expect(await facilitator.settle(refund('0'))).toMatchObject({ success: true, transaction: refunded.transaction })
     const other = refund('0')
@@ -219,17 +186,17 @@ describe('batchSettlementEvm', () => {
     expect(await facilitator.settle(other)).toMatchObject({ success: false, errorReason: 'duplicate_settlement' })
     // A nonce that is not the channel's next is refused before anything is sent.
     expect(await facilitator.settle(refund('5'))).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_payload', transaction: '' })
-    expect(await channelOnChain(id)).toEqual([6000n, 1000n])
+    expect(await channelOnChain(world, id)).toEqual([6000n, 1000n])
   })
 
   it('refuses a refund it would have to sign unless delegated refunds are allowed, sending nothing', async () => {
     const { client, payer, id } = await openChannel()
-    const strict = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer })] })
+    const strict = createFacilitator({ schemes: [batchScheme(world, rpc, { receiverAuthorizer: authorizer })] })
     const reqs = requirements()
     const voucher = { channelId: id, maxClaimableAmount: '0', signature: await signVoucher(payer, 84532, id, 0n) }
-    const body = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'refund', channelConfig: client.buildChannelConfig(reqs), voucher, amount: '100', refundNonce: '0', claims: [] } }, paymentRequirements: reqs }
+    const body = batchRequest(reqs, { type: 'refund', channelConfig: client.buildChannelConfig(reqs), voucher, amount: '100', refundNonce: '0', claims: [] })
     expect(await strict.settle(body)).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_authorizer_not_configured', transaction: '' })
-    expect(await channelOnChain(id)).toEqual([10_000n, 0n])
+    expect(await channelOnChain(world, id)).toEqual([10_000n, 0n])
   })
 
   it('verifies an ERC-1271 voucher (no payer authorizer) through the payer wallet, on chain each time', async () => {
@@ -240,13 +207,13 @@ describe('batchSettlementEvm', () => {
     const id = channelId(config, 84532)
     const reqs = requirements()
     const voucher = async (amount: bigint, by = owner) => ({ channelId: id, maxClaimableAmount: amount.toString(), signature: await signVoucher(by, 84532, id, amount) })
-    const deposit = { type: 'deposit', channelConfig: config, voucher: await voucher(1000n), deposit: { amount: '20000', authorization: { erc3009Authorization: await erc3009DepositAuthorization(owner, world.token, 84532, config, 20_000n) } } }
-    const wrap = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload }, paymentRequirements: reqs })
+    const deposit = await depositPayload(world, owner, config, 20_000n)
+    const wrap = (payload: unknown) => batchRequest(reqs, payload)
     expect(await facilitator.settle(wrap(deposit))).toMatchObject({ success: true, payer: wallet, amount: '20000' })
-    expect(await channelOnChain(id)).toEqual([20_000n, 0n])
-    const before = rpcRequests
+    expect(await channelOnChain(world, id)).toEqual([20_000n, 0n])
+    const before = proxy.requests
     expect(await facilitator.verify(wrap({ type: 'voucher', channelConfig: config, voucher: await voucher(2000n) }))).toMatchObject({ isValid: true, payer: wallet })
-    expect(rpcRequests).toBeGreaterThan(before)
+    expect(proxy.requests).toBeGreaterThan(before)
     expect(await facilitator.verify(wrap({ type: 'voucher', channelConfig: config, voucher: await voucher(2000n, privateKeyToAccount(generatePrivateKey())) }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_voucher_signature' })
   })
 
@@ -259,11 +226,11 @@ describe('batchSettlementEvm', () => {
     const hash = await world.node.walletClient(payer).sendTransaction({ account: payer, chain: world.node.chain, to: BATCH_SETTLEMENT_ADDRESS, data: initiate })
     expect((await world.node.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success')
     const signature = await signVoucher(payer, 84532, id, 3000n)
-    const refundProbe = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'refund', channelConfig: config, voucher: { channelId: id, maxClaimableAmount: '3000', signature } } }, paymentRequirements: reqs }
+    const refundProbe = batchRequest(reqs, { type: 'refund', channelConfig: config, voucher: { channelId: id, maxClaimableAmount: '3000', signature } })
     const verified = await facilitator.verify(refundProbe)
     expect(verified.isValid).toBe(true)
     expect((verified.extra as { withdrawRequestedAt: number }).withdrawRequestedAt).toBeGreaterThan(0)
-    const claim = { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: { type: 'claim', claims: [{ voucher: { channel: config, maxClaimableAmount: '3000' }, signature, totalClaimed: '3000' }] } }, paymentRequirements: reqs }
+    const claim = batchRequest(reqs, { type: 'claim', claims: [{ voucher: { channel: config, maxClaimableAmount: '3000' }, signature, totalClaimed: '3000' }] })
     expect(await facilitator.settle(claim)).toMatchObject({ success: true })
     await world.node.testClient.increaseTime({ seconds: 901 })
     await world.node.testClient.mine({ blocks: 1 })
@@ -272,11 +239,11 @@ describe('batchSettlementEvm', () => {
     const done = await world.node.walletClient(payer).sendTransaction({ account: payer, chain: world.node.chain, to: BATCH_SETTLEMENT_ADDRESS, data: finalize })
     expect((await world.node.publicClient.waitForTransactionReceipt({ hash: done })).status).toBe('success')
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(balance + 7_000n)
-    expect(await channelOnChain(id)).toEqual([3_000n, 3_000n])
+    expect(await channelOnChain(world, id)).toEqual([3_000n, 3_000n])
   })
 
   it('answers settlement_pending with the transaction when the receipt does not come in time, then finishes it on a retry', async () => {
-    const impatient = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, confirmTimeoutMs: 300 })] })
+    const impatient = createFacilitator({ schemes: [batchScheme(world, rpc, { confirmTimeoutMs: 300 })] })
     const payer = await world.newPayer(1_000_000n)
     const { body, payload } = await pay(new BatchSettlementEvmScheme(payer))
     await world.node.testClient.setAutomine(false)
@@ -291,6 +258,6 @@ describe('batchSettlementEvm', () => {
     await world.node.testClient.mine({ blocks: 1 })
     const finished = await impatient.settle(body)
     expect(finished).toMatchObject({ success: true, transaction: pending.transaction, amount: '5000' })
-    expect(await channelOnChain((payload.voucher as { channelId: Hex }).channelId)).toEqual([5000n, 0n])
+    expect(await channelOnChain(world, (payload.voucher as { channelId: Hex }).channelId)).toEqual([5000n, 0n])
   }, 60_000)
 })

@@ -6,93 +6,54 @@
  * settled by one instance drops the state for the other, which then refuses a voucher below the new
  * claimed total.
  */
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { Hex } from 'viem'
 import { createFacilitator, type Facilitator } from '../../../src/facilitator/facilitator.js'
-import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
-import { channelId } from '../../../src/evm/batch/codec.js'
 import { createMemoryStore } from '../../../src/stores/memory-store.js'
-import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
-import { channelConfig, erc3009DepositAuthorization, signVoucher } from '../../support/batch-settlement-signing.js'
-import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
-import { installPermit2 } from '../../support/permit2-contracts.js'
+import { signVoucher } from '../../support/batch-settlement-signing.js'
+import { batchChannel, batchRequest, batchRequirements, batchScheme, depositPayload, newBatchReceiver, startBatchWorld } from '../../support/batch-world.js'
+import type { EvmFixture } from '../../support/evm-fixture.js'
+import { startFaultProxy, type FaultProxy } from '../../support/fault-proxy.js'
 
 let world: EvmFixture
-let proxy: Server
+/** Counts the JSON-RPC calls that reach the node (a batch counts each of its calls). */
+let proxy: FaultProxy
 let rpc: string
-/** JSON-RPC calls that reached the node through the proxy (a batch counts each of its calls). */
-let calls = 0
 let first: Facilitator
 let second: Facilitator
-const authorizer = privateKeyToAccount(generatePrivateKey())
-const receiver = privateKeyToAccount(generatePrivateKey()).address
+const to = newBatchReceiver()
+const { authorizer } = to
 const TTL_MS = 1_500
 
-async function countingProxy(upstream: string): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks).toString()
-      const parsed = JSON.parse(body) as unknown
-      calls += Array.isArray(parsed) ? parsed.length : 1
-      const answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text())
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return server
-}
-
 beforeAll(async () => {
-  world = await startEvmFixture()
-  await installPermit2(world.node)
-  await installBatchSettlement(world.node)
-  proxy = await countingProxy(world.node.rpcUrl)
-  rpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  world = await startBatchWorld()
+  proxy = await startFaultProxy(world.node.rpcUrl)
+  rpc = proxy.url
   const store = createMemoryStore()
-  const adapter = () => batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, confirmTimeoutMs: 20_000, channelStateTtlMs: TTL_MS })
+  const adapter = () => batchScheme(world, rpc, { receiverAuthorizer: authorizer, confirmTimeoutMs: 20_000, channelStateTtlMs: TTL_MS })
   first = createFacilitator({ store, schemes: [adapter()] })
   second = createFacilitator({ store, schemes: [adapter()] })
 }, 120_000)
 afterAll(async () => {
-  proxy?.close()
+  await proxy?.close()
   await world?.stop()
 })
 
-const requirements = () => ({
-  scheme: 'batch-settlement',
-  network: 'eip155:84532' as const,
-  amount: '1000',
-  asset: world.token.address,
-  payTo: receiver,
-  maxTimeoutSeconds: 3600,
-  extra: { receiverAuthorizer: authorizer.address, withdrawDelay: 900, name: world.token.name, version: world.token.version },
-})
-const wrap = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements(), payload }, paymentRequirements: requirements() })
+const wrap = (payload: unknown) => batchRequest(batchRequirements(world, to), payload)
 
 /** JSON-RPC calls `work` made. */
 async function counted(work: () => Promise<unknown>): Promise<number> {
-  const before = calls
+  const before = proxy.methods.length
   await work()
-  return calls - before
+  return proxy.methods.length - before
 }
 
 describe('batch-settlement channel state in the settlement store', () => {
   it('verifies EOA vouchers on another instance with no request while the state is fresh, with one after its TTL, and drops it for every instance on a claim', async () => {
     const payer = await world.newPayer(1_000_000n)
-    const config = channelConfig({ payer: payer.address, receiver, receiverAuthorizer: authorizer.address, token: world.token.address, salt: generatePrivateKey() })
-    const id = channelId(config, 84532)
+    const { config, id } = batchChannel(world, to, payer.address)
     const voucher = async (ceiling: bigint) => wrap({ type: 'voucher', channelConfig: config, voucher: { channelId: id, maxClaimableAmount: ceiling.toString(), signature: await signVoucher(payer, 84532, id, ceiling) } })
-    const deposit = wrap({
-      type: 'deposit',
-      channelConfig: config,
-      voucher: { channelId: id, maxClaimableAmount: '1000', signature: await signVoucher(payer, 84532, id, 1000n) },
-      deposit: { amount: '10000', authorization: { erc3009Authorization: await erc3009DepositAuthorization(payer, world.token, 84532, config, 10_000n) } },
-    })
+    const deposit = wrap(await depositPayload(world, payer, config, 10_000n))
     expect(await first.settle(deposit)).toMatchObject({ success: true, extra: { channelState: { balance: '10000' } } })
 
     // The other instance: the state the deposit's settle stored, no request.
@@ -125,16 +86,10 @@ describe('batch-settlement channel state in the settlement store', () => {
       delete: () => Promise.reject(new Error('store down')),
     }
     const payer = await world.newPayer(1_000_000n)
-    const config = channelConfig({ payer: payer.address, receiver, receiverAuthorizer: authorizer.address, token: world.token.address, salt: generatePrivateKey() })
-    const id = channelId(config, 84532)
-    const deposit = wrap({
-      type: 'deposit',
-      channelConfig: config,
-      voucher: { channelId: id, maxClaimableAmount: '1000', signature: await signVoucher(payer, 84532, id, 1000n) },
-      deposit: { amount: '10000', authorization: { erc3009Authorization: await erc3009DepositAuthorization(payer, world.token, 84532, config, 10_000n) } },
-    })
+    const { config, id } = batchChannel(world, to, payer.address)
+    const deposit = wrap(await depositPayload(world, payer, config, 10_000n))
     expect(await first.settle(deposit)).toMatchObject({ success: true })
-    const lone = createFacilitator({ store: broken as never, schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer })] })
+    const lone = createFacilitator({ store: broken as never, schemes: [batchScheme(world, rpc, { receiverAuthorizer: authorizer })] })
     const body = wrap({ type: 'voucher', channelConfig: config, voucher: { channelId: id as Hex, maxClaimableAmount: '2000', signature: await signVoucher(payer, 84532, id, 2000n) } })
     let answer
     expect(await counted(async () => (answer = await lone.verify(body)))).toBe(1)

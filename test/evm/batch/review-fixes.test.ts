@@ -5,80 +5,40 @@
  * verdict), every refund rule at /verify, remembered channel state dropped when a settle is resumed,
  * and `signer_busy` when every signer is at its in-flight bound.
  */
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { encodeFunctionData, getAddress, serializeErc6492Signature, zeroAddress, type Address, type Hex, type LocalAccount } from 'viem'
 import { createFacilitator, type Facilitator } from '../../../src/facilitator/facilitator.js'
-import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
 import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
-import { channelId, type ChannelConfig } from '../../../src/evm/batch/codec.js'
+import type { ChannelConfig } from '../../../src/evm/batch/codec.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
-import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
-import { channelConfig, erc3009DepositAuthorization, signRefund, signVoucher } from '../../support/batch-settlement-signing.js'
+import { signRefund, signVoucher } from '../../support/batch-settlement-signing.js'
+import { batchChannel, batchRequest, batchRequirements, batchScheme, channelOnChain, delegatingBatchFacilitator, depositPayload, newBatchReceiver, startBatchWorld } from '../../support/batch-world.js'
 import { deploySmartWallet, fundPayer } from '../../support/evm-contracts.js'
-import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
-import { installPermit2 } from '../../support/permit2-contracts.js'
+import type { EvmFixture } from '../../support/evm-fixture.js'
+import { startFaultProxy, type FaultProxy } from '../../support/fault-proxy.js'
 
 let world: EvmFixture
 let facilitator: Facilitator
-let proxy: Server
+/** Forwards JSON-RPC to anvil; a test makes it fail (HTTP 502) the requests it names, as an unreachable upstream would. */
+let proxy: FaultProxy
 let rpc: string
-/** Fails (HTTP 502) the JSON-RPC requests it matches, while set. */
-let failing: ((body: string) => boolean) | undefined
-const authorizer = privateKeyToAccount(generatePrivateKey())
-const receiver = privateKeyToAccount(generatePrivateKey()).address
-
-/** Forwards JSON-RPC to anvil, failing what `failing` matches as an unreachable upstream would. */
-async function faultyProxy(upstream: string): Promise<Server> {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', async () => {
-      const body = Buffer.concat(chunks).toString()
-      if (failing?.(body)) {
-        res.writeHead(502).end('bad gateway')
-        return
-      }
-      const answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text())
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return server
-}
+const to = newBatchReceiver()
+const { authorizer } = to
 
 beforeAll(async () => {
-  world = await startEvmFixture()
-  await installPermit2(world.node)
-  await installBatchSettlement(world.node)
-  proxy = await faultyProxy(world.node.rpcUrl)
-  rpc = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
-  facilitator = createFacilitator({
-    schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true, confirmTimeoutMs: 20_000 })],
-  })
+  world = await startBatchWorld()
+  proxy = await startFaultProxy(world.node.rpcUrl)
+  rpc = proxy.url
+  facilitator = delegatingBatchFacilitator(world, rpc, authorizer)
 }, 120_000)
 afterAll(async () => {
   await world?.node.testClient.setAutomine(true).catch(() => undefined)
-  proxy?.close()
+  await proxy?.close()
   await world?.stop()
 })
 
-const requirements = () => ({
-  scheme: 'batch-settlement',
-  network: 'eip155:84532' as const,
-  amount: '1000',
-  asset: world.token.address,
-  payTo: receiver,
-  maxTimeoutSeconds: 3600,
-  extra: { receiverAuthorizer: authorizer.address, withdrawDelay: 900, name: world.token.name, version: world.token.version },
-})
-const wrap = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements(), payload }, paymentRequirements: requirements() })
-
-async function channelOnChain(id: Hex): Promise<readonly [bigint, bigint]> {
-  return world.node.publicClient.readContract({ address: BATCH_SETTLEMENT_ADDRESS, abi: batchSettlementAbi, functionName: 'channels', args: [id] })
-}
+const wrap = (payload: unknown) => batchRequest(batchRequirements(world, to), payload)
 
 interface Channel {
   readonly config: ChannelConfig
@@ -91,14 +51,8 @@ interface Channel {
 async function openChannel(amount = 10_000n, wallet?: { address: Address; owner: LocalAccount }, through: Facilitator = facilitator): Promise<Channel> {
   const signer = wallet?.owner ?? (await world.newPayer(1_000_000n))
   const payer = wallet?.address ?? signer.address
-  const config = channelConfig({ payer, ...(wallet ? { payerAuthorizer: zeroAddress } : {}), receiver, receiverAuthorizer: authorizer.address, token: world.token.address, salt: generatePrivateKey() })
-  const id = channelId(config, 84532)
-  const deposit = {
-    type: 'deposit',
-    channelConfig: config,
-    voucher: { channelId: id, maxClaimableAmount: '1000', signature: await signVoucher(signer, 84532, id, 1000n) },
-    deposit: { amount: amount.toString(), authorization: { erc3009Authorization: await erc3009DepositAuthorization(signer, world.token, 84532, config, amount) } },
-  }
+  const { config, id } = batchChannel(world, to, payer, wallet ? zeroAddress : undefined)
+  const deposit = await depositPayload(world, signer, config, amount)
   expect(await through.settle(wrap(deposit))).toMatchObject({ success: true, amount: amount.toString() })
   return { config, id, signer }
 }
@@ -129,7 +83,7 @@ describe('batchSettlementEvm review fixes', () => {
     expect((verified.extra as { withdrawRequestedAt: number }).withdrawRequestedAt).toBeGreaterThan(0)
     expect(await facilitator.verify(wrap(await voucherPayload(c, 10_001n)))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_cumulative_exceeds_balance' })
     expect(await facilitator.settle(wrap(await claimPayload(c, 10_000n)))).toMatchObject({ success: true })
-    expect(await channelOnChain(c.id)).toEqual([10_000n, 10_000n])
+    expect(await channelOnChain(world, c.id)).toEqual([10_000n, 10_000n])
   })
 
   it('refuses an ERC-6492-wrapped voucher signature of a deployed wallet, which the contract would not take', async () => {
@@ -153,13 +107,19 @@ describe('batchSettlementEvm review fixes', () => {
     await fundPayer(world.node, world.token, wallet, 100_000n)
     const c = await openChannel(20_000n, { address: wallet, owner })
     const body = wrap(await voucherPayload(c, 2000n))
-    failing = (request) => request.includes('"eth_call"') && request.toLowerCase().includes(wallet.toLowerCase()) && request.includes('0x1626ba7e')
+    const badGateway = { kind: 'error', status: 502 } as const
+    proxy.setModeFor(['eth_call'], badGateway, {
+      matching: (calls) => {
+        const request = JSON.stringify(calls)
+        return request.toLowerCase().includes(wallet.toLowerCase()) && request.includes('0x1626ba7e')
+      },
+    })
     try {
       await expect(facilitator.verify(body)).rejects.toMatchObject({ code: expect.stringMatching(/^rpc_/) })
-      failing = (request) => request.includes('"eth_getCode"')
+      proxy.setModeFor(['eth_getCode'], badGateway)
       await expect(facilitator.verify(body)).rejects.toMatchObject({ code: expect.stringMatching(/^rpc_/) })
     } finally {
-      failing = undefined
+      proxy.setMode({ kind: 'pass' })
     }
     expect(await facilitator.verify(body)).toMatchObject({ isValid: true, payer: wallet })
   })
@@ -184,17 +144,17 @@ describe('batchSettlementEvm review fixes', () => {
     expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '0', refundAuthorizerSignature: signed }))).toMatchObject({ isValid: true })
     // Completed without a signature: ours to sign only when delegated and allowed.
     expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '0' }))).toMatchObject({ isValid: true })
-    const strict = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer })] })
+    const strict = createFacilitator({ schemes: [batchScheme(world, rpc, { receiverAuthorizer: authorizer })] })
     expect(await strict.verify(refund({ amount: '1000', refundNonce: '0' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_authorizer_not_configured' })
     // Everything claimed: nothing left to refund.
     const all = { channelId: c.id, maxClaimableAmount: '10000', signature: await signVoucher(c.signer, 84532, c.id, 10_000n) }
     expect(await facilitator.verify(wrap({ type: 'refund', channelConfig: c.config, voucher: all }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_no_balance' })
-    expect(await channelOnChain(c.id)).toEqual([10_000n, 0n])
+    expect(await channelOnChain(world, c.id)).toEqual([10_000n, 0n])
   })
 
   it('forgets what it remembered of a channel when it resumes a claim, so a voucher below the new claimed total is refused', async () => {
     const patient = createFacilitator({
-      schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, confirmTimeoutMs: 300, channelStateTtlMs: 120_000 })],
+      schemes: [batchScheme(world, rpc, { receiverAuthorizer: authorizer, confirmTimeoutMs: 300, channelStateTtlMs: 120_000 })],
     })
     const c = await openChannel(10_000n, undefined, patient)
     const low = wrap(await voucherPayload(c, 2000n))
@@ -209,14 +169,14 @@ describe('batchSettlementEvm review fixes', () => {
       await world.node.testClient.setAutomine(true)
     }
     await world.node.testClient.mine({ blocks: 1 })
-    expect(await channelOnChain(c.id)).toEqual([10_000n, 3000n])
+    expect(await channelOnChain(world, c.id)).toEqual([10_000n, 3000n])
     expect(await patient.settle(claim)).toMatchObject({ success: true })
     expect(await patient.verify(low)).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_cumulative_below_claimed' })
   }, 60_000)
 
   it('answers signer_busy when every signer holds its bound of settlements in flight, sending nothing more', async () => {
     const bounded = createFacilitator({
-      schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [rpc] }], signers: world.signers, receiverAuthorizer: authorizer, confirmTimeoutMs: 5_000, maxInFlightSettlesPerSigner: 1 })],
+      schemes: [batchScheme(world, rpc, { receiverAuthorizer: authorizer, confirmTimeoutMs: 5_000, maxInFlightSettlesPerSigner: 1 })],
     })
     const [a, b] = [await openChannel(), await openChannel()]
     const signer = world.signers[0]!.address
@@ -236,6 +196,6 @@ describe('batchSettlementEvm review fixes', () => {
     await world.node.testClient.mine({ blocks: 1 })
     expect(await first).toMatchObject({ success: true })
     expect(await bounded.settle(wrap(await claimPayload(b, 2000n)))).toMatchObject({ success: true })
-    expect(await channelOnChain(b.id)).toEqual([10_000n, 2000n])
+    expect(await channelOnChain(world, b.id)).toEqual([10_000n, 2000n])
   }, 60_000)
 })

@@ -6,52 +6,33 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BatchSettlementEvmScheme, computeChannelId, InMemoryClientChannelStorage } from '@x402/evm/batch-settlement/client'
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { Hex, LocalAccount } from 'viem'
 import { createFacilitator, type Facilitator } from '../../../src/facilitator/facilitator.js'
 import { createHandler } from '../../../src/http/index.js'
 import { batchSettlementEvm } from '../../../src/evm/batch/index.js'
-import { batchSettlementAbi } from '../../../src/evm/batch/abi.js'
 import { BATCH_SETTLEMENT_ADDRESS } from '../../../src/evm/batch/constants.js'
 import { BatchChain } from '../../../src/evm/batch/chain.js'
 import { createEvmSetup } from '../../../src/evm/evm-setup.js'
-import { installBatchSettlement } from '../../support/batch-settlement-contracts.js'
 import { signRefund, signVoucher } from '../../support/batch-settlement-signing.js'
-import { startEvmFixture, type EvmFixture } from '../../support/evm-fixture.js'
-import { installPermit2 } from '../../support/permit2-contracts.js'
+import { batchRequest, batchRequirements, batchScheme, channelOnChain, delegatingBatchFacilitator, newBatchReceiver, startBatchWorld } from '../../support/batch-world.js'
+import type { EvmFixture } from '../../support/evm-fixture.js'
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
 let world: EvmFixture
 let facilitator: Facilitator
-const authorizer = privateKeyToAccount(generatePrivateKey())
-const receiver = privateKeyToAccount(generatePrivateKey()).address
+const to = newBatchReceiver()
+const { authorizer, receiver } = to
 
 beforeAll(async () => {
-  world = await startEvmFixture({ signerCount: 2 })
-  await installPermit2(world.node)
-  await installBatchSettlement(world.node)
-  facilitator = createFacilitator({
-    schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl] }], signers: world.signers, receiverAuthorizer: authorizer, allowDelegatedRefunds: true, confirmTimeoutMs: 20_000 })],
-  })
+  world = await startBatchWorld({ signerCount: 2 })
+  facilitator = delegatingBatchFacilitator(world, world.node.rpcUrl, authorizer)
 }, 120_000)
 afterAll(async () => {
   await world?.stop()
 })
 
-const requirements = () => ({
-  scheme: 'batch-settlement',
-  network: 'eip155:84532' as const,
-  amount: '1000',
-  asset: world.token.address,
-  payTo: receiver,
-  maxTimeoutSeconds: 3600,
-  extra: { receiverAuthorizer: authorizer.address, withdrawDelay: 900, name: world.token.name, version: world.token.version },
-})
-const wrap = (payload: unknown) => ({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements(), payload }, paymentRequirements: requirements() })
-
-async function channelOnChain(id: Hex): Promise<readonly [bigint, bigint]> {
-  return world.node.publicClient.readContract({ address: BATCH_SETTLEMENT_ADDRESS, abi: batchSettlementAbi, functionName: 'channels', args: [id] })
-}
+const requirements = () => batchRequirements(world, to)
+const wrap = (payload: unknown) => batchRequest(requirements(), payload)
 
 async function sentBySigners(): Promise<number> {
   const counts = await Promise.all(world.signers.map((s) => world.node.publicClient.getTransactionCount({ address: s.address })))
@@ -99,11 +80,11 @@ describe('batchSettlementEvm settle guards', () => {
     const answer = await facilitator.settle(wrap({ type: 'refund', channelConfig: config, voucher, amount: '100', refundNonce: '0', claims: [], refundAuthorizerSignature }))
     expect(answer).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_authorizer_address_mismatch', transaction: '' })
     expect(await sentBySigners()).toBe(before)
-    expect(await channelOnChain(id)).toEqual([10_000n, 0n])
+    expect(await channelOnChain(world, id)).toEqual([10_000n, 0n])
   })
 
   it('refuses a settle transaction whose gas estimate exceeds maxSettlementGas, sending nothing', async () => {
-    const capped = createFacilitator({ schemes: [batchSettlementEvm({ networks: [{ network: 'eip155:84532', rpcUrls: [world.node.rpcUrl] }], signers: world.signers, maxSettlementGas: 50_000n })] })
+    const capped = createFacilitator({ schemes: [batchScheme(world, world.node.rpcUrl, { maxSettlementGas: 50_000n })] })
     const payer = await world.newPayer(1_000_000n)
     const client = new BatchSettlementEvmScheme(payer)
     const made = await client.createPaymentPayload(2, requirements())
@@ -147,7 +128,7 @@ describe('batchSettlementEvm settle guards', () => {
     expect(answers[0]).toMatchObject({ success: true })
     expect(answers[1]).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_claim_payload', transaction: '' })
     expect(await sentBySigners()).toBe(before + 1)
-    expect(await channelOnChain(id)).toEqual([10_000n, 4000n])
+    expect(await channelOnChain(world, id)).toEqual([10_000n, 4000n])
   }, 60_000)
 
   it('settles a refund our receiver authorizer signs only for authenticated HTTP callers', async () => {
@@ -161,11 +142,11 @@ describe('batchSettlementEvm settle guards', () => {
     expect(open).toMatchObject({ success: false, errorReason: 'settle_requires_authentication', transaction: '' })
     expect(open).not.toHaveProperty('amount')
     expect(await sentBySigners()).toBe(before)
-    expect(await channelOnChain(id)).toEqual([10_000n, 0n])
+    expect(await channelOnChain(world, id)).toEqual([10_000n, 0n])
     const guarded = createHandler(facilitator, { authenticate: (request) => request.headers.get('authorization') === 'Bearer service' })
     expect((await guarded(post())).status).toBe(401)
     expect(await (await guarded(post({ authorization: 'Bearer service' }))).json()).toMatchObject({ success: true, amount: '100' })
-    expect(await channelOnChain(id)).toEqual([9_900n, 0n])
+    expect(await channelOnChain(world, id)).toEqual([9_900n, 0n])
   })
 
   it('refuses in the lane without signing or journaling, and drops lanes nobody waits on', async () => {

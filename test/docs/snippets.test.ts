@@ -13,6 +13,7 @@ import { deployTestToken, multicall3RuntimeCode } from '../support/evm-contracts
 import { startRedisServer, type RedisServer } from '../support/redis-server.js'
 import { inPool, runSnippet, type SnippetRun } from './run-snippets.js'
 import { checkSnippets, exampleSnippets, markdownSnippets, type Snippet, type SnippetProblem } from './snippets.js'
+import { PUBLIC_ENTRIES } from '../package/public-names.js'
 
 // Every TypeScript block of the docs and every `@example` of the public API is compiled against
 // the built package's types (`x402-facilitator/evm` resolves through package.json `exports` to
@@ -27,22 +28,8 @@ import { checkSnippets, exampleSnippets, markdownSnippets, type Snippet, type Sn
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> }
 
-// The sources of the package's entry points, by subpath (tsup.config.ts builds them).
-const ENTRIES: Record<string, string> = {
-  '.': 'src/index.ts',
-  './http': 'src/http/index.ts',
-  './testing': 'src/testing/index.ts',
-  './evm': 'src/evm/index.ts',
-  './svm': 'src/svm/index.ts',
-  './stores/redis': 'src/stores/redis-store.ts',
-  './metrics': 'src/ops/metrics.ts',
-  './stores/sqlite': 'src/stores/sqlite/index.ts',
-  './stores/postgres': 'src/stores/postgres/index.ts',
-  './server': 'src/resource-server/index.ts',
-  './stats': 'src/stats/index.ts',
-  './catalog': 'src/catalog/index.ts',
-  './ledger': 'src/ledger/index.ts',
-}
+// The sources of the package's entry points, by subpath (tsup.config.ts builds them): the ones the public surface pins.
+const ENTRIES: Record<string, string> = Object.fromEntries(Object.entries(PUBLIC_ENTRIES).map(([subpath, { source }]) => [subpath, source]))
 
 const markdownFiles = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).sort().map((name) => `docs/${name}`)]
 

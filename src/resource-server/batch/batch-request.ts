@@ -6,7 +6,7 @@
  * the new state (with the voucher) is stored before the answer leaves. A refund skips the work.
  */
 import type { Hex } from 'viem'
-import type { DepositPayload, RefundPayload, VoucherPayload } from '../../evm/batch/codec.js'
+import { channelId, type DepositPayload, type RefundPayload, type VoucherPayload } from '../../evm/batch/codec.js'
 import { parseBatchPayload } from '../../evm/batch/parse.js'
 import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
@@ -21,7 +21,6 @@ import type { BatchOfferTerms } from './offer-terms.js'
 import type { PaymentOffer } from '../payment-required.js'
 import { noteSweepPending } from './claim-policy.js'
 import { completeRefund } from './refund-settlement.js'
-import { cachedChannelId } from './voucher-hashes.js'
 
 /** What the paywall hands over for one batch-settlement request. */
 export interface PaywallBatchCall {
@@ -55,7 +54,7 @@ export async function serveBatchRequest(runtime: BatchRuntime, call: BatchCall):
   }
   const id = payload.voucher.channelId
   // A config that does not hash to its id takes no lease on someone else's channel.
-  if (cachedChannelId(payload.channelConfig, terms.chainId) !== id) return call.challenge(R.channelIdMismatch)
+  if (channelId(payload.channelConfig, terms.chainId) !== id) return call.challenge(R.channelIdMismatch)
   const holder = `${runtime.instance}:${crypto.randomUUID()}`
   if (!(await runtime.store.acquire(id, holder, runtime.leaseMs))) return call.challenge(R.channelBusy)
   try {

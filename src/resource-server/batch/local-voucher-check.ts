@@ -4,12 +4,10 @@
  * the payer authorizer signed it (one ECDSA recovery), and it fits the balance above what is claimed.
  */
 import { isAddressEqual, zeroAddress } from 'viem'
-import { isContractRecoverable, type VoucherPayload } from '../../evm/batch/codec.js'
+import { isEoaVoucherSigned, type VoucherPayload } from '../../evm/batch/codec.js'
 import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
-import { recoverAuthorizationSigner } from '../../evm/crypto/recover-signer.js'
 import type { ChannelState } from './channel-state.js'
 import type { BatchOfferTerms } from './offer-terms.js'
-import { fastVoucherDigest } from './voucher-hashes.js'
 
 /** Whether this voucher may be checked here: an EOA payer authorizer, fresh state, no withdrawal pending. */
 export function canCheckLocally(payload: VoucherPayload, state: ChannelState | undefined, freshMs: number, now: number): state is ChannelState {
@@ -29,10 +27,8 @@ export async function checkVoucherLocally(payload: VoucherPayload, state: Channe
   const id = payload.voucher.channelId
   if (id !== state.channelId) return R.channelIdMismatch
   const max = payload.voucher.maxClaimableAmount
-  // What the contract's ECDSA accepts (low s, v 27 or 28), recovered on the fast backend when installed.
-  const signature = payload.voucher.signature
-  const signer = isContractRecoverable(signature) ? await recoverAuthorizationSigner(fastVoucherDigest(terms.chainId, id, max), signature) : undefined
-  if (!signer || !isAddressEqual(signer, config.payerAuthorizer)) return R.voucherSignature
+  // The facilitator's own check: what the contract's ECDSA accepts (low s, v 27 or 28), one recovery on the fast backend.
+  if (!(await isEoaVoucherSigned(config, terms.chainId, id, max, payload.voucher.signature))) return R.voucherSignature
   if (max > state.balance) return R.cumulativeExceedsBalance
   if (max <= (claimed > state.totalClaimed ? claimed : state.totalClaimed)) return R.cumulativeBelowClaimed
   return undefined

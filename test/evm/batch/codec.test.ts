@@ -7,6 +7,8 @@ import { BatchSettlementEvmScheme, computeChannelId, InMemoryClientChannelStorag
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import type { Address } from 'viem'
 import { hashTypedData } from 'viem'
+import { batchSettlementDomain, channelConfigTypes } from '../../../src/evm/batch/constants.js'
+import { loadKeccak } from '../../../src/evm/crypto/keccak.js'
 import { channelId, depositPayloadSchema, isEoaVoucherSigned, refundPayloadSchema, voucherDigest, voucherPayloadSchema, voucherTypedData } from '../../../src/evm/batch/codec.js'
 
 const payer = privateKeyToAccount(generatePrivateKey())
@@ -73,10 +75,27 @@ describe('batch-settlement codec against the official client', () => {
     expect(depositPayloadSchema.safeParse({ ...good, type: 'deposit', deposit: { amount: '1', authorization: {} } }).success).toBe(false)
   })
 
-  it('hashes a voucher as EIP-712 typed data does, on any chain and for any amount', () => {
-    for (const [chainId, amount] of [[84532, 0n], [8453, 1000n], [1, 2n ** 128n - 1n], [84532, 123456789n]] as const) {
-      const id = `0x${Math.floor(Math.random() * 2 ** 40).toString(16).padStart(64, '0')}` as const
-      expect(voucherDigest(chainId, id, amount)).toBe(hashTypedData(voucherTypedData(chainId, id, amount)))
+  it('hashes a voucher as EIP-712 typed data does, on any chain and for any amount, on both keccak backends', async () => {
+    const check = () => {
+      for (const [chainId, amount] of [[84532, 0n], [8453, 1000n], [1, 2n ** 128n - 1n], [84532, 123456789n], [84532, 2n ** 64n + 7n]] as const) {
+        const id = `0x${Math.floor(Math.random() * 2 ** 40).toString(16).padStart(64, '0')}` as const
+        expect(voucherDigest(chainId, id, amount)).toBe(hashTypedData(voucherTypedData(chainId, id, amount)))
+      }
     }
+    check()
+    await loadKeccak()
+    check()
+  })
+
+  it('remembers channel ids per chain and config, each the EIP-712 hash of its config', () => {
+    const config = { payer: '0x1111111111111111111111111111111111111111', payerAuthorizer: '0x1111111111111111111111111111111111111111', receiver: '0x2222222222222222222222222222222222222222', receiverAuthorizer: '0x3333333333333333333333333333333333333333', token: '0x4444444444444444444444444444444444444444', withdrawDelay: 900, salt: `0x${'00'.repeat(32)}` } as const
+    const typed = (c: typeof config | { salt: `0x${string}` } & Omit<typeof config, 'salt'>, chainId: number) =>
+      hashTypedData({ domain: batchSettlementDomain(chainId), types: channelConfigTypes, primaryType: 'ChannelConfig', message: c })
+    expect(channelId(config, 84532)).toBe(typed(config, 84532))
+    expect(channelId(config, 84532)).toBe(typed(config, 84532))
+    expect(channelId(config, 8453)).toBe(typed(config, 8453))
+    const salted = { ...config, salt: `0x${'01'.repeat(32)}` as const }
+    expect(channelId(salted, 84532)).toBe(typed(salted, 84532))
+    expect(channelId(salted, 84532)).not.toBe(channelId(config, 84532))
   })
 })

@@ -403,7 +403,7 @@ describe('evmSchemes: upto through Permit2', () => {
   })
 
   it('holds the amount actually charged (Verdict.spend): the usage on settle, the maximum on verify', async () => {
-    const { upto, payer, requirements, contextFor } = await uptoAdapterPayment()
+    const { upto, requirements, contextFor } = await uptoAdapterPayment()
     const forVerify = await verifyDirectly(upto, contextFor(requirements))
     expect(forVerify.response).toMatchObject({ isValid: true })
     expect(forVerify.spend).toMatchObject({ amount: 5000n, balance: 1_000_000n })

@@ -5,7 +5,6 @@
  * state recovering through the corrective 402; a payer's timed withdrawal answered by a claim at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { BatchSettlementEvmScheme as BatchClient } from '@x402/evm/batch-settlement/client'
 import { toClientEvmSigner } from '@x402/evm'
 import { encodeFunctionData } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'

@@ -4,9 +4,8 @@
  * claim-batch digests, and the recovery of an EOA voucher's signer (no RPC).
  */
 import * as z from 'zod'
-import { domainSeparator, getAddress, hashTypedData, isAddressEqual, stringToHex, zeroAddress, type Address, type Hex } from 'viem'
+import { domainSeparator, getAddress, hashTypedData, stringToHex, type Address, type Hex } from 'viem'
 import { keccak256 } from '../crypto/keccak.js'
-import { recoverAuthorizationSigner } from '../crypto/recover-signer.js'
 import { batchSettlementDomain, channelConfigTypes, claimBatchTypes, refundTypes, voucherTypes } from './constants.js'
 
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte hex address')
@@ -184,17 +183,6 @@ export function voucherDigest(chainId: number, id: Hex, maxClaimableAmount: bigi
   return keccak256(`0x1901${separator}${struct.slice(2)}`)
 }
 
-/**
- * Whether an EOA voucher (a config with a payer authorizer) was signed by that authorizer: an
- * ECDSA recovery, no RPC. Configs with a zero payer authorizer need the chain (ERC-1271 via the payer).
- */
-export async function isEoaVoucherSigned(channel: ChannelConfig, chainId: number, id: Hex, maxClaimableAmount: bigint, signature: Hex): Promise<boolean> {
-  if (isAddressEqual(channel.payerAuthorizer, zeroAddress)) throw new Error('the channel has no payer authorizer: its vouchers are checked through the payer (ERC-1271)')
-  if (!isContractRecoverable(signature)) return false
-  // The process's fastest recovery (libsecp256k1 when installed), the same answers as viem's.
-  const signer = await recoverAuthorizationSigner(voucherDigest(chainId, id, maxClaimableAmount), signature)
-  return signer !== undefined && isAddressEqual(signer, channel.payerAuthorizer)
-}
 
 const SECP256K1_HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n
 

@@ -4,15 +4,16 @@
  * code. An ERC-6492 envelope is never unwrapped there, so it is never valid here. A node that does
  * not answer is a fault of ours (`rpc_*`), never a verdict against the signer.
  */
-import { isAddressEqual, isErc6492Signature, type Address, type Hex, type PublicClient } from 'viem'
+import { isAddressEqual, isErc6492Signature, zeroAddress, type Address, type Hex, type PublicClient } from 'viem'
 import { recoverAuthorizationSigner } from '../crypto/recover-signer.js'
 import { nodeRefusal } from '../chain/node-answers.js'
 import { toRpcFault } from '../chain/rpc-fault.js'
 import { isValidSignatureCalldata } from '../codec/calldata.js'
-import { isContractRecoverable } from './codec.js'
+import { isContractRecoverable, voucherDigest, type ChannelConfig } from './codec.js'
+import { ERC1271_MAGIC_VALUE } from '../codec/abi.js'
 
 /** `isValidSignature`'s magic value as the 32-byte word SignatureChecker compares. */
-const MAGIC_WORD = `0x1626ba7e${'0'.repeat(56)}`
+const MAGIC_WORD = `${ERC1271_MAGIC_VALUE}${'0'.repeat(56)}`
 
 /** Whether `signature` is in an ERC-6492 envelope (a wallet not deployed yet): the contract cannot take it. */
 export function isErc6492(signature: Hex): boolean {
@@ -28,6 +29,15 @@ export async function ecdsaSignedBy(signer: Address, digest: Hex, signature: Hex
   if (!isContractRecoverable(signature)) return false
   const recovered = await recoverAuthorizationSigner(digest, signature)
   return recovered !== undefined && isAddressEqual(recovered, signer)
+}
+
+/**
+ * Whether an EOA voucher (a config with a payer authorizer) was signed by that authorizer: an
+ * ECDSA recovery, no RPC. Configs with a zero payer authorizer need the chain (ERC-1271 via the payer).
+ */
+export function isEoaVoucherSigned(channel: ChannelConfig, chainId: number, id: Hex, maxClaimableAmount: bigint, signature: Hex): Promise<boolean> {
+  if (isAddressEqual(channel.payerAuthorizer, zeroAddress)) throw new Error('the channel has no payer authorizer: its vouchers are checked through the payer (ERC-1271)')
+  return ecdsaSignedBy(channel.payerAuthorizer, voucherDigest(chainId, id, maxClaimableAmount), signature)
 }
 
 /**

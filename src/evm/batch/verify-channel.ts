@@ -7,7 +7,7 @@ import type { PaymentContext } from '../../core/adapter.js'
 import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain } from './chain.js'
-import { channelId, isEoaVoucherSigned, voucherDigest, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
+import { channelId, voucherDigest, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
 import {
   ERC3009_DEPOSIT_COLLECTOR_ADDRESS,
   MAX_WITHDRAW_DELAY,
@@ -17,7 +17,7 @@ import {
   receiveWithAuthorizationTypes,
 } from './constants.js'
 import { BATCH_REJECTION as R } from './reasons.js'
-import { ecdsaSignedBy, isErc6492, signatureCheckerValid } from './signature-check.js'
+import { ecdsaSignedBy, isEoaVoucherSigned, isErc6492, signatureCheckerValid } from './signature-check.js'
 
 export interface Refusal {
   readonly reason: string

@@ -5,7 +5,7 @@ import { aggregate3Calldata } from '../codec/calldata.js'
 import type { PayeeCredit } from '../asset-policy.js'
 import type { FeeQuote, NetworkRuntime } from './network-runtime.js'
 import { PAYEE_PROBE_GAS, payeeRejection, probePayeeCredit } from './payee-probe.js'
-import { feeFields, nodeAnswer, nodeRefusal, quantity, revertReason, revertReasonOf, unfundedSigner, whenRefused, type SettlementSender } from './node-answers.js'
+import { feeFields, nodeAnswer, nodeRefusal, quantity, revertReasonOf, unfundedSigner, whenRefused, type SettlementSender } from './node-answers.js'
 import { EVM_REJECTION, type Rejection } from '../reasons.js'
 import { toRpcFault } from './rpc-fault.js'
 

@@ -4,7 +4,8 @@
  * the payer authorizer signed it (one ECDSA recovery), and it fits the balance above what is claimed.
  */
 import { isAddressEqual, zeroAddress } from 'viem'
-import { isEoaVoucherSigned, type VoucherPayload } from '../../evm/batch/codec.js'
+import type { VoucherPayload } from '../../evm/batch/codec.js'
+import { isEoaVoucherSigned } from '../../evm/batch/signature-check.js'
 import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
 import type { ChannelState } from './channel-state.js'
 import type { BatchOfferTerms } from './offer-terms.js'

@@ -9,7 +9,8 @@ import type { Address } from 'viem'
 import { hashTypedData } from 'viem'
 import { batchSettlementDomain, channelConfigTypes } from '../../../src/evm/batch/constants.js'
 import { loadKeccak } from '../../../src/evm/crypto/keccak.js'
-import { channelId, depositPayloadSchema, isEoaVoucherSigned, refundPayloadSchema, voucherDigest, voucherPayloadSchema, voucherTypedData } from '../../../src/evm/batch/codec.js'
+import { isEoaVoucherSigned } from '../../../src/evm/batch/signature-check.js'
+import { channelId, depositPayloadSchema, refundPayloadSchema, voucherDigest, voucherPayloadSchema, voucherTypedData } from '../../../src/evm/batch/codec.js'
 
 const payer = privateKeyToAccount(generatePrivateKey())
 const receiverAuthorizer = privateKeyToAccount(generatePrivateKey()).address

@@ -170,10 +170,29 @@ export async function writeResponse(response: Response, res: ServerResponse): Pr
     const existing = headers[name]
     headers[name] = existing === undefined ? value : ([] as string[]).concat(existing, value)
   })
-  res.writeHead(response.status, headers)
   if (!response.body) {
+    res.writeHead(response.status, headers)
     res.end()
     return
   }
-  res.end(Buffer.from(await response.arrayBuffer()))
+  const body = await readBody(response.body)
+  // With its length given, node:http writes head and body at once instead of chunked framing.
+  if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) headers['content-length'] = String(body.byteLength)
+  res.writeHead(response.status, headers)
+  res.end(body)
+}
+
+// The stream's reader directly: half the CPU of `arrayBuffer()`, which goes through more layers of promises.
+async function readBody(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const reader = stream.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    if (!(value instanceof Uint8Array)) throw new TypeError('a response body chunk is not a Uint8Array')
+    chunks.push(value)
+    size += value.byteLength
+  }
+  return concatBytes(chunks, size)
 }

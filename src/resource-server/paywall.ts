@@ -6,7 +6,7 @@ import type { SettleResponse, SupportedResponse } from '../schemas/messages.js'
 import type { PaymentPayload } from '../schemas/payload.js'
 import type { PaymentRequirements, ResourceInfo } from '../schemas/requirements.js'
 import type { BatchSettlementServer } from './batch/batch-settlement-server.js'
-import { decodePaymentHeader, encodePaymentResponseHeader } from './payment-headers.js'
+import { decodePaymentHeader, encodePaymentResponseHeader, withSettlementHeaders } from './payment-headers.js'
 import {
   isMeteredOffer,
   type PaymentChallengeInput,
@@ -275,9 +275,7 @@ async function servePaid(request: Request, options: PaywallOptions, offers: read
     return faultResponse(error)
   }
   if (!settlement.success) return challenge(settlement.errorReason ?? 'settlement_failed')
-  const headers = new Headers(response.headers)
-  for (const [name, value] of Object.entries(encodePaymentResponseHeader(payload.x402Version, settlement))) headers.set(name, value)
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+  return withSettlementHeaders(response, encodePaymentResponseHeader(payload.x402Version, settlement))
 }
 
 /** The amount to charge for the work's answer, or what the work got wrong. */

@@ -12,7 +12,7 @@ import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
 import type { PaymentPayloadV2 } from '../../schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../schemas/requirements.js'
-import { encodePaymentResponseHeader } from '../payment-headers.js'
+import { encodePaymentResponseHeader, withSettlementHeaders } from '../payment-headers.js'
 import type { MeteredResponse, PaidWork } from '../paywall.js'
 import { channelStateWire, readMirroredFields, type ChannelState, type MirroredFields } from './channel-state.js'
 import type { BatchRuntime } from './batch-runtime.js'
@@ -184,9 +184,7 @@ async function refund(runtime: BatchRuntime, call: BatchCall, payload: RefundPay
 }
 
 function withPaymentResponse(response: Response, settlement: SettleResponse): Response {
-  const headers = new Headers(response.headers)
-  for (const [name, value] of Object.entries(encodePaymentResponseHeader(2, settlement))) headers.set(name, value)
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
+  return withSettlementHeaders(response, encodePaymentResponseHeader(2, settlement))
 }
 
 // By shape, as the paywall does: a framework may answer with another fetch implementation's Response.

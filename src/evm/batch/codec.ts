@@ -142,6 +142,18 @@ const CHANNEL_ID_CACHE = 10_000
 
 /** The channel id: the EIP-712 hash of the config under the batch-settlement domain of `chainId`. */
 export function channelId(channel: ChannelConfig, chainId: number): Hex {
+  // A config object read once per channel (parseBatchPayload's) skips building the key.
+  const byObject = idsByConfig.get(channel)
+  if (byObject?.chainId === chainId) return byObject.id
+  const id = channelIdOf(channel, chainId)
+  if (Object.isFrozen(channel)) idsByConfig.set(channel, { chainId, id })
+  return id
+}
+
+/** Ids of frozen configs by the object (a frozen one cannot change under its id). */
+const idsByConfig = new WeakMap<ChannelConfig, { chainId: number; id: Hex }>()
+
+function channelIdOf(channel: ChannelConfig, chainId: number): Hex {
   const key = `${chainId}|${channel.payer}|${channel.payerAuthorizer}|${channel.receiver}|${channel.receiverAuthorizer}|${channel.token}|${channel.withdrawDelay}|${channel.salt}`.toLowerCase()
   const known = channelIds.get(key)
   if (known) return known

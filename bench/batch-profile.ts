@@ -2,15 +2,17 @@
  * Where a signed-ahead batch voucher's CPU goes, one side at a time (not part of `npm run bench`):
  * the bench's own setup, then `presigned` vouchers per channel sent as in bench/evm-batch.ts, with
  * this process's CPU per voucher, and a CPU profile of that phase alone when `--profile <file>`.
- * `bare` answers the same requests from a plain node:http server: the floor of HTTP and the client.
+ * `bare` answers the same requests from a plain node:http server: the floor of HTTP and the client;
+ * `listener` through createNodeListener with a handler answering as the paywall does (the web Request/Response cost).
  *
- *   node --import tsx bench/batch-profile.ts ours|theirs|bare [--rounds N] [--profile out.cpuprofile]
+ *   node --expose-gc --import tsx bench/batch-profile.ts ours|theirs|bare|listener [--remote] [--rounds N] [--profile out.cpuprofile]
  */
 import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { LocalAccount } from 'viem'
+import { createNodeListener } from '../src/http/node-listener.js'
 import { installBatchSettlement } from '../test/support/batch-settlement-contracts.js'
 import { startEvmFixture } from '../test/support/evm-fixture.js'
 import { installPermit2 } from '../test/support/permit2-contracts.js'
@@ -18,7 +20,7 @@ import { BATCH_COUNTS, client, ourSide, presign, startBatchLoad, theirSide, type
 import { check, ownCpuMs, processCpuMs } from './measure.js'
 
 const args = process.argv.slice(2)
-const which = args[0] as 'ours' | 'theirs' | 'bare'
+const which = args[0] as 'ours' | 'theirs' | 'bare' | 'listener'
 const rounds = Number(args[args.indexOf('--rounds') + 1] || 3) || 3
 const profileFile = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined
 // --remote: the requests come from bench/batch-load.ts in its own process (node:http client).
@@ -61,13 +63,19 @@ async function send(ahead: string[][]) {
 // Warm-up: two rounds of channels, untimed.
 for (let i = 0; i < 2; i++) {
   const ahead = await channels(BATCH_COUNTS.channels)
-  if (which === 'bare') await startBare()
+  if (which === 'bare' || which === 'listener') await startBare()
   await send(ahead)
 }
 async function startBare() {
   if (bare) return
   const body = JSON.stringify({ ok: true })
-  const server = createServer((req, res) => {
+  // `listener`: createNodeListener with a handler that answers as the paywall does, without the paywall.
+  const viaListener = createNodeListener(async () => {
+    const response = Response.json({ ok: true })
+    response.headers.set('PAYMENT-RESPONSE', sampleResponse)
+    return response
+  })
+  const server = createServer(which === 'listener' ? viaListener : (req, res) => {
     req.resume()
     res.writeHead(200, { 'content-type': 'application/json', 'PAYMENT-RESPONSE': sampleResponse, 'content-length': Buffer.byteLength(body) })
     res.end(body)
@@ -90,13 +98,15 @@ for (let r = 0; r < rounds; r++) {
   if (profileFile && r === rounds - 1) await session.post('Profiler.start')
   globalThis.gc?.()
   const cpu = ownCpuMs()
+  const usage = process.cpuUsage()
   const loadCpu = processCpuMs(load?.pid)
   const started = performance.now()
   await send(ahead)
   const wall = performance.now() - started
   const used = ownCpuMs() - cpu
+  const split = process.cpuUsage(usage)
   const loadUsed = load ? processCpuMs(load.pid)! - loadCpu! : 0
-  results.push(`${which} round ${r}: ${((vouchers / wall) * 1000).toFixed(0)} vouchers/s, ${((used * 1000) / vouchers).toFixed(0)} µs CPU per voucher (wall ${((wall * 1000) / vouchers).toFixed(0)} µs)${load ? `, load generator ${((loadUsed * 1000) / vouchers).toFixed(0)} µs` : ''}`)
+  results.push(`${which} round ${r}: ${((vouchers / wall) * 1000).toFixed(0)} vouchers/s, ${((used * 1000) / vouchers).toFixed(0)} µs CPU per voucher (user ${(split.user / vouchers).toFixed(0)}, system ${(split.system / vouchers).toFixed(0)}; wall ${((wall * 1000) / vouchers).toFixed(0)} µs)${load ? `, load generator ${((loadUsed * 1000) / vouchers).toFixed(0)} µs` : ''}`)
   if (profileFile && r === rounds - 1) {
     const { profile } = await session.post('Profiler.stop')
     writeFileSync(profileFile, JSON.stringify(profile))

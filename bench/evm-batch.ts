@@ -54,6 +54,8 @@ export const BATCH_COUNTS = {
   vouchersPerChannel: 50,
   /** Untimed calls per side before the timed run, on a channel of their own (V8 compiles the hot code). */
   warmup: 100,
+  /** Then untimed vouchers signed ahead on that channel, through the load generator (the timed path). */
+  warmupPresigned: 300,
   /** Pre-signed vouchers per channel sent without the client (the server and facilitator alone). */
   presigned: 100,
 }
@@ -130,7 +132,7 @@ async function runSide(world: EvmFixture, side: Side, load: BatchLoad, warmUp: b
     const warm = client(await world.newPayer(10n ** 12n))
     for (let i = 0; i < BATCH_COUNTS.warmup; i++) check((await warm(`${side.url}/call`)).status === 200, `${side.name}: warm-up call ${i} was not paid`)
     // And the load generator's path, on the same channel: signed ahead, untimed.
-    await load.run({ url: side.url, channels: [await presign(warm.payer, warm.sent.at(-1)!, BigInt(BATCH_COUNTS.warmup), BATCH_COUNTS.warmup)] })
+    await load.run({ url: side.url, channels: [await presign(warm.payer, warm.sent.at(-1)!, BigInt(BATCH_COUNTS.warmup), BATCH_COUNTS.warmupPresigned)] })
     await side.claimAndSweep()
   }
   const before = await tokenBalance(world.node, world.token, side.receiver)

@@ -7,6 +7,7 @@ import { isAddressEqual, zeroAddress, type Address, type Hex, type LocalAccount 
 import type { AdapterServices, PaymentContext, SchemeAdapter, Verdict } from '../../core/adapter.js'
 import { FacilitatorError } from '../../errors/facilitator-error.js'
 import { pickSigner } from '../chain/send-transaction.js'
+import { EIP2612_GAS_SPONSORING } from '../permit2/eip2612-extension.js'
 import { reserveSigner, type SignerReservation } from '../chain/signer-reservation.js'
 import type { EvmSetup } from '../evm-setup.js'
 import { BatchChain } from './chain.js'
@@ -84,14 +85,14 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     if (signatureRefusal) return refuse(signatureRefusal, payer)
 
     if (payload.type === 'deposit') {
-      const authRefusal = await checkDepositAuthorization(ctx, chain, payload, margin)
-      if (authRefusal) return refuse(authRefusal, payer)
+      const authorized = await checkDepositAuthorization(ctx, chain, payload, margin)
+      if (authorized && 'reason' in authorized) return refuse(authorized, payer)
       const [state, payerBalance] = await Promise.all([readState(chain, id, false), chain.balanceOf(config.token, payer)])
       if (payerBalance < payload.deposit.amount) return refuse({ reason: R.insufficientBalance, message: `the payer holds ${payerBalance}, the deposit is ${payload.deposit.amount}` }, payer)
       const stateRefusal = checkAgainstState('deposit', state, max, ctx.amount, payload.deposit.amount)
       if (stateRefusal) return refuse(stateRefusal, payer)
       const slot = reservation?.slot ?? pickSigner(chain.runtime)
-      const simulated = await chain.simulate(slot.signer.address, depositCall(payload).data)
+      const simulated = await chain.simulate(slot.signer.address, depositCall(payload, authorized).data)
       if ('revert' in simulated) return refuse({ reason: R.depositSimulationFailed, message: simulated.revert }, payer)
       return {
         response: { isValid: true, payer, extra: snapshotWire(state) },
@@ -120,6 +121,8 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     scheme: BATCH_SETTLEMENT_SCHEME,
     family: 'eip155',
     versions: [2],
+    // A Permit2 deposit may carry the payer's EIP-2612 permit to Permit2 (see checkDepositAuthorization).
+    extensions: [EIP2612_GAS_SPONSORING],
     networks: [...setup.runtimes.values()].map((r) => ({ caip2: r.network.caip2, ...(authorizer ? { extra: { receiverAuthorizer: authorizer.address } } : {}) })),
     signers: () => setup.signerAddresses,
 

@@ -5,6 +5,7 @@
 import { encodeAbiParameters, encodeFunctionData, getAddress, hashTypedData, isAddressEqual, keccak256, zeroAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../../core/adapter.js'
 import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
+import { gasSponsoringPermit, type Eip2612Permit } from '../permit2/eip2612-extension.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain } from './chain.js'
 import { channelId, voucherDigest, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
@@ -65,19 +66,30 @@ export function checkAgainstState(kind: 'deposit' | 'voucher' | 'refund', state:
   return undefined
 }
 
-/** The deposit call through the collector its authorization names, with the collector's data. */
-export function depositCall(payload: DepositPayload): { collector: Address; collectorData: Hex; data: Hex } {
+/**
+ * The deposit call through the collector its authorization names, with the collector's data; a
+ * Permit2 deposit sponsored with an EIP-2612 permit carries it for the collector to run first.
+ */
+export function depositCall(payload: DepositPayload, permit2612?: Eip2612Permit): { collector: Address; collectorData: Hex; data: Hex } {
   const { erc3009Authorization: eip3009, permit2Authorization: permit2 } = payload.deposit.authorization
   const collector = eip3009 ? ERC3009_DEPOSIT_COLLECTOR_ADDRESS : PERMIT2_DEPOSIT_COLLECTOR_ADDRESS
+  const permitData = permit2612
+    ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint8' }, { type: 'bytes32' }, { type: 'bytes32' }], [permit2612.value, permit2612.deadline, permit2612.v, permit2612.r, permit2612.s])
+    : '0x'
   const collectorData = eip3009
     ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [eip3009.validAfter, eip3009.validBefore, eip3009.salt, eip3009.signature])
-    : encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }, { type: 'bytes' }], [permit2!.nonce, permit2!.deadline, permit2!.signature, '0x'])
+    : encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }, { type: 'bytes' }], [permit2!.nonce, permit2!.deadline, permit2!.signature, permitData])
   const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'deposit', args: [payload.channelConfig, payload.deposit.amount, collector, collectorData] })
   return { collector, collectorData, data }
 }
 
-/** The deposit's own authorization: EIP-3009 to the collector (nonce bound to the channel), or Permit2 with the channel witness. */
-export async function checkDepositAuthorization(ctx: PaymentContext, chain: BatchChain, payload: DepositPayload, marginSeconds: number): Promise<Refusal | undefined> {
+/**
+ * The deposit's own authorization: EIP-3009 to the collector (nonce bound to the channel), or Permit2
+ * with the channel witness, then (as the official facilitator) the payer's EIP-2612 permit to Permit2
+ * from `eip2612GasSponsoring` when it sends one, else an allowance to Permit2 that covers the deposit.
+ * Answers a refusal, the checked permit, or `undefined` when nothing else is needed.
+ */
+export async function checkDepositAuthorization(ctx: PaymentContext, chain: BatchChain, payload: DepositPayload, marginSeconds: number): Promise<Refusal | Eip2612Permit | undefined> {
   const now = BigInt(Math.floor(Date.now() / 1000))
   const payer = payload.channelConfig.payer
   const amount = payload.deposit.amount
@@ -114,6 +126,17 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
     message: { permitted: { token: auth.permitted.token, amount }, spender: auth.spender, nonce: auth.nonce, deadline: auth.deadline, witness: { channelId: auth.witness.channelId } },
   }
   if (!(await signedBy(chain, payer, typed, auth.signature))) return { reason: R.permit2InvalidSignature }
+  const permit2612 = gasSponsoringPermit(ctx, {
+    payer,
+    asset: ctx.asset,
+    permittedAmount: amount,
+    nowSeconds: now,
+    settleMarginSeconds: marginSeconds,
+    // A signed approve transaction is refused with the code the official answers when it has no signer to broadcast one.
+    naming: { amountMismatch: R.eip2612AmountMismatch, erc20Approval: R.erc20ApprovalUnavailable, runBy: 'the Permit2 deposit collector' },
+  })
+  // The collector runs the permit before the transfer; whether it grants enough is the simulation's to prove.
+  if (permit2612) return permit2612
   const allowance = await chain.allowance(getAddress(ctx.asset), payer, PERMIT2_ADDRESS)
   return allowance >= amount ? undefined : { reason: R.permit2AllowanceRequired }
 }

@@ -31,6 +31,8 @@ export interface BatchAdapterOptions {
   readonly maxSettlementGas?: bigint
 }
 
+const spendableOf = (balance: bigint, spendable: bigint | undefined): bigint => (spendable !== undefined && spendable < balance ? spendable : balance)
+
 export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions): SchemeAdapter<BatchPayload, BatchPayment, SignerReservation> {
   const ttlMs = config.channelStateTtlMs ?? 2_000
   const margin = config.settleMarginSeconds ?? setup.prepareOptions.settleMarginSeconds
@@ -86,18 +88,19 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
 
     if (payload.type === 'deposit') {
       const authorized = await checkDepositAuthorization(ctx, chain, payload, margin)
-      if (authorized && 'reason' in authorized) return refuse(authorized, payer)
+      if ('reason' in authorized) return refuse(authorized, payer)
       const [state, payerBalance] = await Promise.all([readState(chain, id, false), chain.balanceOf(config.token, payer)])
       if (payerBalance < payload.deposit.amount) return refuse({ reason: R.insufficientBalance, message: `the payer holds ${payerBalance}, the deposit is ${payload.deposit.amount}` }, payer)
       const stateRefusal = checkAgainstState('deposit', state, max, ctx.amount, payload.deposit.amount)
       if (stateRefusal) return refuse(stateRefusal, payer)
       const slot = reservation?.slot ?? pickSigner(chain.runtime)
-      const simulated = await chain.simulate(slot.signer.address, depositCall(payload, authorized).data)
+      const simulated = await chain.simulate(slot.signer.address, depositCall(payload, authorized.permit2612).data)
       if ('revert' in simulated) return refuse({ reason: R.depositSimulationFailed, message: simulated.revert }, payer)
       return {
         response: { isValid: true, payer, extra: snapshotWire(state) },
         payment: { kind: 'deposit', payload, call: simulated, slot, subjects: [id], before: state },
-        spend: { account: `${chain.chainId}:${config.token.toLowerCase()}:${payer.toLowerCase()}`, amount: payload.deposit.amount, balance: payerBalance },
+        // Through Permit2 the hold is capped by what Permit2 can move (as exact's): racing payments beyond it would revert at our cost.
+        spend: { account: `${chain.chainId}:${config.token.toLowerCase()}:${payer.toLowerCase()}`, amount: payload.deposit.amount, balance: spendableOf(payerBalance, authorized.spendable) },
       }
     }
 

@@ -83,13 +83,20 @@ export function depositCall(payload: DepositPayload, permit2612?: Eip2612Permit)
   return { collector, collectorData, data }
 }
 
+/** A deposit authorization that passed: what its collector call needs, and what Permit2 may move. */
+export interface DepositAuthorization {
+  /** The payer's EIP-2612 permit to Permit2, for the collector to run first (only when the allowance falls short). */
+  readonly permit2612?: Eip2612Permit
+  /** A Permit2 deposit: what Permit2 can move from the payer (its allowance, or the permit's value when it runs). */
+  readonly spendable?: bigint
+}
+
 /**
  * The deposit's own authorization: EIP-3009 to the collector (nonce bound to the channel), or Permit2
- * with the channel witness, then (as the official facilitator) the payer's EIP-2612 permit to Permit2
- * from `eip2612GasSponsoring` when it sends one, else an allowance to Permit2 that covers the deposit.
- * Answers a refusal, the checked permit, or `undefined` when nothing else is needed.
+ * with the channel witness and an allowance to Permit2 that covers the deposit, or else (as the
+ * official facilitator) the payer's EIP-2612 permit to Permit2 from `eip2612GasSponsoring`.
  */
-export async function checkDepositAuthorization(ctx: PaymentContext, chain: BatchChain, payload: DepositPayload, marginSeconds: number): Promise<Refusal | Eip2612Permit | undefined> {
+export async function checkDepositAuthorization(ctx: PaymentContext, chain: BatchChain, payload: DepositPayload, marginSeconds: number): Promise<Refusal | DepositAuthorization> {
   const now = BigInt(Math.floor(Date.now() / 1000))
   const payer = payload.channelConfig.payer
   const amount = payload.deposit.amount
@@ -110,7 +117,7 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
       message: { from: payer, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter: eip3009.validAfter, validBefore: eip3009.validBefore, nonce },
     }
     const ok = await signedBy(chain, payer, typed, eip3009.signature)
-    return ok ? undefined : { reason: R.receiveAuthorizationSignature }
+    return ok ? {} : { reason: R.receiveAuthorizationSignature }
   }
   const auth = permit2!
   if (!isAddressEqual(auth.from, payer)) return { reason: R.permit2InvalidSignature, message: 'permit2Authorization.from is not the payer' }
@@ -135,10 +142,14 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
     // A signed approve transaction is refused with the code the official answers when it has no signer to broadcast one.
     naming: { amountMismatch: R.eip2612AmountMismatch, erc20Approval: R.erc20ApprovalUnavailable, runBy: 'the Permit2 deposit collector' },
   })
-  // The collector runs the permit before the transfer; whether it grants enough is the simulation's to prove.
-  if (permit2612) return permit2612
+  if (permit2612 && 'reason' in permit2612) return permit2612
   const allowance = await chain.allowance(getAddress(ctx.asset), payer, PERMIT2_ADDRESS)
-  return allowance >= amount ? undefined : { reason: R.permit2AllowanceRequired }
+  // An allowance that covers the deposit leaves a permit unrun, as for exact: it would set the allowance
+  // down to its value under other payments of this payer verified against the larger one.
+  if (allowance >= amount) return { spendable: allowance }
+  if (!permit2612) return { reason: R.permit2AllowanceRequired }
+  // The collector runs the permit before the transfer; that it grants the deposit is the simulation's to prove.
+  return { permit2612, spendable: permit2612.value }
 }
 
 /** An EOA signature by recovery (offline); anything else as the token's or Permit2's check would take it, on chain. */

@@ -18,7 +18,7 @@ import { channelConfig, permit2CollectorData } from '../../support/batch-settlem
 import { batchRequirements, channelOnChain, delegatingBatchFacilitator, newBatchReceiver, startBatchWorld } from '../../support/batch-world.js'
 import { tokenBalance } from '../../support/evm-contracts.js'
 import type { EvmFixture } from '../../support/evm-fixture.js'
-import { newPermit2Payer } from '../../support/permit2-contracts.js'
+import { approvePermit2, newPermit2Payer } from '../../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: Facilitator
@@ -55,9 +55,9 @@ interface PermitInfo {
 const unapprovedPayer = () => newPermit2Payer(world, { approve: 0n })
 
 /** The official client's first payment on a new channel (a 5000 deposit), for a 402 declaring `extensions`. */
-async function officialDeposit(payer: LocalAccount, extensions?: Record<string, unknown>): Promise<Body> {
+async function officialDeposit(payer: LocalAccount, extensions?: Record<string, unknown>, salt?: Hex): Promise<Body> {
   const reqs = requirements()
-  const client = new BatchSettlementEvmScheme(payer, { rpcUrl: world.node.rpcUrl })
+  const client = new BatchSettlementEvmScheme(payer, { rpcUrl: world.node.rpcUrl, ...(salt ? { salt } : {}) })
   const made = (await client.createPaymentPayload(2, reqs, extensions ? { extensions } : undefined)) as { payload: Record<string, unknown>; extensions?: Record<string, unknown> }
   return { x402Version: 2, paymentPayload: { x402Version: 2, accepted: reqs, payload: made.payload, ...(made.extensions ? { extensions: made.extensions } : {}) }, paymentRequirements: reqs }
 }
@@ -172,6 +172,36 @@ describe('batch-settlement Permit2 deposits sponsored with eip2612GasSponsoring'
     expect(b.transaction).toBe(a.transaction)
     expect(await sentByFacilitator()).toBe(sent + 1)
     expect(await channelOnChain(world, channelIdOf(body))).toEqual([5000n, 0n])
+    expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 5000n)
+  })
+
+  it('leaves the permit unrun when the payer\'s allowance already covers the deposit', async () => {
+    const payer = await unapprovedPayer()
+    const body = await officialDeposit(payer, declared)
+    await approvePermit2(world.node, world.token, payer, 2n ** 256n - 1n)
+    const settled = await facilitator.settle(body)
+    expect(settled).toMatchObject({ success: true, amount: '5000' })
+    const tx = await world.node.publicClient.getTransaction({ hash: settled.transaction as Hex })
+    const [, , , collectorData] = decodeFunctionData({ abi: batchSettlementAbi, data: tx.input }).args as unknown as [unknown, bigint, Hex, Hex]
+    expect(decodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }, { type: 'bytes' }], collectorData)[3]).toBe('0x')
+    // Run, the permit would have set the allowance down to 5000 (then 0 after the transfer).
+    expect(await tokenNonce(payer.address)).toBe(0n)
+    expect(await allowance(payer.address)).toBe(2n ** 256n - 1n)
+    expect(await channelOnChain(world, channelIdOf(body))).toEqual([5000n, 0n])
+  })
+
+  it('of two sponsored deposits signed over one token nonce (two channels), sends only the first: the permit grants one', async () => {
+    const payer = await unapprovedPayer()
+    const first = await officialDeposit(payer, declared)
+    const second = await officialDeposit(payer, declared, generatePrivateKey())
+    expect(infoOf(second).nonce).toBe(infoOf(first).nonce)
+    expect(channelIdOf(second)).not.toBe(channelIdOf(first))
+    const sent = await sentByFacilitator()
+    const answers = await Promise.all([facilitator.settle(first), facilitator.settle(second)])
+    expect(answers.filter((a) => a.success)).toHaveLength(1)
+    // The second's hold exceeds what the permit grants: it waits for the first, is verified again and fails its simulation.
+    expect(answers.find((a) => !a.success)).toMatchObject({ errorReason: expect.stringMatching(/^(invalid_batch_settlement_evm_deposit_simulation_failed|insufficient_funds)$/), transaction: '' })
+    expect(await sentByFacilitator()).toBe(sent + 1)
     expect(await tokenBalance(world.node, world.token, payer.address)).toBe(1_000_000n - 5000n)
   })
 

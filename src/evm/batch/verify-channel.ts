@@ -6,6 +6,8 @@ import { encodeAbiParameters, encodeFunctionData, getAddress, hashTypedData, isA
 import type { PaymentContext } from '../../core/adapter.js'
 import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
 import { gasSponsoringPermit, type Eip2612Permit } from '../permit2/eip2612-extension.js'
+import { toRpcFault } from '../chain/rpc-fault.js'
+import { unwrapErc6492 } from '../exact/prepare-payment.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain } from './chain.js'
 import { channelId, voucherDigest, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
@@ -77,7 +79,7 @@ export function depositCall(payload: DepositPayload, permit2612?: Eip2612Permit)
     ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint8' }, { type: 'bytes32' }, { type: 'bytes32' }], [permit2612.value, permit2612.deadline, permit2612.v, permit2612.r, permit2612.s])
     : '0x'
   const collectorData = eip3009
-    ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [eip3009.validAfter, eip3009.validBefore, eip3009.salt, eip3009.signature])
+    ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [eip3009.validAfter, eip3009.validBefore, eip3009.salt, innerSignature(eip3009.signature)])
     : encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }, { type: 'bytes' }], [permit2!.nonce, permit2!.deadline, permit2!.signature, permitData])
   const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'deposit', args: [payload.channelConfig, payload.deposit.amount, collector, collectorData] })
   return { collector, collectorData, data }
@@ -116,7 +118,14 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
       primaryType: 'ReceiveWithAuthorization' as const,
       message: { from: payer, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter: eip3009.validAfter, validBefore: eip3009.validBefore, nonce },
     }
-    const ok = await signedBy(chain, payer, typed, eip3009.signature)
+    // An ERC-6492 envelope, as the official facilitator reads one: a deployed wallet checks the inner
+    // signature (the one the collector passes the token); an undeployed one would need its factory
+    // run first, which no batch deposit here does (the official's default: no factory allowed).
+    const wrapped = unwrapErc6492(eip3009.signature)
+    if (wrapped && !(await hasCode(chain, payer))) {
+      return { reason: R.factoryNotAllowed, message: `the payer ${payer} is an undeployed ERC-6492 wallet: batch-settlement deposits deploy no wallet (factory ${wrapped.factory} not allowed)` }
+    }
+    const ok = await signedBy(chain, payer, typed, wrapped?.signature ?? eip3009.signature)
     return ok ? {} : { reason: R.receiveAuthorizationSignature }
   }
   const auth = permit2!
@@ -158,6 +167,16 @@ async function signedBy(chain: BatchChain, signer: Address, typed: Parameters<ty
   // Only signatures the token's or Permit2's ECDSA also takes (low s, v 27/28) pass by recovery.
   if (await ecdsaSignedBy(signer, digest, signature)) return true
   return signatureCheckerValid(chain.client, signer, digest, signature, 'checking the deposit authorization signature with the payer wallet')
+}
+
+/** The signature inside an ERC-6492 envelope, or the signature itself. */
+function innerSignature(signature: Hex): Hex {
+  return unwrapErc6492(signature)?.signature ?? signature
+}
+
+async function hasCode(chain: BatchChain, account: Address): Promise<boolean> {
+  const code = await chain.client.getCode({ address: account }).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the payer wallet\'s code')))
+  return code !== undefined && code !== '0x'
 }
 
 function sameAddress(a: string, b: string): boolean {

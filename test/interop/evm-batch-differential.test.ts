@@ -1,0 +1,236 @@
+/**
+ * Differential test of batch-settlement on EVM: the same /verify and /settle requests go to our
+ * facilitator (evmSchemes with batchSettlement) and to the official one (@x402/evm 2.27
+ * BatchSettlementEvmScheme under @x402/core's x402Facilitator), on one anvil with our contracts at
+ * the canonical addresses, and what a client sees is compared: isValid / success, the reason, the
+ * payer and the shape of `extra` (types, hex casing). Each side sends from its own key; a case that
+ * changes the chain gets its own channel per side. Where the answers differ on purpose the case
+ * states both answers and why (the spec, or a safety rule of ours).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { x402Facilitator } from '@x402/core/facilitator'
+import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
+import { toFacilitatorEvmSigner } from '@x402/evm'
+import { BatchSettlementEvmScheme } from '@x402/evm/batch-settlement/facilitator'
+import { createWalletClient, http, publicActions, type Address, type Hex, type LocalAccount } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
+import { evmSchemes } from '../../src/evm/evm-schemes.js'
+import { channelId, type ChannelConfig } from '../../src/evm/batch/codec.js'
+import { ERC3009_DEPOSIT_COLLECTOR_ADDRESS, receiveWithAuthorizationTypes } from '../../src/evm/batch/constants.js'
+import { signClaimBatch, signRefund, signVoucher } from '../support/batch-settlement-signing.js'
+import { batchChannel, batchRequest, batchRequirements, channelOnChain, depositPayload, newBatchReceiver, startBatchWorld, type BatchReceiver } from '../support/batch-world.js'
+import type { EvmFixture } from '../support/evm-fixture.js'
+import { encodeAbiParameters, keccak256 } from 'viem'
+
+const CHAIN = 84532
+const PRICE = 1000n
+const NOW = () => BigInt(Math.floor(Date.now() / 1000))
+
+type Body = ReturnType<typeof batchRequest<unknown, unknown>> & { x402Version: number }
+/** What a client sees of one answer; `threw` when the facilitator threw instead of answering. */
+type Seen = { ok: boolean; reason: string | null; payer: string | null; extra: unknown } | { threw: true }
+
+let world: EvmFixture
+let to: BatchReceiver
+let ours: ReturnType<typeof createFacilitator>
+let official: x402Facilitator
+let requirements: ReturnType<typeof batchRequirements>
+/** A channel funded with 10,000 of which 3,000 are claimed (verify-only cases use it). */
+let shared: { payer: LocalAccount; config: ChannelConfig; id: Hex }
+const table: string[] = []
+
+beforeAll(async () => {
+  world = await startBatchWorld({ signerCount: 2 })
+  to = newBatchReceiver()
+  const [ourKey, theirKey] = world.signers as [LocalAccount, LocalAccount]
+  ours = createFacilitator({ schemes: evmSchemes(world.adapterConfig({ signers: [ourKey] }), { batchSettlement: { receiverAuthorizer: to.authorizer } }) })
+  official = new x402Facilitator().register('eip155:84532', new BatchSettlementEvmScheme(officialSigner(theirKey), to.authorizer))
+  requirements = batchRequirements(world, to, { amount: PRICE.toString() })
+  const payer = await world.newPayer(1_000_000n)
+  const { config, id } = batchChannel(world, to, payer.address)
+  shared = { payer, config, id }
+  expect(await ours.settle(batchRequest(requirements, await depositPayload(world, payer, config, 10_000n, PRICE)))).toMatchObject({ success: true })
+  const claims = [{ voucher: { channel: config, maxClaimableAmount: 3000n }, signature: await signVoucher(payer, CHAIN, id, 3000n), totalClaimed: 3000n }]
+  const wire = claims.map((c) => ({ voucher: { channel: config, maxClaimableAmount: '3000' }, signature: c.signature, totalClaimed: '3000' }))
+  expect(await ours.settle(batchRequest(requirements, { type: 'claim', claims: wire, claimAuthorizerSignature: await signClaimBatch(to.authorizer, CHAIN, claims) }))).toMatchObject({ success: true })
+  expect(await channelOnChain(world, id)).toEqual([10_000n, 3000n])
+}, 120_000)
+
+afterAll(async () => {
+  if (table.length) console.log(['| case | ours | official |', '|---|---|---|', ...table].join('\n'))
+  await ours?.close()
+  await world?.stop()
+})
+
+function officialSigner(account: LocalAccount) {
+  const wallet = createWalletClient({ account, chain: world.node.chain, pollingInterval: 50, transport: http(world.node.rpcUrl, { retryCount: 0 }) }).extend(publicActions)
+  return toFacilitatorEvmSigner({
+    address: account.address,
+    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
+    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
+    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
+    sendTransaction: (args) => wallet.sendTransaction(args),
+    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
+    getCode: (args) => wallet.getCode(args),
+  })
+}
+
+/** A value's shape: numbers stay numbers, strings are told apart by form (decimal, lower/mixed-case hex). */
+function shape(value: unknown): unknown {
+  if (value === undefined || value === null) return null
+  if (typeof value === 'string') {
+    if (value === '') return 'empty'
+    if (/^\d+$/.test(value)) return 'decimal'
+    if (/^0x[0-9a-f]*$/.test(value)) return `hex${(value.length - 2) / 2}-lower`
+    if (/^0x[0-9a-fA-F]*$/.test(value)) return `hex${(value.length - 2) / 2}-mixed`
+    return 'string'
+  }
+  if (typeof value === 'object') return Object.fromEntries(Object.keys(value).sort().map((k) => [k, shape((value as Record<string, unknown>)[k])]))
+  return typeof value
+}
+
+async function seeVerify(side: 'ours' | 'official', body: Body): Promise<Seen> {
+  try {
+    const r = side === 'ours' ? await ours.verify(body) : await official.verify(body.paymentPayload as unknown as OfficialPayload, body.paymentRequirements as unknown as OfficialRequirements)
+    return { ok: r.isValid, reason: r.invalidReason ?? null, payer: r.payer ?? null, extra: r.extra ?? null }
+  } catch {
+    return { threw: true }
+  }
+}
+
+async function seeSettle(side: 'ours' | 'official', body: Body): Promise<Seen & { raw?: Record<string, unknown> }> {
+  try {
+    const r = side === 'ours' ? await ours.settle(body) : await official.settle(body.paymentPayload as unknown as OfficialPayload, body.paymentRequirements as unknown as OfficialRequirements)
+    return { ok: r.success, reason: r.errorReason ?? null, payer: r.payer ?? null, extra: r.extra ?? null, raw: r as unknown as Record<string, unknown> }
+  } catch {
+    return { threw: true }
+  }
+}
+
+function label(s: Seen): string {
+  if ('threw' in s) return 'throws'
+  return `${s.ok ? 'valid' : 'invalid'}${s.reason ? ` \`${s.reason.replace('invalid_batch_settlement_evm_', '…')}\`` : ''}`
+}
+
+/** Both sides verify `body`: the same client-visible answer (extra compared whole: one chain state). */
+async function sameVerify(name: string, body: Body, expected: { ok: boolean; reason?: string }) {
+  const [a, b] = [await seeVerify('ours', body), await seeVerify('official', body)]
+  table.push(`| ${name} | ${label(a)} | ${label(b)} |`)
+  expect(b, 'official').toMatchObject({ ok: expected.ok, reason: expected.reason ?? null })
+  expect(a).toEqual(b)
+  return a as Exclude<Seen, { threw: true }>
+}
+
+/** Both sides verify `body`, with a documented difference: each answer is asserted exactly. */
+async function differentVerify(name: string, body: Body, oursSees: Partial<Exclude<Seen, { threw: true }>>, officialSees: Partial<Exclude<Seen, { threw: true }>> | 'throws') {
+  const [a, b] = [await seeVerify('ours', body), await seeVerify('official', body)]
+  table.push(`| ${name} | ${label(a)} | ${label(b)} |`)
+  expect(a).toMatchObject(oursSees)
+  if (officialSees === 'throws') expect(b).toEqual({ threw: true })
+  else expect(b).toMatchObject(officialSees)
+}
+
+const body = (payload: unknown, reqs: Record<string, unknown> = requirements): Body => batchRequest(reqs, payload) as Body
+const voucherOf = async (signer: LocalAccount, id: Hex, max: bigint) => ({ channelId: id, maxClaimableAmount: max.toString(), signature: await signVoucher(signer, CHAIN, id, max) })
+const voucherPayload = async (max: bigint, signer = shared.payer) => ({ type: 'voucher', channelConfig: shared.config, voucher: await voucherOf(signer, shared.id, max) })
+const snapshot = (balance: string, totalClaimed: string, id = shared.id) => ({ channelId: id, balance, totalClaimed, withdrawRequestedAt: 0, refundNonce: '0' })
+
+/** A channel of `payer` whose config differs from the requirements in `fields`, with a voucher that matches its own id. */
+async function variantVoucher(fields: Partial<ChannelConfig>) {
+  const config = { ...shared.config, ...fields }
+  const id = channelId(config, CHAIN)
+  return { type: 'voucher', channelConfig: config, voucher: await voucherOf(shared.payer, id, 4000n) }
+}
+
+/** An EIP-3009 deposit authorization with a chosen validity window (the support helper fixes validAfter at 0). */
+async function depositWindow(payer: LocalAccount, config: ChannelConfig, amount: bigint, validAfter: bigint, validBefore: bigint) {
+  const id = channelId(config, CHAIN)
+  const salt = generatePrivateKey()
+  const nonce = keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'uint256' }], [id, BigInt(salt)]))
+  const signature = await payer.signTypedData({
+    domain: { name: world.token.name, version: world.token.version, chainId: CHAIN, verifyingContract: world.token.address },
+    types: receiveWithAuthorizationTypes,
+    primaryType: 'ReceiveWithAuthorization',
+    message: { from: config.payer, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter, validBefore, nonce },
+  })
+  return {
+    type: 'deposit',
+    channelConfig: config,
+    voucher: await voucherOf(payer, id, PRICE),
+    deposit: { amount: amount.toString(), authorization: { erc3009Authorization: { validAfter: validAfter.toString(), validBefore: validBefore.toString(), salt, signature } } },
+  }
+}
+
+describe('batch-settlement /verify: ours against the official facilitator, same requests', () => {
+  it('a valid EIP-3009 deposit into a new channel: valid, the payer, an empty snapshot of the new channel', async () => {
+    const payer = await world.newPayer(100_000n)
+    const { config, id } = batchChannel(world, to, payer.address)
+    const seen = await sameVerify('deposit (EIP-3009), new channel', body(await depositPayload(world, payer, config, 10_000n, PRICE)), { ok: true })
+    expect(seen).toEqual({ ok: true, reason: null, payer: payer.address, extra: { channelId: id, balance: '0', totalClaimed: '0', withdrawRequestedAt: 0, refundNonce: '0' } })
+    expect(shape(seen.extra)).toEqual({ balance: 'decimal', channelId: 'hex32-lower', refundNonce: 'decimal', totalClaimed: 'decimal', withdrawRequestedAt: 'number' })
+  })
+
+  it('a valid voucher (the next price over the claimed total): valid with the channel snapshot', async () => {
+    const seen = await sameVerify('voucher, totalClaimed + price', body(await voucherPayload(4000n)), { ok: true })
+    expect(seen.extra).toEqual(snapshot('10000', '3000'))
+  })
+
+  it('a voucher signed by someone else', async () => {
+    await sameVerify('voucher signed by another key', body(await voucherPayload(4000n, privateKeyToAccount(generatePrivateKey()))), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_signature' })
+  })
+
+  it('a voucher above the channel balance', async () => {
+    await sameVerify('voucher above the balance', body(await voucherPayload(10_001n)), { ok: false, reason: 'invalid_batch_settlement_evm_cumulative_exceeds_balance' })
+  })
+
+  it('a voucher at or below the claimed total', async () => {
+    await sameVerify('voucher = totalClaimed', body(await voucherPayload(3000n)), { ok: false, reason: 'invalid_batch_settlement_evm_cumulative_below_claimed' })
+    await sameVerify('voucher < totalClaimed', body(await voucherPayload(2000n)), { ok: false, reason: 'invalid_batch_settlement_evm_cumulative_below_claimed' })
+  })
+
+  it('a voucher above the claimed total by less than the price: refused by us (spec rule 10), accepted by the official', async () => {
+    // Spec rule 10: a paid voucher must reach totalClaimed + requirements.amount; the official only checks > totalClaimed.
+    await differentVerify('voucher in (totalClaimed, totalClaimed + price)', body(await voucherPayload(3500n)), { ok: false, reason: 'invalid_batch_settlement_evm_cumulative_below_claimed', payer: shared.payer.address }, { ok: true, payer: shared.payer.address })
+  })
+
+  it('a cumulative amount off the price increments: valid on both (cumulative_amount_mismatch is the resource server’s check)', async () => {
+    // The spec puts maxClaimableAmount == chargedCumulativeAmount + amount on the server, which alone knows the charged total.
+    await sameVerify('voucher off the increments (+7)', body(await voucherPayload(5007n)), { ok: true })
+  })
+
+  it('a channel config that does not hash to the voucher’s channel id', async () => {
+    const payload = await voucherPayload(4000n)
+    await sameVerify('config not hashing to channelId', body({ ...payload, channelConfig: { ...shared.config, salt: generatePrivateKey() } }), { ok: false, reason: 'invalid_batch_settlement_evm_channel_id_mismatch' })
+  })
+
+  it('configs that disagree with the requirements: receiver, token, receiver authorizer, withdraw delay', async () => {
+    const other = privateKeyToAccount(generatePrivateKey()).address
+    await sameVerify('receiver ≠ payTo', body(await variantVoucher({ receiver: other })), { ok: false, reason: 'invalid_batch_settlement_evm_receiver_mismatch' })
+    await sameVerify('token ≠ asset', body(await variantVoucher({ token: other })), { ok: false, reason: 'invalid_batch_settlement_evm_token_mismatch' })
+    await sameVerify('receiverAuthorizer ≠ extra', body(await variantVoucher({ receiverAuthorizer: other })), { ok: false, reason: 'invalid_batch_settlement_evm_receiver_authorizer_mismatch' })
+    await sameVerify('withdrawDelay ≠ extra', body(await variantVoucher({ withdrawDelay: 1000 })), { ok: false, reason: 'invalid_batch_settlement_evm_withdraw_delay_mismatch' })
+    for (const delay of [899, 2_592_001]) {
+      const reqs = batchRequirements(world, to, { extra: { withdrawDelay: delay } })
+      await sameVerify(`withdrawDelay ${delay} (out of range)`, body(await variantVoucher({ withdrawDelay: delay }), reqs), { ok: false, reason: 'invalid_batch_settlement_evm_withdraw_delay_out_of_range' })
+    }
+  })
+
+  it('deposits that cannot land: a payer without funds, an expired or not-yet-valid authorization, a voucher over balance + deposit', async () => {
+    const broke = await world.newPayer(0n)
+    const brokeChannel = batchChannel(world, to, broke.address)
+    await sameVerify('deposit, payer without funds', body(await depositPayload(world, broke, brokeChannel.config)), { ok: false, reason: 'invalid_batch_settlement_evm_insufficient_balance' })
+    const payer = await world.newPayer(100_000n)
+    const { config } = batchChannel(world, to, payer.address)
+    await sameVerify('deposit, validBefore passed', body(await depositWindow(payer, config, 10_000n, 0n, NOW() - 10n)), { ok: false, reason: 'invalid_batch_settlement_evm_payload_authorization_valid_before' })
+    await sameVerify('deposit, validAfter in the future', body(await depositWindow(payer, config, 10_000n, NOW() + 3600n, NOW() + 7200n)), { ok: false, reason: 'invalid_batch_settlement_evm_payload_authorization_valid_after' })
+    await sameVerify('deposit, voucher > balance + deposit', body(await depositPayload(world, payer, config, 10_000n, 10_001n)), { ok: false, reason: 'invalid_batch_settlement_evm_cumulative_exceeds_balance' })
+  })
+
+  it('payload types: unknown, missing, and server-made claim/settle payloads at /verify', async () => {
+    await sameVerify('type "foo"', body({ ...(await voucherPayload(4000n)), type: 'foo' }), { ok: false, reason: 'invalid_batch_settlement_evm_payload_type' })
+    const { type: _type, ...untyped } = await voucherPayload(4000n)
+    await sameVerify('type missing', body(untyped), { ok: false, reason: 'invalid_batch_settlement_evm_payload_type' })
+    await sameVerify('settle payload at /verify', body({ type: 'settle', receiver: to.receiver, token: world.token.address }), { ok: false, reason: 'invalid_batch_settlement_evm_payload_type' })
+  })
+})

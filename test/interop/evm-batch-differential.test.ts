@@ -27,7 +27,11 @@ const CHAIN = 84532
 const PRICE = 1000n
 const NOW = () => BigInt(Math.floor(Date.now() / 1000))
 
-type Body = ReturnType<typeof batchRequest<unknown, unknown>> & { x402Version: number }
+interface Body {
+  x402Version: number
+  paymentPayload: { x402Version: number; accepted: Record<string, unknown>; payload: Record<string, unknown> }
+  paymentRequirements: Record<string, unknown>
+}
 /** What a client sees of one answer; `threw` when the facilitator threw instead of answering. */
 type Seen = { ok: boolean; reason: string | null; payer: string | null; extra: unknown } | { threw: true }
 
@@ -131,7 +135,7 @@ async function differentVerify(name: string, body: Body, oursSees: Partial<Exclu
   else expect(b).toMatchObject(officialSees)
 }
 
-const body = (payload: unknown, reqs: Record<string, unknown> = requirements): Body => batchRequest(reqs, payload) as Body
+const body = (payload: unknown, reqs: Record<string, unknown> = requirements): Body => batchRequest(reqs, payload) as unknown as Body
 const voucherOf = async (signer: LocalAccount, id: Hex, max: bigint) => ({ channelId: id, maxClaimableAmount: max.toString(), signature: await signVoucher(signer, CHAIN, id, max) })
 const voucherPayload = async (max: bigint, signer = shared.payer) => ({ type: 'voucher', channelConfig: shared.config, voucher: await voucherOf(signer, shared.id, max) })
 const snapshot = (balance: string, totalClaimed: string, id = shared.id) => ({ channelId: id, balance, totalClaimed, withdrawRequestedAt: 0, refundNonce: '0' })
@@ -232,5 +236,58 @@ describe('batch-settlement /verify: ours against the official facilitator, same 
     const { type: _type, ...untyped } = await voucherPayload(4000n)
     await sameVerify('type missing', body(untyped), { ok: false, reason: 'invalid_batch_settlement_evm_payload_type' })
     await sameVerify('settle payload at /verify', body({ type: 'settle', receiver: to.receiver, token: world.token.address }), { ok: false, reason: 'invalid_batch_settlement_evm_payload_type' })
+  })
+})
+
+describe('batch-settlement /verify: malformed payloads, envelope and casing', () => {
+  it('malformed payloads: refused by us with the spec’s payload code, where the official says payload_type, voucher_signature or throws', async () => {
+    const good = await voucherPayload(4000n)
+    const { signature: _signature, ...unsigned } = good.voucher
+    // The spec's table names `_voucher_payload` for a malformed voucher payload; the official's type guard falls through to `_payload_type`.
+    await differentVerify('voucher.signature missing', body({ ...good, voucher: unsigned }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_payload', payer: shared.payer.address }, { ok: false, reason: 'invalid_batch_settlement_evm_payload_type' })
+    // Not hex is malformed, not a wrong signer: ours says so; the official fails the recovery.
+    await differentVerify('voucher.signature not hex', body({ ...good, voucher: { ...good.voucher, signature: '0xzz' } }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_payload' }, { ok: false, reason: 'invalid_batch_settlement_evm_voucher_signature' })
+    const { salt: _salt, ...saltless } = shared.config
+    // The official hashes `undefined` and throws (an HTTP 500 through its server); ours answers the payload code.
+    await differentVerify('channelConfig.salt missing', body({ ...good, channelConfig: saltless }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_payload' }, 'throws')
+    await differentVerify('maxClaimableAmount not decimal', body({ ...good, voucher: { ...good.voucher, maxClaimableAmount: 'abc' } }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_payload' }, 'throws')
+    const fresh = batchChannel(world, to, shared.payer.address)
+    const deposit = await depositPayload(world, shared.payer, fresh.config)
+    const noAuthorization = body({ ...deposit, deposit: { ...deposit.deposit, authorization: {} } })
+    await sameVerify('deposit.authorization empty', noAuthorization, { ok: false, reason: 'invalid_batch_settlement_evm_erc3009_authorization_required' })
+    // Requirements asking for Permit2: the spec's `_permit2_authorization_required`, where the official answers `_payload_type`.
+    const permit2Requirements = batchRequirements(world, to, { extra: { assetTransferMethod: 'permit2' } })
+    await differentVerify('deposit.authorization empty, permit2 required', body(noAuthorization.paymentPayload.payload, permit2Requirements), { ok: false, reason: 'invalid_batch_settlement_evm_permit2_authorization_required' }, { ok: false, reason: 'invalid_batch_settlement_evm_payload_type' })
+    // The spec: exactly one of erc3009Authorization and permit2Authorization; the official picks the Permit2 one and checks it alone.
+    const both = { ...deposit.deposit.authorization, permit2Authorization: { from: shared.payer.address, permitted: { token: world.token.address, amount: '10000' }, spender: shared.payer.address, nonce: '1', deadline: '1', witness: { channelId: fresh.id }, signature: '0x' } }
+    await differentVerify('deposit with both authorizations', body({ ...deposit, deposit: { ...deposit.deposit, authorization: both } }), { ok: false, reason: 'invalid_batch_settlement_evm_deposit_payload' }, { ok: false, reason: 'invalid_batch_settlement_evm_permit2_invalid_spender' })
+  })
+
+  it('the envelope: wrong network, wrong scheme, a v1 request, answered by our core’s shared codes where the official throws or uses its scheme’s', async () => {
+    const payload = await voucherPayload(4000n)
+    // Our core checks `accepted` against the requirements for every scheme, before any adapter, with one code.
+    const accepted = (field: string, value: string): Body => {
+      const b = body(payload)
+      return { ...b, paymentPayload: { ...b.paymentPayload, accepted: { ...b.paymentPayload.accepted, [field]: value } } } as Body
+    }
+    await differentVerify('accepted.network ≠ requirements', accepted('network', 'eip155:8453'), { ok: false, reason: 'accepted_requirements_mismatch' }, { ok: false, reason: 'invalid_batch_settlement_evm_network_mismatch' })
+    await differentVerify('accepted.scheme ≠ requirements', accepted('scheme', 'exact'), { ok: false, reason: 'accepted_requirements_mismatch' }, { ok: false, reason: 'invalid_batch_settlement_evm_scheme' })
+    // A network or scheme nobody registered: the official x402Facilitator throws, ours answers.
+    const elsewhere = { ...requirements, network: 'eip155:1' }
+    await differentVerify('network not served', body(payload, elsewhere), { ok: false, reason: 'invalid_network' }, 'throws')
+    const unknown = { ...requirements, scheme: 'batch-settlement-x' }
+    await differentVerify('scheme not served', body(payload, unknown), { ok: false, reason: 'unsupported_scheme' }, 'throws')
+    const v1: Body = { x402Version: 1, paymentPayload: { x402Version: 1, scheme: 'batch-settlement', network: 'base-sepolia', payload }, paymentRequirements: { ...requirements, network: 'base-sepolia', maxAmountRequired: '1000', resource: 'https://example.test/r', description: '', mimeType: 'application/json' } } as unknown as Body
+    await differentVerify('x402 v1 request', v1, { ok: false, reason: 'invalid_network' }, 'throws')
+  })
+
+  it('casing: a mixed-case channel id and lower-case config addresses', async () => {
+    const upper = `0x${shared.id.slice(2).toUpperCase()}` as Hex
+    const mixed = await voucherPayload(4000n)
+    // We answer the channel id as the contract hashes it (lower case), whatever the client wrote: one key per channel for a server.
+    await differentVerify('channelId in upper case', body({ ...mixed, voucher: { ...mixed.voucher, channelId: upper } }), { ok: true, extra: snapshot('10000', '3000') }, { ok: true, extra: { ...snapshot('10000', '3000'), channelId: upper } })
+    const lower = Object.fromEntries(Object.entries(shared.config).map(([k, v]) => [k, typeof v === 'string' ? v.toLowerCase() : v]))
+    // We answer the payer checksummed (EIP-55), as every other answer of ours; the official echoes the client's casing.
+    await differentVerify('config addresses in lower case', body({ ...mixed, channelConfig: lower }), { ok: true, payer: shared.payer.address }, { ok: true, payer: shared.payer.address.toLowerCase() })
   })
 })

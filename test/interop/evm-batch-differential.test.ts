@@ -12,7 +12,7 @@ import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { BatchSettlementEvmScheme } from '@x402/evm/batch-settlement/facilitator'
-import { createWalletClient, http, publicActions, type Address, type Hex, type LocalAccount } from 'viem'
+import { createWalletClient, encodeAbiParameters, http, keccak256, publicActions, serializeErc6492Signature, zeroAddress, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { evmSchemes } from '../../src/evm/evm-schemes.js'
@@ -21,7 +21,6 @@ import { ERC3009_DEPOSIT_COLLECTOR_ADDRESS, receiveWithAuthorizationTypes } from
 import { signClaimBatch, signRefund, signVoucher } from '../support/batch-settlement-signing.js'
 import { batchChannel, batchRequest, batchRequirements, channelOnChain, depositPayload, newBatchReceiver, startBatchWorld, type BatchReceiver } from '../support/batch-world.js'
 import type { EvmFixture } from '../support/evm-fixture.js'
-import { encodeAbiParameters, keccak256 } from 'viem'
 
 const CHAIN = 84532
 const PRICE = 1000n
@@ -289,5 +288,37 @@ describe('batch-settlement /verify: malformed payloads, envelope and casing', ()
     const lower = Object.fromEntries(Object.entries(shared.config).map(([k, v]) => [k, typeof v === 'string' ? v.toLowerCase() : v]))
     // We answer the payer checksummed (EIP-55), as every other answer of ours; the official echoes the client's casing.
     await differentVerify('config addresses in lower case', body({ ...mixed, channelConfig: lower }), { ok: true, payer: shared.payer.address }, { ok: true, payer: shared.payer.address.toLowerCase() })
+  })
+})
+
+const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+/** The same signature with s mirrored to the upper half (and v flipped): viem still recovers the signer, OpenZeppelin's ECDSA does not. */
+function highS(signature: Hex): Hex {
+  const s = BigInt(`0x${signature.slice(66, 130)}`)
+  const v = Number.parseInt(signature.slice(130, 132), 16)
+  return `${signature.slice(0, 66)}${(SECP256K1_N - s).toString(16).padStart(64, '0')}${(v === 27 ? 28 : 27).toString(16)}` as Hex
+}
+
+describe('batch-settlement /verify: our safety rules against the official', () => {
+  it('a high-s voucher signature: refused by us (the contract’s ECDSA rejects it, so its claim would revert), accepted by the official', async () => {
+    const good = await voucherPayload(4000n)
+    await differentVerify('voucher with a high-s signature', body({ ...good, voucher: { ...good.voucher, signature: highS(good.voucher.signature) } }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_signature' }, { ok: true })
+  })
+
+  it('an ERC-6492-wrapped voucher signature of an EOA authorizer: refused by both', async () => {
+    const good = await voucherPayload(4000n)
+    const wrapped = serializeErc6492Signature({ address: world.factory.address, data: '0xdeadbeef', signature: good.voucher.signature })
+    await sameVerify('voucher in an ERC-6492 envelope', body({ ...good, voucher: { ...good.voucher, signature: wrapped } }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_signature' })
+  })
+
+  it('a voucher of a channel without payer authorizer (checked through the payer, an EOA): valid on both, refused on both when signed by another key', async () => {
+    const payer = await world.newPayer(100_000n)
+    const { config, id } = batchChannel(world, to, payer.address, zeroAddress)
+    expect(await ours.settle(body(await depositPayload(world, payer, config, 10_000n, PRICE)))).toMatchObject({ success: true })
+    const seen = await sameVerify('voucher, zero payerAuthorizer (SignatureChecker)', body({ type: 'voucher', channelConfig: config, voucher: await voucherOf(payer, id, 2000n) }), { ok: true })
+    expect(seen.extra).toEqual(snapshot('10000', '0', id))
+    const wrapped = serializeErc6492Signature({ address: world.factory.address, data: '0xdeadbeef', signature: await signVoucher(payer, CHAIN, id, 2000n) })
+    await sameVerify('voucher, zero payerAuthorizer, ERC-6492 envelope', body({ type: 'voucher', channelConfig: config, voucher: { channelId: id, maxClaimableAmount: '2000', signature: wrapped } }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_signature' })
+    await sameVerify('voucher, zero payerAuthorizer, another signer', body({ type: 'voucher', channelConfig: config, voucher: await voucherOf(privateKeyToAccount(generatePrivateKey()), id, 2000n) }), { ok: false, reason: 'invalid_batch_settlement_evm_voucher_signature' })
   })
 })

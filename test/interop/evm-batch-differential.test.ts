@@ -42,6 +42,8 @@ let requirements: ReturnType<typeof batchRequirements>
 /** A channel funded with 10,000 of which 3,000 are claimed (verify-only cases use it). */
 let shared: { payer: LocalAccount; config: ChannelConfig; id: Hex }
 const table: string[] = []
+/** The transaction of the claim that raised the shared channel's total to 3,000. */
+let sharedClaimTx: string
 
 beforeAll(async () => {
   world = await startBatchWorld({ signerCount: 2 })
@@ -56,7 +58,9 @@ beforeAll(async () => {
   expect(await ours.settle(batchRequest(requirements, await depositPayload(world, payer, config, 10_000n, PRICE)))).toMatchObject({ success: true })
   const claims = [{ voucher: { channel: config, maxClaimableAmount: 3000n }, signature: await signVoucher(payer, CHAIN, id, 3000n), totalClaimed: 3000n }]
   const wire = claims.map((c) => ({ voucher: { channel: config, maxClaimableAmount: '3000' }, signature: c.signature, totalClaimed: '3000' }))
-  expect(await ours.settle(batchRequest(requirements, { type: 'claim', claims: wire, claimAuthorizerSignature: await signClaimBatch(to.authorizer, CHAIN, claims) }))).toMatchObject({ success: true })
+  const claimed = await ours.settle(batchRequest(requirements, { type: 'claim', claims: wire, claimAuthorizerSignature: await signClaimBatch(to.authorizer, CHAIN, claims) }))
+  expect(claimed).toMatchObject({ success: true })
+  sharedClaimTx = claimed.transaction
   expect(await channelOnChain(world, id)).toEqual([10_000n, 3000n])
 }, 120_000)
 
@@ -382,5 +386,64 @@ describe('batch-settlement /settle: the same flow on a channel of each side', ()
     expect(runs.official['stale refund (nonce used)']).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_simulation_failed', transaction: 'empty' })
     expect(runs.official['refund, nonce ahead']).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_simulation_failed' })
     expect(runs.ours).toEqual({ ...runs.official, ...differences })
+  })
+})
+
+describe('batch-settlement: channels, deposit signatures, refunds at /verify, claims and sweeps at /settle', () => {
+  it('a voucher of a channel nobody funded; a deposit signed by another key; requirements without the token’s EIP-712 domain', async () => {
+    const payer = await world.newPayer(100_000n)
+    const { config, id } = batchChannel(world, to, payer.address)
+    await sameVerify('voucher, channel never funded', body({ type: 'voucher', channelConfig: config, voucher: await voucherOf(payer, id, PRICE) }), { ok: false, reason: 'invalid_batch_settlement_evm_channel_not_found' })
+    const deposit = await depositPayload(world, payer, config)
+    const forged = await depositPayload(world, privateKeyToAccount(generatePrivateKey()), config)
+    const authorization = { erc3009Authorization: forged.deposit.authorization.erc3009Authorization }
+    await sameVerify('deposit, authorization signed by another key', body({ ...deposit, deposit: { ...deposit.deposit, authorization } }), { ok: false, reason: 'invalid_batch_settlement_evm_receive_authorization_signature' })
+    const { name: _name, version: _version, ...domainless } = requirements.extra
+    await sameVerify('deposit, requirements without name/version', body(deposit, { ...requirements, extra: domainless }), { ok: false, reason: 'invalid_batch_settlement_evm_missing_eip712_domain' })
+  })
+
+  it('a client’s refund at /verify: the zero-charge voucher on both; the refund’s own terms only with us', async () => {
+    const zeroCharge = await voucherOf(shared.payer, shared.id, 3000n)
+    const refund = (fields: Record<string, unknown> = {}) => body({ type: 'refund', channelConfig: shared.config, voucher: zeroCharge, ...fields })
+    const seen = await sameVerify('refund, voucher = totalClaimed', refund(), { ok: true })
+    expect(seen.extra).toEqual(snapshot('10000', '3000'))
+    await sameVerify('refund, voucher < totalClaimed', body({ type: 'refund', channelConfig: shared.config, voucher: await voucherOf(shared.payer, shared.id, 2999n) }), { ok: false, reason: 'invalid_batch_settlement_evm_cumulative_below_claimed' })
+    // The official's verify checks the voucher alone; we check the refund itself as settle will (its server raises the same code).
+    await differentVerify('refund, amount > refundable', refund({ amount: '7001' }), { ok: false, reason: 'invalid_batch_settlement_evm_refund_amount_invalid' }, { ok: true })
+    await differentVerify('refund, amount 0', refund({ amount: '0' }), { ok: false, reason: 'invalid_batch_settlement_evm_refund_amount_invalid' }, { ok: true })
+    const signed = await signRefund(to.authorizer, CHAIN, shared.id, 1n, 1000n)
+    await differentVerify('refund, nonce not the next', refund({ amount: '1000', refundNonce: '1', claims: [], refundAuthorizerSignature: signed }), { ok: false, reason: 'invalid_batch_settlement_evm_refund_simulation_failed' }, { ok: true })
+  })
+
+  it('claims that cannot raise anything, and a sweep with nothing claimed', async () => {
+    const claim = async (max: bigint, total: bigint, signer = shared.payer) => {
+      const signature = await signVoucher(signer, CHAIN, shared.id, max)
+      const rows = [{ voucher: { channel: shared.config, maxClaimableAmount: max }, signature, totalClaimed: total }]
+      const wire = [{ voucher: { channel: shared.config, maxClaimableAmount: max.toString() }, signature, totalClaimed: total.toString() }]
+      return body({ type: 'claim', claims: wire, claimAuthorizerSignature: await signClaimBatch(to.authorizer, CHAIN, rows) })
+    }
+    const both = async (name: string, b: Body) => {
+      const [a, o] = [await seeSettle('ours', b), await seeSettle('official', b)]
+      table.push(`| settle: ${name} | ${label(a)} | ${label(o)} |`)
+      return [a, o] as const
+    }
+    const [a1, o1] = await both('claim, voucher signed by another key', await claim(4000n, 4000n, privateKeyToAccount(generatePrivateKey())))
+    expect([a1, o1]).toMatchObject([{ ok: false, reason: 'invalid_batch_settlement_evm_claim_simulation_failed' }, { ok: false, reason: 'invalid_batch_settlement_evm_claim_simulation_failed' }])
+    // A row claiming more than its voucher: malformed, refused before simulating (the spec's claim code); the contract's revert gives the official its simulation code.
+    const [a2, o2] = await both('claim, totalClaimed > maxClaimableAmount', await claim(4000n, 4001n))
+    expect([a2, o2]).toMatchObject([{ ok: false, reason: 'invalid_batch_settlement_evm_claim_payload' }, { ok: false, reason: 'invalid_batch_settlement_evm_claim_simulation_failed' }])
+    // The very claim that raised the total to 3,000, again: we answer it from its record (its transaction); the official sends a no-op claim.
+    const [a3, o3] = await both('claim repeated (same request)', await claim(3000n, 3000n))
+    expect(a3).toMatchObject({ ok: true, raw: { transaction: sharedClaimTx } })
+    expect(o3).toMatchObject({ ok: true })
+    expect(o3).not.toMatchObject({ raw: { transaction: sharedClaimTx } })
+    // A claim under the claimed total raises nothing: we send nothing (it would only spend gas); the official sends it.
+    const [a5, o5] = await both('claim below the claimed total', await claim(3500n, 2500n))
+    expect([a5, o5]).toMatchObject([{ ok: false, reason: 'invalid_batch_settlement_evm_claim_payload' }, { ok: true }])
+    expect(await channelOnChain(world, shared.id)).toEqual([10_000n, 3000n])
+    const nobody = privateKeyToAccount(generatePrivateKey()).address
+    const [a4, o4] = await both('sweep, nothing claimed', body({ type: 'settle', receiver: nobody, token: world.token.address }))
+    expect(a4).toEqual({ ...o4, raw: expect.anything() })
+    expect(o4).toMatchObject({ ok: false, reason: 'invalid_batch_settlement_evm_nothing_to_settle' })
   })
 })

@@ -10,29 +10,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
-import { toFacilitatorEvmSigner } from '@x402/evm'
 import { BatchSettlementEvmScheme } from '@x402/evm/batch-settlement/facilitator'
-import { createWalletClient, encodeAbiParameters, http, keccak256, publicActions, serializeErc6492Signature, zeroAddress, type Hex, type LocalAccount } from 'viem'
+import { serializeErc6492Signature, zeroAddress, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { evmSchemes } from '../../src/evm/evm-schemes.js'
 import { channelId, type ChannelConfig } from '../../src/evm/batch/codec.js'
-import { ERC3009_DEPOSIT_COLLECTOR_ADDRESS, receiveWithAuthorizationTypes } from '../../src/evm/batch/constants.js'
 import { signClaimBatch, signRefund, signVoucher } from '../support/batch-settlement-signing.js'
 import { batchChannel, batchRequest, batchRequirements, channelOnChain, depositPayload, newBatchReceiver, startBatchWorld, type BatchReceiver } from '../support/batch-world.js'
 import type { EvmFixture } from '../support/evm-fixture.js'
+import { depositWindow, highS, label, officialSigner, shape, type Answer, type Body, type Seen } from '../support/batch-differential.js'
 
 const CHAIN = 84532
 const PRICE = 1000n
 const NOW = () => BigInt(Math.floor(Date.now() / 1000))
-
-interface Body {
-  x402Version: number
-  paymentPayload: { x402Version: number; accepted: Record<string, unknown>; payload: Record<string, unknown> }
-  paymentRequirements: Record<string, unknown>
-}
-/** What a client sees of one answer; `threw` when the facilitator threw instead of answering. */
-type Seen = { ok: boolean; reason: string | null; payer: string | null; extra: unknown } | { threw: true }
 
 let world: EvmFixture
 let to: BatchReceiver
@@ -50,7 +41,7 @@ beforeAll(async () => {
   to = newBatchReceiver()
   const [ourKey, theirKey] = world.signers as [LocalAccount, LocalAccount]
   ours = createFacilitator({ schemes: evmSchemes(world.adapterConfig({ signers: [ourKey] }), { batchSettlement: { receiverAuthorizer: to.authorizer } }) })
-  official = new x402Facilitator().register('eip155:84532', new BatchSettlementEvmScheme(officialSigner(theirKey), to.authorizer))
+  official = new x402Facilitator().register('eip155:84532', new BatchSettlementEvmScheme(officialSigner(world, theirKey), to.authorizer))
   requirements = batchRequirements(world, to, { amount: PRICE.toString() })
   const payer = await world.newPayer(1_000_000n)
   const { config, id } = batchChannel(world, to, payer.address)
@@ -70,33 +61,6 @@ afterAll(async () => {
   await world?.stop()
 })
 
-function officialSigner(account: LocalAccount) {
-  const wallet = createWalletClient({ account, chain: world.node.chain, pollingInterval: 50, transport: http(world.node.rpcUrl, { retryCount: 0 }) }).extend(publicActions)
-  return toFacilitatorEvmSigner({
-    address: account.address,
-    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
-    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
-    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
-    sendTransaction: (args) => wallet.sendTransaction(args),
-    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
-    getCode: (args) => wallet.getCode(args),
-  })
-}
-
-/** A value's shape: numbers stay numbers, strings are told apart by form (decimal, lower/mixed-case hex). */
-function shape(value: unknown): unknown {
-  if (value === undefined || value === null) return null
-  if (typeof value === 'string') {
-    if (value === '') return 'empty'
-    if (/^\d+$/.test(value)) return 'decimal'
-    if (/^0x[0-9a-f]*$/.test(value)) return `hex${(value.length - 2) / 2}-lower`
-    if (/^0x[0-9a-fA-F]*$/.test(value)) return `hex${(value.length - 2) / 2}-mixed`
-    return 'string'
-  }
-  if (typeof value === 'object') return Object.fromEntries(Object.keys(value).sort().map((k) => [k, shape((value as Record<string, unknown>)[k])]))
-  return typeof value
-}
-
 async function seeVerify(side: 'ours' | 'official', body: Body): Promise<Seen> {
   try {
     const r = side === 'ours' ? await ours.verify(body) : await official.verify(body.paymentPayload as unknown as OfficialPayload, body.paymentRequirements as unknown as OfficialRequirements)
@@ -106,7 +70,7 @@ async function seeVerify(side: 'ours' | 'official', body: Body): Promise<Seen> {
   }
 }
 
-async function seeSettle(side: 'ours' | 'official', body: Body): Promise<Seen & { raw?: Record<string, unknown> }> {
+async function seeSettle(side: 'ours' | 'official', body: Body): Promise<Seen> {
   try {
     const r = side === 'ours' ? await ours.settle(body) : await official.settle(body.paymentPayload as unknown as OfficialPayload, body.paymentRequirements as unknown as OfficialRequirements)
     return { ok: r.success, reason: r.errorReason ?? null, payer: r.payer ?? null, extra: r.extra ?? null, raw: r as unknown as Record<string, unknown> }
@@ -115,22 +79,17 @@ async function seeSettle(side: 'ours' | 'official', body: Body): Promise<Seen & 
   }
 }
 
-function label(s: Seen): string {
-  if ('threw' in s) return 'throws'
-  return `${s.ok ? 'valid' : 'invalid'}${s.reason ? ` \`${s.reason.replace('invalid_batch_settlement_evm_', '…')}\`` : ''}`
-}
-
 /** Both sides verify `body`: the same client-visible answer (extra compared whole: one chain state). */
 async function sameVerify(name: string, body: Body, expected: { ok: boolean; reason?: string }) {
   const [a, b] = [await seeVerify('ours', body), await seeVerify('official', body)]
   table.push(`| ${name} | ${label(a)} | ${label(b)} |`)
   expect(b, 'official').toMatchObject({ ok: expected.ok, reason: expected.reason ?? null })
   expect(a).toEqual(b)
-  return a as Exclude<Seen, { threw: true }>
+  return a as Answer
 }
 
 /** Both sides verify `body`, with a documented difference: each answer is asserted exactly. */
-async function differentVerify(name: string, body: Body, oursSees: Partial<Exclude<Seen, { threw: true }>>, officialSees: Partial<Exclude<Seen, { threw: true }>> | 'throws') {
+async function differentVerify(name: string, body: Body, oursSees: Partial<Answer>, officialSees: Partial<Answer> | 'throws') {
   const [a, b] = [await seeVerify('ours', body), await seeVerify('official', body)]
   table.push(`| ${name} | ${label(a)} | ${label(b)} |`)
   expect(a).toMatchObject(oursSees)
@@ -148,25 +107,6 @@ async function variantVoucher(fields: Partial<ChannelConfig>) {
   const config = { ...shared.config, ...fields }
   const id = channelId(config, CHAIN)
   return { type: 'voucher', channelConfig: config, voucher: await voucherOf(shared.payer, id, 4000n) }
-}
-
-/** An EIP-3009 deposit authorization with a chosen validity window (the support helper fixes validAfter at 0). */
-async function depositWindow(payer: LocalAccount, config: ChannelConfig, amount: bigint, validAfter: bigint, validBefore: bigint) {
-  const id = channelId(config, CHAIN)
-  const salt = generatePrivateKey()
-  const nonce = keccak256(encodeAbiParameters([{ type: 'bytes32' }, { type: 'uint256' }], [id, BigInt(salt)]))
-  const signature = await payer.signTypedData({
-    domain: { name: world.token.name, version: world.token.version, chainId: CHAIN, verifyingContract: world.token.address },
-    types: receiveWithAuthorizationTypes,
-    primaryType: 'ReceiveWithAuthorization',
-    message: { from: config.payer, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter, validBefore, nonce },
-  })
-  return {
-    type: 'deposit',
-    channelConfig: config,
-    voucher: await voucherOf(payer, id, PRICE),
-    deposit: { amount: amount.toString(), authorization: { erc3009Authorization: { validAfter: validAfter.toString(), validBefore: validBefore.toString(), salt, signature } } },
-  }
 }
 
 describe('batch-settlement /verify: ours against the official facilitator, same requests', () => {
@@ -229,8 +169,10 @@ describe('batch-settlement /verify: ours against the official facilitator, same 
     await sameVerify('deposit, payer without funds', body(await depositPayload(world, broke, brokeChannel.config)), { ok: false, reason: 'invalid_batch_settlement_evm_insufficient_balance' })
     const payer = await world.newPayer(100_000n)
     const { config } = batchChannel(world, to, payer.address)
-    await sameVerify('deposit, validBefore passed', body(await depositWindow(payer, config, 10_000n, 0n, NOW() - 10n)), { ok: false, reason: 'invalid_batch_settlement_evm_payload_authorization_valid_before' })
-    await sameVerify('deposit, validAfter in the future', body(await depositWindow(payer, config, 10_000n, NOW() + 3600n, NOW() + 7200n)), { ok: false, reason: 'invalid_batch_settlement_evm_payload_authorization_valid_after' })
+    await sameVerify('deposit, validBefore passed', body(await depositWindow(world, payer, config, 10_000n, PRICE, 0n, NOW() - 10n)), { ok: false, reason: 'invalid_batch_settlement_evm_payload_authorization_valid_before' })
+    // Both want the authorization to outlive verify by 6 s (our settleMarginSeconds default, the official's constant).
+    await sameVerify('deposit, validBefore within 6 s', body(await depositWindow(world, payer, config, 10_000n, PRICE, 0n, NOW() + 3n)), { ok: false, reason: 'invalid_batch_settlement_evm_payload_authorization_valid_before' })
+    await sameVerify('deposit, validAfter in the future', body(await depositWindow(world, payer, config, 10_000n, PRICE, NOW() + 3600n, NOW() + 7200n)), { ok: false, reason: 'invalid_batch_settlement_evm_payload_authorization_valid_after' })
     await sameVerify('deposit, voucher > balance + deposit', body(await depositPayload(world, payer, config, 10_000n, 10_001n)), { ok: false, reason: 'invalid_batch_settlement_evm_cumulative_exceeds_balance' })
   })
 
@@ -295,14 +237,6 @@ describe('batch-settlement /verify: malformed payloads, envelope and casing', ()
   })
 })
 
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
-/** The same signature with s mirrored to the upper half (and v flipped): viem still recovers the signer, OpenZeppelin's ECDSA does not. */
-function highS(signature: Hex): Hex {
-  const s = BigInt(`0x${signature.slice(66, 130)}`)
-  const v = Number.parseInt(signature.slice(130, 132), 16)
-  return `${signature.slice(0, 66)}${(SECP256K1_N - s).toString(16).padStart(64, '0')}${(v === 27 ? 28 : 27).toString(16)}` as Hex
-}
-
 describe('batch-settlement /verify: our safety rules against the official', () => {
   it('a high-s voucher signature: refused by us (the contract’s ECDSA rejects it, so its claim would revert), accepted by the official', async () => {
     const good = await voucherPayload(4000n)
@@ -355,7 +289,11 @@ describe('batch-settlement /settle: the same flow on a channel of each side', ()
         runs[side][name] = comparable(seen, payer.address)
         return seen
       }
-      expect(await step('deposit', await depositPayload(world, payer, config, 10_000n, PRICE)), `${side} deposit`).toMatchObject({ ok: true })
+      const deposit = await depositPayload(world, payer, config, 10_000n, PRICE)
+      const first = await step('deposit', deposit)
+      expect(first, `${side} deposit`).toMatchObject({ ok: true })
+      const again = await step('the same deposit again', deposit)
+      if (side === 'ours') expect(again).toMatchObject({ raw: { transaction: (first as Answer).raw!.transaction } })
       const voucher = await voucherOf(payer, id, 2000n)
       const claims = [{ voucher: { channel: config, maxClaimableAmount: 2000n }, signature: voucher.signature, totalClaimed: 2000n }]
       const claimRows = [{ voucher: { channel: config, maxClaimableAmount: '2000' }, signature: voucher.signature, totalClaimed: '2000' }]
@@ -376,6 +314,9 @@ describe('batch-settlement /settle: the same flow on a channel of each side', ()
     const differences = {
       // The spec's deposit answer carries `asset`; the official leaves it out.
       deposit: { ...runs.official.deposit, asset: world.token.address },
+      // A repeat of a settled deposit (a retry after a lost answer) is answered from its record: its transaction, not a failure.
+      // (The record keeps no amount, asset or channelState: see the report; the official's repeat fails its simulation.)
+      'the same deposit again': { success: true, network: 'eip155:84532', transaction: 'hex32-lower', payer: 'the payer', extra: 'absent' },
       // The spec's claim answer has `amount: ""` (no funds move); the official leaves it out.
       claim: { ...runs.official.claim, amount: '' },
       // Our core keys a refund by channel and nonce: a second refund on a used nonce is a duplicate, naming the transaction that used it.
@@ -384,6 +325,7 @@ describe('batch-settlement /settle: the same flow on a channel of each side', ()
       'stale refund (nonce used)': { success: false, errorReason: 'duplicate_settlement', network: 'eip155:84532', transaction: 'hex32-lower', payer: 'absent', extra: 'absent' },
     }
     expect(runs.official['stale refund (nonce used)']).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_simulation_failed', transaction: 'empty' })
+    expect(runs.official['the same deposit again']).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_deposit_simulation_failed' })
     expect(runs.official['refund, nonce ahead']).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_simulation_failed' })
     expect(runs.ours).toEqual({ ...runs.official, ...differences })
   })

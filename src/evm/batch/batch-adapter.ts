@@ -129,7 +129,7 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     networks: [...setup.runtimes.values()].map((r) => ({ caip2: r.network.caip2, ...(authorizer ? { extra: { receiverAuthorizer: authorizer.address } } : {}) })),
     signers: () => setup.signerAddresses,
 
-    parse: (ctx) => parseBatchPayload(ctx.payload.payload, chainOf(ctx).chainId, ctx.asset),
+    parse: (ctx) => parseBatchPayload(ctx.payload.payload, chainOf(ctx).chainId, ctx.asset, (ctx.requirements.extra as Record<string, unknown> | undefined)?.assetTransferMethod),
 
     // A refund without the server's Refund signature would get ours: only for authenticated callers.
     ...(authorizer && signsRefunds

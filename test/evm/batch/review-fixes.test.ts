@@ -163,7 +163,7 @@ describe('batchSettlementEvm review fixes', () => {
     expect(await facilitator.verify(refund({ amount: '7000' }))).toMatchObject({ isValid: true })
     expect(await facilitator.verify(refund({ amount: '7001' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_amount_invalid' })
     expect(await facilitator.verify(refund({ amount: '0' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_amount_invalid' })
-    expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '1' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_payload' })
+    expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '1' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_simulation_failed' })
     const stranger = privateKeyToAccount(generatePrivateKey())
     const forged = await signRefund(stranger, 84532, c.id, 0n, 1000n)
     expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '0', refundAuthorizerSignature: forged }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_authorizer_address_mismatch' })

@@ -7,7 +7,7 @@ import type { SettleResponse } from '../schemas/messages.js'
 import type { SettlementStore } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
-import { decodeSettlementRecord, recordKey, type SettlementRecord } from './settlement-record.js'
+import { decodeSettlementRecord, recordKey, schemeAnswerFields, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from '../core/settle-answers.js'
 import { payerFailures } from './payer-failures.js'
 import { payerHolds } from './payer-holds.js'
@@ -263,7 +263,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     }
     if (record.state === 'settled') {
       // The same payment again (a retry after a lost answer): the answer of the call that settled it.
-      return as('recorded', { success: true, transaction: record.transaction, network: context.wireNetwork, ...(record.payer ? { payer: record.payer } : {}) })
+      return as('recorded', { ...record.answer, success: true, transaction: record.transaction, network: context.wireNetwork, ...(record.payer ? { payer: record.payer } : {}) })
     }
     return as('recorded', settleFailure(context, record.errorReason, record.errorMessage, record.payer, record.transaction))
   }
@@ -392,7 +392,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         // settlement, so the same authorization is never charged later with another amount.
         closeSpend(false)
         keeper.letGo()
-        await keeper.serial(() => write({ state: 'settled', transaction: '', payer: result.payer }, recordTtlMs)).catch(() => undefined)
+        await keeper.serial(() => write({ state: 'settled', transaction: '', payer: result.payer, answer: schemeAnswerFields(result) }, recordTtlMs)).catch(() => undefined)
         return as('sent', result)
       }
       if (!sent) {
@@ -449,7 +449,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       return { ...result, transaction }
     }
     if (result.success) {
-      await keeper.serial(() => write({ state: 'settled', transaction, payer: result.payer }, recordTtlMs))
+      await keeper.serial(() => write({ state: 'settled', transaction, payer: result.payer, answer: schemeAnswerFields(result) }, recordTtlMs))
     } else {
       void failures.count(result, result.payer ?? verdict?.response.payer, accountNow())
       await keeper.serial(() =>

@@ -314,9 +314,9 @@ describe('batch-settlement /settle: the same flow on a channel of each side', ()
     const differences = {
       // The spec's deposit answer carries `asset`; the official leaves it out.
       deposit: { ...runs.official.deposit, asset: world.token.address },
-      // A repeat of a settled deposit (a retry after a lost answer) is answered from its record: its transaction, not a failure.
-      // (The record keeps no amount, asset or channelState: see the report; the official's repeat fails its simulation.)
-      'the same deposit again': { success: true, network: 'eip155:84532', transaction: 'hex32-lower', payer: 'the payer', extra: 'absent' },
+      // A repeat of a settled deposit (a retry after a lost answer) is answered from its record: the first answer, amount, asset and
+      // channel state included, not a failure (the official's repeat fails its simulation).
+      'the same deposit again': { ...runs.official.deposit, asset: world.token.address },
       // The spec's claim answer has `amount: ""` (no funds move); the official leaves it out.
       claim: { ...runs.official.claim, amount: '' },
       // Our core keys a refund by channel and nonce: a second refund on a used nonce is a duplicate, naming the transaction that used it.

@@ -124,9 +124,14 @@ describe('verify and settle real payments', () => {
     expect(chain.stats.requests).toBe(1)
     expect(chain.stats.calls).toEqual(calls)
 
+    chain.resetStats()
     const settled = await f.settle(body)
     expect(settled).toMatchObject({ success: true, network: SOLANA_DEVNET, payer: s.payer.address })
     expect(settled.transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/)
+    // Verify's batch, then the send with the first status look in its batch: a node that lands the
+    // transaction as it takes it (LiteSVM) answers the outcome there, and no poll round follows.
+    expect(chain.stats.requests).toBe(2)
+    expect(chain.stats.calls).toEqual({ ...calls, getSignatureStatuses: 2, sendTransaction: 1 })
     expect(tokenBalance(chain.svm, s.payerAta)).toBe(before.payer - 12_345n)
     expect(tokenBalance(chain.svm, s.payToAta)).toBe(before.payTo + 12_345n)
     // The fee payer paid the base fee (2 signatures) and at most the capped priority fee, nothing else.

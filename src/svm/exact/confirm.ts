@@ -29,6 +29,8 @@ export interface Confirmation {
 
 /** Polls the signature status until confirmed, expired (blockhash no longer valid) or out of time. */
 export async function confirm(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation): Promise<SettleResponse> {
+  // Landed as the node took it: no wait, so no budget (its controller, timer and listener) to set up.
+  if (isLanded(c.seenAtSend)) return landed(ctx, c, c.seenAtSend)
   // The wait ends at the request's budget or at confirmTimeoutMs, whichever comes first (ended with the wait: see timeBudget).
   const budget = timeBudget(rt.confirmTimeoutMs, ctx.signal)
   try {
@@ -38,7 +40,7 @@ export async function confirm(rt: ExactSvmRuntime, ctx: PaymentContext, runtime:
   }
 }
 
-const isLanded = (status: SignatureStatus | null): status is SignatureStatus =>
+const isLanded = (status: SignatureStatus | null | undefined): status is SignatureStatus =>
   status?.confirmationStatus === 'confirmed' || status?.confirmationStatus === 'finalized'
 
 /** The answer for a transaction the chain confirmed: landed, or failed on chain. */
@@ -60,10 +62,7 @@ async function waitFor(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: Networ
   let expiredOnce = false
   // The first look is immediate (a fast chain may already have the transaction), unless the send's batch made it.
   let delayMs = 0
-  if (c.seenAtSend !== undefined) {
-    if (isLanded(c.seenAtSend)) return landed(ctx, c, c.seenAtSend)
-    delayMs = rt.pollIntervalMs
-  }
+  if (c.seenAtSend !== undefined) delayMs = rt.pollIntervalMs
   for (;;) {
     if (signal.aborted) return settlementPending(ctx, c.signature, c.payer)
     let round: SignatureRound | undefined

@@ -7,8 +7,8 @@ import { createSolanaRpc, generateKeyPairSigner, getBase64Encoder, getTransactio
 import { x402Client } from '@x402/core/client'
 import { ExactSvmScheme } from '@x402/svm/exact/client'
 import { createPaymentHeader } from 'x402/client'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createFacilitator, type FacilitatorConfig, FacilitatorError, SOLANA_DEVNET, type SettleEvent } from '../../src/index.js'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
+import { createFacilitator, createMemoryStore, type FacilitatorConfig, FacilitatorError, SOLANA_DEVNET, type SettleEvent } from '../../src/index.js'
 import { buildExactSvmTransaction, exactSvm, type ExactSvmConfig, SVM_REASON, type SvmRpcTransport, createHttpRpcTransport } from '../../src/svm/index.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import {
@@ -199,6 +199,23 @@ describe('verify and settle real payments', () => {
     const timing = events[0]?.context?.timings.confirmationMs
     expect(typeof timing).toBe('number')
     expect(timing).toBeGreaterThanOrEqual(0)
+  })
+
+  test('a settle whose floor is refused for another hold on the source reads the balance at once, without the retry waits', async () => {
+    // The store's clock ahead of ours: the first settle's closed hold counts against every balance read after it,
+    // as the hold of a payer's previous settlement closed in the millisecond the next verify begins does.
+    const f = facilitator(spl, {}, { store: createMemoryStore({ now: () => Date.now() + 10_000 }) })
+    expect(await f.settle(await builderBody(spl, 5n))).toMatchObject({ success: true })
+    const timeout = vi.spyOn(globalThis, 'setTimeout')
+    try {
+      chain.resetStats()
+      expect(await f.settle(await builderBody(spl, 6n))).toMatchObject({ success: true })
+      // Verified twice (the floor, then the balance read from the simulation), no 50 ms wait before the second.
+      expect(chain.stats.calls.simulateTransaction).toBe(2)
+      expect(timeout.mock.calls.filter(([, ms]) => ms === 50)).toEqual([])
+    } finally {
+      timeout.mockRestore()
+    }
   })
 
   test('a payload that is not {transaction} is rejected with a code, not thrown', async () => {

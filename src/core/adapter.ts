@@ -127,6 +127,11 @@ export interface PayerSpend {
    * landed since then count against it. @default the start of this context's verify
    */
   readonly since?: number
+  /**
+   * `balance` is that floor, no balance was read: a hold refused for what else is held on the
+   * account is verified again at once, reading the balance, before the waits of a refused read.
+   */
+  readonly floor?: boolean
 }
 
 /** One line of a readiness report. */

@@ -324,6 +324,19 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     let refusal: SettleResponse | undefined
     try {
       refusal = await holdSpend(payer)
+      let invalid = false
+      const verifyAndHold = async (): Promise<SettleResponse | undefined> => {
+        const again = await verifyNow()
+        if (!again.response.isValid) {
+          invalid = true
+          return settleFailure(context, again.response.invalidReason ?? REJECTION.invalidPayload, again.response.invalidMessage, again.response.payer)
+        }
+        spend = again.spend
+        return holdSpend(payer)
+      }
+      // A floor (no balance read) refused for anything else held on the account, such as the hold of the
+      // payer's previous settlement closed in the millisecond this verify began, reads the balance at once.
+      if (refusal && spend?.floor && deadline - Date.now() >= storeTimeoutMs) refusal = await verifyAndHold()
       // A settlement mined but not yet seen confirmed (its hold still open), or seen after this
       // verify began, counts against a balance that may already show it: near the edge of a
       // balance that double count refuses a payment that fits. So a refused payment waits a
@@ -331,15 +344,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       // before the refusal stands. A payment the balance really cannot cover then usually fails
       // that verify itself, once the others have landed.
       for (const waitMs of HOLD_RETRY_WAITS_MS) {
-        if (!refusal || !spend || deadline - Date.now() < waitMs + storeTimeoutMs) break
+        if (invalid || !refusal || !spend || deadline - Date.now() < waitMs + storeTimeoutMs) break
         await sleep(waitMs)
-        const again = await verifyNow()
-        if (!again.response.isValid) {
-          refusal = settleFailure(context, again.response.invalidReason ?? REJECTION.invalidPayload, again.response.invalidMessage, again.response.payer)
-          break
-        }
-        spend = again.spend
-        refusal = await holdSpend(payer)
+        refusal = await verifyAndHold()
       }
     } catch (error) {
       await release()

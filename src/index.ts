@@ -27,6 +27,7 @@ export {
   type SettleOptions,
   type Timeouts,
 } from './facilitator/facilitator.js'
+export type { SettleCaller } from './facilitator/settle-caller.js'
 export type { FacilitatorHooks, HookRejection, PaymentEvent, RefusalEvent, SettleEvent, SettleOrigin, VerifyEvent } from './core/hooks.js'
 export { loggingHooks, type Logger } from './facilitator/logging-hooks.js'
 export { watchSignerBalances, type SignerBalance, type SignerBalanceWatch, type SignerBalanceWatchOptions } from './facilitator/signer-balance-watch.js'

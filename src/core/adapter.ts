@@ -127,6 +127,11 @@ export interface PayerSpend {
    * landed since then count against it. @default the start of this context's verify
    */
   readonly since?: number
+  /**
+   * `balance` is that floor, no balance was read: a hold refused for what else is held on the
+   * account is verified again at once, reading the balance, before the waits of a refused read.
+   */
+  readonly floor?: boolean
 }
 
 /** One line of a readiness report. */
@@ -202,16 +207,16 @@ export interface SchemeAdapter<P = unknown, V = unknown, R extends SettleReserva
    * True when the settle request, not the payer's signature alone, decides what is charged
    * (`upto`: the payer signs a maximum, the settle request names the usage). Whoever may call
    * settle then sets the price, a payer included (it could settle its own payment for 0 before
-   * the resource server does), so the HTTP handler settles such payments only for authenticated
-   * callers unless told otherwise (`allowUnauthenticatedSettleAmount`). @default false
+   * the resource server does), so the facilitator settles such payments only for a caller that is
+   * not named unauthenticated (see `SettleCaller`; the HTTP handler's `allowUnauthenticatedSettleAmount`). @default false
    */
   readonly settleSetsAmount?: boolean
   /**
    * True when settling this payload makes the facilitator sign for someone other than the payer
    * (a `batch-settlement` refund it signs as the channel's delegated receiver authorizer): only the
-   * service that may ask for that signature should, so the HTTP handler settles such payloads for
-   * authenticated callers only (`settle_requires_authentication`), like `settleSetsAmount`
-   * schemes. Synchronous and offline. Optional: false.
+   * service that may ask for that signature should, so the facilitator refuses them to a caller named
+   * unauthenticated (`settle_requires_authentication`), like `settleSetsAmount` schemes.
+   * Synchronous and offline. Optional: false.
    */
   settleNeedsAuthentication?(ctx: PaymentContext, payload: P): boolean
   /** Names of the payload extensions this adapter honours (e.g. `eip2612GasSponsoring`), listed in supported(). Optional. */

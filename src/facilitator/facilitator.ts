@@ -21,6 +21,7 @@ import { traced } from '../core/tracing.js'
 import { loggingHooks, type Logger } from './logging-hooks.js'
 import { startReconciler } from './reconciler.js'
 import { readiness } from './readiness.js'
+import { callerRefusal, type SettleCaller } from './settle-caller.js'
 
 /** Time budgets of one call. */
 export interface Timeouts {
@@ -49,6 +50,8 @@ export interface SettleOptions extends PaymentOptions {
   /** Where claims and outcomes live; share one store between instances to settle each payment once. */
   store: SettlementStore
   settlement?: SettlementOptions
+  /** Who asks (see `SettleCaller`). @default trusted: a call in the same process */
+  caller?: SettleCaller
 }
 
 const DEFAULT_VERIFY_MS = 10_000
@@ -166,12 +169,16 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
         routedAdapter = adapter
         const rejection = admitted ? undefined : await firstRejection(options.hooks, 'beforeSettle', ctx)
         const parsed = rejection ? undefined : adapter.parse(ctx)
+        // Held here, on the payload parsed once, for every scheme and every route that names its caller.
+        const refusedCaller = parsed && 'payload' in parsed ? callerRefusal(adapter, ctx, parsed.payload, options.caller) : undefined
         if (rejection) {
           result = { success: false, errorReason: rejection.reason ?? REJECTION.rejectedByPolicy, errorMessage: rejection.message, transaction: '', network: ctx.wireNetwork }
         } else if (parsed && 'refusal' in parsed) {
           // No identity means the payload is malformed: parse's refusal says why.
           const { invalidReason, invalidMessage, payer } = parsed.refusal
           result = settleFailure(ctx, invalidReason ?? REJECTION.invalidPayload, invalidMessage, payer)
+        } else if (refusedCaller) {
+          result = refusedCaller
         } else {
           result = await settleOnce({ adapter, context: ctx, payload: parsed!.payload, key: parsed!.key, store: options.store, budgetMs, options: options.settlement ?? {}, trace })
         }
@@ -227,7 +234,12 @@ export interface Facilitator<S extends SettlementStore = SettlementStore> {
   readonly store: S
   supported(): Promise<SupportedResponse>
   verify(body: unknown): Promise<VerifyResponse>
-  settle(body: unknown): Promise<SettleResponse>
+  /**
+   * Settles a payment at most once. `caller` names who asks when it is not this process (the HTTP
+   * handler names an unauthenticated caller): payments only an authenticated caller may settle are
+   * then refused with `settle_requires_authentication`. @default a trusted, in-process caller
+   */
+  settle(body: unknown, caller?: SettleCaller): Promise<SettleResponse>
   /** Resolves when every after-hook started so far has finished (for tests and shutdown). */
   drain(): Promise<void>
   /**
@@ -304,7 +316,7 @@ export function createFacilitator<S extends SettlementStore = MemoryStore>(confi
     store,
     supported: async () => supported(registry, [...(config.extensions ?? []), ...(config.hooks ?? []).flatMap((hook) => hook.extensions ?? [])]),
     verify: (body) => (closed ? shuttingDown() : verify(registry, body, { ...base, store })),
-    settle: (body) => (closed ? shuttingDown() : settle(registry, body, { ...base, store, settlement: config.settlement })),
+    settle: (body, caller) => (closed ? shuttingDown() : settle(registry, body, { ...base, store, settlement: config.settlement, caller })),
     async drain() {
       while (pending.size > 0) await Promise.allSettled([...pending])
     },

@@ -6,7 +6,7 @@ import { createRateLimiter, type RateLimitOptions } from './rate-limit.js'
 import { readJsonBody, readStreamBytes } from './read-body.js'
 import { requestIdOf, requestIdSettings, type RequestIdOptions } from './request-id.js'
 import { routePath } from './route-path.js'
-import { settleAmountRefusal } from './settle-amount-refusal.js'
+import type { SettleCaller } from '../facilitator/settle-caller.js'
 
 /** The three payment routes, as named to `authenticate`. */
 export type PaymentRoute = 'supported' | 'verify' | 'settle'
@@ -156,11 +156,8 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
   const rateLimit = options.rateLimit ? createRateLimiter(options.rateLimit) : undefined
   if (options.clientAddress && options.trustProxy) throw new FacilitatorError('misconfigured', 'createHandler: give clientAddress or trustProxy, not both')
   const proxied = options.trustProxy ? proxiedClientAddress(options.trustProxy) : undefined
-  // Settles that set their own amount are refused to anonymous callers: looked up only when some adapter has them.
-  const registry = (facilitator as { registry?: Facilitator['registry'] }).registry
-  const guardSettleAmounts = !options.authenticate && options.allowUnauthenticatedSettleAmount !== true && registry?.adapters.some((adapter) => adapter.settleSetsAmount === true) === true
-  // Payloads an adapter signs for on the service's behalf (a delegated refund) are never settled for anonymous callers.
-  const guardDelegated = !options.authenticate && registry?.adapters.some((adapter) => adapter.settleNeedsAuthentication !== undefined) === true
+  // Without a hook nobody is authenticated: the facilitator then refuses the settles only an authenticated caller may ask for.
+  const caller: SettleCaller | undefined = options.authenticate ? undefined : { authenticated: false, mayChooseAmount: options.allowUnauthenticatedSettleAmount === true }
 
   const payment: Record<string, { method: 'GET' | 'POST'; route: PaymentRoute }> = {
     '/supported': { method: 'GET', route: 'supported' },
@@ -186,11 +183,7 @@ export function createHandler(facilitator: Pick<Facilitator, 'supported' | 'veri
     if (rateLimit) await rateLimit(known.route, client ?? clientOf(call))
     const body = await readJsonBody(call, maxBodyBytes, maxJsonDepth)
     if (known.route === 'verify') return jsonAnswer(200, await facilitator.verify(body))
-    if (guardSettleAmounts || guardDelegated) {
-      const refusal = settleAmountRefusal(registry!, body, guardSettleAmounts)
-      if (refusal) return jsonAnswer(200, refusal)
-    }
-    return jsonAnswer(200, await facilitator.settle(body))
+    return jsonAnswer(200, await facilitator.settle(body, caller))
   }
 
   /** Throws 401 unless the caller may use a private route: admins only, never by default. */

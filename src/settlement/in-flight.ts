@@ -19,8 +19,11 @@ export const inFlightKey = (minute: number) => `settlements-in-flight:${minute}`
 
 /** Adds (`by` > 0) or removes (`by` < 0) a settlement record from its minute's index; best effort, bounded. */
 export function indexInFlight(store: SettlementStore, minute: number, recordKey: string, by: number, boundMs: number): Promise<void> {
+  // A dictionary object: a literal `{ [recordKey]: by }` gives V8 a new hidden class for every record key (each one unique).
+  const increments: Record<string, number> = Object.create(null)
+  increments[recordKey] = by
   return boundedStoreCall(
-    () => store.incrementFields(inFlightKey(minute), { [recordKey]: by }, { ttlMs: IN_FLIGHT_TTL_MS }),
+    () => store.incrementFields(inFlightKey(minute), increments, { ttlMs: IN_FLIGHT_TTL_MS }),
     boundMs,
     by > 0 ? 'indexing the journaled settlement' : 'unindexing the recorded settlement',
   ).catch(() => undefined)

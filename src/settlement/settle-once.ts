@@ -7,7 +7,7 @@ import type { SettleResponse } from '../schemas/messages.js'
 import type { SettlementStore } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 import { paymentFingerprint } from './payment-fingerprint.js'
-import { decodeSettlementRecord, recordKey, type SettlementRecord } from './settlement-record.js'
+import { decodeSettlementRecord, recordKey, schemeAnswerFields, type SettlementRecord } from './settlement-record.js'
 import { settleFailure, settlementPending } from '../core/settle-answers.js'
 import { payerFailures } from './payer-failures.js'
 import { payerHolds } from './payer-holds.js'
@@ -263,7 +263,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     }
     if (record.state === 'settled') {
       // The same payment again (a retry after a lost answer): the answer of the call that settled it.
-      return as('recorded', { success: true, transaction: record.transaction, network: context.wireNetwork, ...(record.payer ? { payer: record.payer } : {}) })
+      return as('recorded', { ...record.answer, success: true, transaction: record.transaction, network: context.wireNetwork, ...(record.payer ? { payer: record.payer } : {}) })
     }
     return as('recorded', settleFailure(context, record.errorReason, record.errorMessage, record.payer, record.transaction))
   }
@@ -324,6 +324,19 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
     let refusal: SettleResponse | undefined
     try {
       refusal = await holdSpend(payer)
+      let invalid = false
+      const verifyAndHold = async (): Promise<SettleResponse | undefined> => {
+        const again = await verifyNow()
+        if (!again.response.isValid) {
+          invalid = true
+          return settleFailure(context, again.response.invalidReason ?? REJECTION.invalidPayload, again.response.invalidMessage, again.response.payer)
+        }
+        spend = again.spend
+        return holdSpend(payer)
+      }
+      // A floor (no balance read) refused for anything else held on the account, such as the hold of the
+      // payer's previous settlement closed in the millisecond this verify began, reads the balance at once.
+      if (refusal && spend?.floor && deadline - Date.now() >= storeTimeoutMs) refusal = await verifyAndHold()
       // A settlement mined but not yet seen confirmed (its hold still open), or seen after this
       // verify began, counts against a balance that may already show it: near the edge of a
       // balance that double count refuses a payment that fits. So a refused payment waits a
@@ -331,15 +344,9 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       // before the refusal stands. A payment the balance really cannot cover then usually fails
       // that verify itself, once the others have landed.
       for (const waitMs of HOLD_RETRY_WAITS_MS) {
-        if (!refusal || !spend || deadline - Date.now() < waitMs + storeTimeoutMs) break
+        if (invalid || !refusal || !spend || deadline - Date.now() < waitMs + storeTimeoutMs) break
         await sleep(waitMs)
-        const again = await verifyNow()
-        if (!again.response.isValid) {
-          refusal = settleFailure(context, again.response.invalidReason ?? REJECTION.invalidPayload, again.response.invalidMessage, again.response.payer)
-          break
-        }
-        spend = again.spend
-        refusal = await holdSpend(payer)
+        refusal = await verifyAndHold()
       }
     } catch (error) {
       await release()
@@ -392,7 +399,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
         // settlement, so the same authorization is never charged later with another amount.
         closeSpend(false)
         keeper.letGo()
-        await keeper.serial(() => write({ state: 'settled', transaction: '', payer: result.payer }, recordTtlMs)).catch(() => undefined)
+        await keeper.serial(() => write({ state: 'settled', transaction: '', payer: result.payer, answer: schemeAnswerFields(result) }, recordTtlMs)).catch(() => undefined)
         return as('sent', result)
       }
       if (!sent) {
@@ -449,7 +456,7 @@ export async function settleOnce(input: SettleOnceInput): Promise<SettleResponse
       return { ...result, transaction }
     }
     if (result.success) {
-      await keeper.serial(() => write({ state: 'settled', transaction, payer: result.payer }, recordTtlMs))
+      await keeper.serial(() => write({ state: 'settled', transaction, payer: result.payer, answer: schemeAnswerFields(result) }, recordTtlMs))
     } else {
       void failures.count(result, result.payer ?? verdict?.response.payer, accountNow())
       await keeper.serial(() =>

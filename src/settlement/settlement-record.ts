@@ -1,4 +1,5 @@
 import * as z from 'zod'
+import type { SettleResponse } from '../schemas/messages.js'
 import type { SettlementStore } from '../stores/store.js'
 import { boundedStoreCall } from './bounded-store-call.js'
 
@@ -36,7 +37,15 @@ export const settlementRecordSchema = z.discriminatedUnion('state', [
     owner,
   }),
   /** Confirmed on chain. */
-  z.object({ state: z.literal('settled'), transaction: z.string(), payer: z.string().optional(), fingerprint, amount }),
+  z.object({
+    state: z.literal('settled'),
+    transaction: z.string(),
+    payer: z.string().optional(),
+    fingerprint,
+    amount,
+    /** The answer's fields of its scheme (a batch deposit's `amount`, `asset`, `extra.channelState`), so a repeat answers them too. */
+    answer: z.record(z.string(), z.unknown()).optional(),
+  }),
   /** Mined and failed; the transaction id is kept. */
   z.object({
     state: z.literal('failed'),
@@ -48,6 +57,12 @@ export const settlementRecordSchema = z.discriminatedUnion('state', [
   }),
 ])
 export type SettlementRecord = z.infer<typeof settlementRecordSchema>
+
+/** A success answer's fields beyond those every record keeps, or `undefined` when it has none (an `exact` answer). */
+export function schemeAnswerFields(answer: SettleResponse): Record<string, unknown> | undefined {
+  const { success: _success, transaction: _transaction, network: _network, payer: _payer, ...rest } = answer
+  return Object.keys(rest).length > 0 ? rest : undefined
+}
 
 /** Reads a stored record; anything unreadable counts as absent rather than crashing a settle. */
 export function decodeSettlementRecord(raw: string | undefined): SettlementRecord | undefined {

@@ -198,6 +198,19 @@ describe('settles whose request sets the amount', () => {
     expect((await handle(post('/settle', { x402Version: 2 }))).status).toBe(400)
   })
 
+  it('is held by the facilitator itself: any framework that names an unauthenticated caller gets the refusal; an in-process call is trusted', async () => {
+    const exact = createLedgerAdapter()
+    const meter = { ...createLedgerAdapter({ network: 'eip155:31338', balances: exact.balances }), settleSetsAmount: true }
+    exact.balances.set('0xpayer', 1_000n)
+    const facilitator = createFacilitator({ schemes: [exact, meter] })
+    const body = (nonce: string) => ledgerBody(meter, { from: '0xpayer', to: '0xshop', value: '10', nonce }, 'eip155:31338')
+    expect(await facilitator.settle(body('w1'), { authenticated: false })).toMatchObject({ success: false, errorReason: 'settle_requires_authentication', amount: '0' })
+    expect(meter.applied.size).toBe(0)
+    expect(await facilitator.settle(body('w2'), { authenticated: false, mayChooseAmount: true })).toMatchObject({ success: true })
+    expect(await facilitator.settle(body('w3'))).toMatchObject({ success: true })
+    expect(meter.applied.size).toBe(2)
+  })
+
   it('settles them for callers the authenticate hook admits, and for anyone when the operator opts in', async () => {
     const authed = metered({ authenticate: (request) => (request.headers.get('authorization') === 'Bearer shop' ? { clientId: 'shop' } : false) })
     expect((await authed.handle(post('/settle', authed.meterBody('a1')))).status).toBe(401)

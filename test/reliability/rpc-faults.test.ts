@@ -327,9 +327,14 @@ describe('Solana behind the fault proxy (LiteSVM RPC)', () => {
     const f = facilitatorVia([proxy.url])
     const request = await payment(7n)
     const before = tokenBalance(chain.svm, s.payToAta)
+    // The send's batch reads the status too, and LiteSVM lands a transaction as it takes it: a node
+    // lagging behind at the send leaves the outcome to the polls, which are what fails here.
+    const polls = methods.includes('isBlockhashValid')
+    chain.hideStatuses = polls
     proxy.setModeFor(methods, mode)
     const first = await timed(f.settle(request))
     proxy.setMode({ kind: 'pass' })
+    chain.hideStatuses = false
     figures.push(`  svm settle, ${name.padEnd(22)} ${first.ms.toFixed(0).padStart(5)} ms  ${outcomeOf(first)}`)
     expect(first.error).toBeUndefined()
     expect(first.ms).toBeLessThan(SETTLE_MS + SLACK_MS)

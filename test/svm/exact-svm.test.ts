@@ -7,8 +7,8 @@ import { createSolanaRpc, generateKeyPairSigner, getBase64Encoder, getTransactio
 import { x402Client } from '@x402/core/client'
 import { ExactSvmScheme } from '@x402/svm/exact/client'
 import { createPaymentHeader } from 'x402/client'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createFacilitator, type FacilitatorConfig, FacilitatorError, SOLANA_DEVNET, type SettleEvent } from '../../src/index.js'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
+import { createFacilitator, createMemoryStore, type FacilitatorConfig, FacilitatorError, SOLANA_DEVNET, type SettleEvent } from '../../src/index.js'
 import { buildExactSvmTransaction, exactSvm, type ExactSvmConfig, SVM_REASON, type SvmRpcTransport, createHttpRpcTransport } from '../../src/svm/index.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
 import {
@@ -124,9 +124,14 @@ describe('verify and settle real payments', () => {
     expect(chain.stats.requests).toBe(1)
     expect(chain.stats.calls).toEqual(calls)
 
+    chain.resetStats()
     const settled = await f.settle(body)
     expect(settled).toMatchObject({ success: true, network: SOLANA_DEVNET, payer: s.payer.address })
     expect(settled.transaction).toMatch(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/)
+    // Verify's batch, then the send with the first status look in its batch: a node that lands the
+    // transaction as it takes it (LiteSVM) answers the outcome there, and no poll round follows.
+    expect(chain.stats.requests).toBe(2)
+    expect(chain.stats.calls).toEqual({ ...calls, getSignatureStatuses: 2, sendTransaction: 1 })
     expect(tokenBalance(chain.svm, s.payerAta)).toBe(before.payer - 12_345n)
     expect(tokenBalance(chain.svm, s.payToAta)).toBe(before.payTo + 12_345n)
     // The fee payer paid the base fee (2 signatures) and at most the capped priority fee, nothing else.
@@ -194,6 +199,23 @@ describe('verify and settle real payments', () => {
     const timing = events[0]?.context?.timings.confirmationMs
     expect(typeof timing).toBe('number')
     expect(timing).toBeGreaterThanOrEqual(0)
+  })
+
+  test('a settle whose floor is refused for another hold on the source reads the balance at once, without the retry waits', async () => {
+    // The store's clock ahead of ours: the first settle's closed hold counts against every balance read after it,
+    // as the hold of a payer's previous settlement closed in the millisecond the next verify begins does.
+    const f = facilitator(spl, {}, { store: createMemoryStore({ now: () => Date.now() + 10_000 }) })
+    expect(await f.settle(await builderBody(spl, 5n))).toMatchObject({ success: true })
+    const timeout = vi.spyOn(globalThis, 'setTimeout')
+    try {
+      chain.resetStats()
+      expect(await f.settle(await builderBody(spl, 6n))).toMatchObject({ success: true })
+      // Verified twice (the floor, then the balance read from the simulation), no 50 ms wait before the second.
+      expect(chain.stats.calls.simulateTransaction).toBe(2)
+      expect(timeout.mock.calls.filter(([, ms]) => ms === 50)).toEqual([])
+    } finally {
+      timeout.mockRestore()
+    }
   })
 
   test('a payload that is not {transaction} is rejected with a code, not thrown', async () => {

@@ -62,7 +62,7 @@ const verifyOf = (adapter: SchemeAdapter, r: Request) => adapter.verify(r.ctx, r
 async function settleInFlight(adapter: SchemeAdapter, s: PaymentScenario = spl): Promise<Request> {
   const request = requestOf(adapter, await scenarioPaymentBody(chain.url, s, 1n))
   const verdict = await verifyOf(adapter, request)
-  expect(verdict.spend).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 1n, balance: 1n, since: expect.any(Number) })
+  expect(verdict.spend).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 1n, balance: 1n, since: expect.any(Number), floor: true })
   return request
 }
 
@@ -118,7 +118,7 @@ describe('the verdict\'s spend', () => {
     const alone = requestOf(adapter, await scenarioPaymentBody(chain.url, spl, 1_234n))
     const verdict = await verifyOf(adapter, alone)
     expect(verdict.response).toEqual({ isValid: true, payer: spl.payer.address })
-    expect(verdict.spend).toEqual({ account: `${SOLANA_DEVNET}:${spl.payerAta}`, amount: 1_234n, balance: 1_234n, since: expect.any(Number) })
+    expect(verdict.spend).toEqual({ account: `${SOLANA_DEVNET}:${spl.payerAta}`, amount: 1_234n, balance: 1_234n, since: expect.any(Number), floor: true })
     expect((sent.find((call) => call.method === 'simulateTransaction')!.params as [string, Record<string, unknown>])[1]).not.toHaveProperty('accounts')
     // Verified again under its reservation (the core's retry after a refused hold): the balance is read.
     const again = await verifyOf(adapter, alone)
@@ -287,7 +287,7 @@ describe('the verdict\'s spend', () => {
     const body = await scenarioPaymentBody(chain.url, s, 10_000n)
     // Alone on its source: the amount it moves, fee included, as the floor.
     const alone = await verifyOf(adapter, requestOf(adapter, structuredClone({ ...body, paymentRequirements: { ...body.paymentRequirements, amount: '9000' }, paymentPayload: { ...body.paymentPayload, accepted: { ...body.paymentPayload.accepted, amount: '9000' } } })))
-    expect(alone.spend).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 10_000n, balance: 10_000n, since: expect.any(Number) })
+    expect(alone.spend).toEqual({ account: `${SOLANA_DEVNET}:${s.payerAta}`, amount: 10_000n, balance: 10_000n, since: expect.any(Number), floor: true })
     body.paymentRequirements.amount = '9000'
     body.paymentPayload.accepted.amount = '9000'
     const verdict = await verifyOf(adapter, requestOf(adapter, body))

@@ -9,6 +9,7 @@ import { FacilitatorError } from '../../errors/facilitator-error.js'
 import { pickSigner } from '../chain/send-transaction.js'
 import { reserveSigner, type SignerReservation } from '../chain/signer-reservation.js'
 import type { EvmSetup } from '../evm-setup.js'
+import { EIP2612_GAS_SPONSORING } from '../permit2/eip2612-extension.js'
 import { BatchChain } from './chain.js'
 import { createChannelStates } from './channel-states.js'
 import type { BatchPayload, ChannelSnapshot, DepositPayload, RefundPayload, VoucherPayload } from './codec.js'
@@ -29,6 +30,8 @@ export interface BatchAdapterOptions {
   readonly settleMarginSeconds?: number
   readonly maxSettlementGas?: bigint
 }
+
+const spendableOf = (balance: bigint, spendable: bigint | undefined): bigint => (spendable !== undefined && spendable < balance ? spendable : balance)
 
 export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions): SchemeAdapter<BatchPayload, BatchPayment, SignerReservation> {
   const ttlMs = config.channelStateTtlMs ?? 2_000
@@ -84,19 +87,20 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     if (signatureRefusal) return refuse(signatureRefusal, payer)
 
     if (payload.type === 'deposit') {
-      const authRefusal = await checkDepositAuthorization(ctx, chain, payload, margin)
-      if (authRefusal) return refuse(authRefusal, payer)
+      const authorized = await checkDepositAuthorization(ctx, chain, payload, margin)
+      if ('reason' in authorized) return refuse(authorized, payer)
       const [state, payerBalance] = await Promise.all([readState(chain, id, false), chain.balanceOf(config.token, payer)])
       if (payerBalance < payload.deposit.amount) return refuse({ reason: R.insufficientBalance, message: `the payer holds ${payerBalance}, the deposit is ${payload.deposit.amount}` }, payer)
       const stateRefusal = checkAgainstState('deposit', state, max, ctx.amount, payload.deposit.amount)
       if (stateRefusal) return refuse(stateRefusal, payer)
       const slot = reservation?.slot ?? pickSigner(chain.runtime)
-      const simulated = await chain.simulate(slot.signer.address, depositCall(payload).data)
+      const simulated = await chain.simulate(slot.signer.address, depositCall(payload, authorized.permit2612).data)
       if ('revert' in simulated) return refuse({ reason: R.depositSimulationFailed, message: simulated.revert }, payer)
       return {
         response: { isValid: true, payer, extra: snapshotWire(state) },
         payment: { kind: 'deposit', payload, call: simulated, slot, subjects: [id], before: state },
-        spend: { account: `${chain.chainId}:${config.token.toLowerCase()}:${payer.toLowerCase()}`, amount: payload.deposit.amount, balance: payerBalance },
+        // Through Permit2 the hold is capped by what Permit2 can move (as exact's): racing payments beyond it would revert at our cost.
+        spend: { account: `${chain.chainId}:${config.token.toLowerCase()}:${payer.toLowerCase()}`, amount: payload.deposit.amount, balance: spendableOf(payerBalance, authorized.spendable) },
       }
     }
 
@@ -120,10 +124,12 @@ export function createBatchAdapter(setup: EvmSetup, config: BatchAdapterOptions)
     scheme: BATCH_SETTLEMENT_SCHEME,
     family: 'eip155',
     versions: [2],
+    // A Permit2 deposit may carry the payer's EIP-2612 permit to Permit2 (see checkDepositAuthorization).
+    extensions: [EIP2612_GAS_SPONSORING],
     networks: [...setup.runtimes.values()].map((r) => ({ caip2: r.network.caip2, ...(authorizer ? { extra: { receiverAuthorizer: authorizer.address } } : {}) })),
     signers: () => setup.signerAddresses,
 
-    parse: (ctx) => parseBatchPayload(ctx.payload.payload, chainOf(ctx).chainId, ctx.asset),
+    parse: (ctx) => parseBatchPayload(ctx.payload.payload, chainOf(ctx).chainId, ctx.asset, (ctx.requirements.extra as Record<string, unknown> | undefined)?.assetTransferMethod),
 
     // A refund without the server's Refund signature would get ours: only for authenticated callers.
     ...(authorizer && signsRefunds

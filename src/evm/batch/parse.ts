@@ -28,7 +28,7 @@ const SCHEMAS = {
  * an `exact` payment's on that token or Permit2 nonce); a refund's its channel and refund nonce; a
  * claim's its rows. A sweep is permissionless and idempotent on chain: each request is its own.
  */
-export function parseBatchPayload(raw: unknown, chainId: number, asset: string): Parsed<BatchPayload> {
+export function parseBatchPayload(raw: unknown, chainId: number, asset: string, assetTransferMethod?: unknown): Parsed<BatchPayload> {
   const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined
   const entry = typeof type === 'string' && Object.hasOwn(SCHEMAS, type) ? SCHEMAS[type as keyof typeof SCHEMAS] : undefined
   if (!entry) return { refusal: { isValid: false, invalidReason: R.payloadType, invalidMessage: 'payload.type must be deposit, voucher, refund, claim or settle' } }
@@ -41,10 +41,23 @@ export function parseBatchPayload(raw: unknown, chainId: number, asset: string):
   if (!result.success) {
     const issue = result.error.issues[0]
     const payer = (raw as { channelConfig?: { payer?: unknown } }).channelConfig?.payer
+    // A deposit well formed but for naming no authorization: the spec's code for the one the requirements want.
+    if (type === 'deposit' && result.error.issues.every((i) => i.path.join('.') === 'deposit.authorization') && namesNoAuthorization(raw)) {
+      const missing = assetTransferMethod === 'permit2' ? R.permit2AuthorizationRequired : R.erc3009AuthorizationRequired
+      return { refusal: { isValid: false, invalidReason: missing, invalidMessage: 'deposit.authorization holds neither erc3009Authorization nor permit2Authorization', ...(typeof payer === 'string' ? { payer } : {}) } }
+    }
     return { refusal: { isValid: false, invalidReason: reason, invalidMessage: `${issue?.path.join('.') || 'payload'}: ${issue?.message ?? 'malformed'}`, ...(typeof payer === 'string' ? { payer } : {}) } }
   }
   const payload = result.data as BatchPayload
   return { payload, key: replayKey(payload, chainId, asset) }
+}
+
+/** Whether a deposit's `authorization` is an object naming neither method (absent or not an object is malformed). */
+function namesNoAuthorization(raw: unknown): boolean {
+  const authorization = (raw as { deposit?: { authorization?: unknown } }).deposit?.authorization
+  if (typeof authorization !== 'object' || authorization === null) return false
+  const { erc3009Authorization, permit2Authorization } = authorization as Record<string, unknown>
+  return erc3009Authorization === undefined && permit2Authorization === undefined
 }
 
 function replayKey(payload: BatchPayload, chainId: number, asset: string): string {

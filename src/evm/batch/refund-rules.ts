@@ -47,7 +47,8 @@ export async function checkRefund(chain: BatchChain, payload: RefundPayload, sta
   if (asked !== undefined && asked > refundable) return { reason: R.refundAmountInvalid, message: `the refund's ${asked} exceeds the ${refundable} left once the channel's claims land` }
   const amount = asked ?? refundable
   if (payload.refundNonce !== undefined && payload.refundNonce !== state.refundNonce) {
-    return { reason: R.refundPayload, message: `refundNonce ${payload.refundNonce} is not the channel's next refund nonce ${state.refundNonce}` }
+    // The contract would revert it: the official facilitator's code for that, found here without simulating.
+    return { reason: R.refundSimulationFailed, message: `refundNonce ${payload.refundNonce} is not the channel's next refund nonce ${state.refundNonce}: refundWithSignature would revert` }
   }
   const config = payload.channelConfig
   const signature = payload.refundAuthorizerSignature

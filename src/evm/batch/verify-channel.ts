@@ -5,6 +5,9 @@
 import { encodeAbiParameters, encodeFunctionData, getAddress, hashTypedData, isAddressEqual, keccak256, zeroAddress, type Address, type Hex } from 'viem'
 import type { PaymentContext } from '../../core/adapter.js'
 import { PERMIT2_ADDRESS } from '../codec/permit2-abi.js'
+import { gasSponsoringPermit, type Eip2612Permit } from '../permit2/eip2612-extension.js'
+import { toRpcFault } from '../chain/rpc-fault.js'
+import { unwrapErc6492 } from '../exact/prepare-payment.js'
 import { batchSettlementAbi } from './abi.js'
 import type { BatchChain } from './chain.js'
 import { channelId, voucherDigest, type ChannelConfig, type ChannelSnapshot, type DepositPayload } from './codec.js'
@@ -65,19 +68,37 @@ export function checkAgainstState(kind: 'deposit' | 'voucher' | 'refund', state:
   return undefined
 }
 
-/** The deposit call through the collector its authorization names, with the collector's data. */
-export function depositCall(payload: DepositPayload): { collector: Address; collectorData: Hex; data: Hex } {
+/**
+ * The deposit call through the collector its authorization names, with the collector's data; a
+ * Permit2 deposit sponsored with an EIP-2612 permit carries it for the collector to run first.
+ */
+export function depositCall(payload: DepositPayload, permit2612?: Eip2612Permit): { collector: Address; collectorData: Hex; data: Hex } {
   const { erc3009Authorization: eip3009, permit2Authorization: permit2 } = payload.deposit.authorization
   const collector = eip3009 ? ERC3009_DEPOSIT_COLLECTOR_ADDRESS : PERMIT2_DEPOSIT_COLLECTOR_ADDRESS
+  const permitData = permit2612
+    ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint8' }, { type: 'bytes32' }, { type: 'bytes32' }], [permit2612.value, permit2612.deadline, permit2612.v, permit2612.r, permit2612.s])
+    : '0x'
   const collectorData = eip3009
-    ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [eip3009.validAfter, eip3009.validBefore, eip3009.salt, eip3009.signature])
-    : encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }, { type: 'bytes' }], [permit2!.nonce, permit2!.deadline, permit2!.signature, '0x'])
+    ? encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }], [eip3009.validAfter, eip3009.validBefore, eip3009.salt, innerSignature(eip3009.signature)])
+    : encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }, { type: 'bytes' }, { type: 'bytes' }], [permit2!.nonce, permit2!.deadline, permit2!.signature, permitData])
   const data = encodeFunctionData({ abi: batchSettlementAbi, functionName: 'deposit', args: [payload.channelConfig, payload.deposit.amount, collector, collectorData] })
   return { collector, collectorData, data }
 }
 
-/** The deposit's own authorization: EIP-3009 to the collector (nonce bound to the channel), or Permit2 with the channel witness. */
-export async function checkDepositAuthorization(ctx: PaymentContext, chain: BatchChain, payload: DepositPayload, marginSeconds: number): Promise<Refusal | undefined> {
+/** A deposit authorization that passed: what its collector call needs, and what Permit2 may move. */
+export interface DepositAuthorization {
+  /** The payer's EIP-2612 permit to Permit2, for the collector to run first (only when the allowance falls short). */
+  readonly permit2612?: Eip2612Permit
+  /** A Permit2 deposit: what Permit2 can move from the payer (its allowance, or the permit's value when it runs). */
+  readonly spendable?: bigint
+}
+
+/**
+ * The deposit's own authorization: EIP-3009 to the collector (nonce bound to the channel), or Permit2
+ * with the channel witness and an allowance to Permit2 that covers the deposit, or else (as the
+ * official facilitator) the payer's EIP-2612 permit to Permit2 from `eip2612GasSponsoring`.
+ */
+export async function checkDepositAuthorization(ctx: PaymentContext, chain: BatchChain, payload: DepositPayload, marginSeconds: number): Promise<Refusal | DepositAuthorization> {
   const now = BigInt(Math.floor(Date.now() / 1000))
   const payer = payload.channelConfig.payer
   const amount = payload.deposit.amount
@@ -97,8 +118,15 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
       primaryType: 'ReceiveWithAuthorization' as const,
       message: { from: payer, to: ERC3009_DEPOSIT_COLLECTOR_ADDRESS, value: amount, validAfter: eip3009.validAfter, validBefore: eip3009.validBefore, nonce },
     }
-    const ok = await signedBy(chain, payer, typed, eip3009.signature)
-    return ok ? undefined : { reason: R.receiveAuthorizationSignature }
+    // An ERC-6492 envelope, as the official facilitator reads one: a deployed wallet checks the inner
+    // signature (the one the collector passes the token); an undeployed one would need its factory
+    // run first, which no batch deposit here does (the official's default: no factory allowed).
+    const wrapped = unwrapErc6492(eip3009.signature)
+    if (wrapped && !(await hasCode(chain, payer))) {
+      return { reason: R.factoryNotAllowed, message: `the payer ${payer} is an undeployed ERC-6492 wallet: batch-settlement deposits deploy no wallet (factory ${wrapped.factory} not allowed)` }
+    }
+    const ok = await signedBy(chain, payer, typed, wrapped?.signature ?? eip3009.signature)
+    return ok ? {} : { reason: R.receiveAuthorizationSignature }
   }
   const auth = permit2!
   if (!isAddressEqual(auth.from, payer)) return { reason: R.permit2InvalidSignature, message: 'permit2Authorization.from is not the payer' }
@@ -114,8 +142,23 @@ export async function checkDepositAuthorization(ctx: PaymentContext, chain: Batc
     message: { permitted: { token: auth.permitted.token, amount }, spender: auth.spender, nonce: auth.nonce, deadline: auth.deadline, witness: { channelId: auth.witness.channelId } },
   }
   if (!(await signedBy(chain, payer, typed, auth.signature))) return { reason: R.permit2InvalidSignature }
+  const permit2612 = gasSponsoringPermit(ctx, {
+    payer,
+    asset: ctx.asset,
+    permittedAmount: amount,
+    nowSeconds: now,
+    settleMarginSeconds: marginSeconds,
+    // A signed approve transaction is refused with the code the official answers when it has no signer to broadcast one.
+    naming: { amountMismatch: R.eip2612AmountMismatch, erc20Approval: R.erc20ApprovalUnavailable, runBy: 'the Permit2 deposit collector' },
+  })
+  if (permit2612 && 'reason' in permit2612) return permit2612
   const allowance = await chain.allowance(getAddress(ctx.asset), payer, PERMIT2_ADDRESS)
-  return allowance >= amount ? undefined : { reason: R.permit2AllowanceRequired }
+  // An allowance that covers the deposit leaves a permit unrun, as for exact: it would set the allowance
+  // down to its value under other payments of this payer verified against the larger one.
+  if (allowance >= amount) return { spendable: allowance }
+  if (!permit2612) return { reason: R.permit2AllowanceRequired }
+  // The collector runs the permit before the transfer; that it grants the deposit is the simulation's to prove.
+  return { permit2612, spendable: permit2612.value }
 }
 
 /** An EOA signature by recovery (offline); anything else as the token's or Permit2's check would take it, on chain. */
@@ -124,6 +167,16 @@ async function signedBy(chain: BatchChain, signer: Address, typed: Parameters<ty
   // Only signatures the token's or Permit2's ECDSA also takes (low s, v 27/28) pass by recovery.
   if (await ecdsaSignedBy(signer, digest, signature)) return true
   return signatureCheckerValid(chain.client, signer, digest, signature, 'checking the deposit authorization signature with the payer wallet')
+}
+
+/** The signature inside an ERC-6492 envelope, or the signature itself. */
+function innerSignature(signature: Hex): Hex {
+  return unwrapErc6492(signature)?.signature ?? signature
+}
+
+async function hasCode(chain: BatchChain, account: Address): Promise<boolean> {
+  const code = await chain.client.getCode({ address: account }).catch((error: unknown) => Promise.reject(toRpcFault(error, 'reading the payer wallet\'s code')))
+  return code !== undefined && code !== '0x'
 }
 
 function sameAddress(a: string, b: string): boolean {

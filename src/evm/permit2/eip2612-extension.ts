@@ -50,6 +50,12 @@ export interface PermitTarget {
   readonly permittedAmount: bigint
   readonly nowSeconds: bigint
   readonly settleMarginSeconds: number
+  /**
+   * The codes a scheme answers instead of exact's for the two refusals it names differently
+   * (batch-settlement: its own amount mismatch, and its `erc20_approval_unavailable`), and
+   * the contract that runs the permit, for messages.
+   */
+  readonly naming?: { readonly amountMismatch?: string; readonly erc20Approval?: string; readonly runBy?: string }
 }
 
 /**
@@ -73,7 +79,7 @@ export function gasSponsoringPermit(ctx: PaymentContext, target: PermitTarget): 
   const approvalInfo = isRecord(approval) ? approval.info : undefined
   if (isRecord(approvalInfo) && 'signedTransaction' in approvalInfo) {
     return {
-      reason: PERMIT2_REJECTION.erc20ApprovalNotSupported,
+      reason: target.naming?.erc20Approval ?? PERMIT2_REJECTION.erc20ApprovalNotSupported,
       message: `${ERC20_APPROVAL_GAS_SPONSORING} is not served: broadcasting the payer's signed approve transaction would have this facilitator pay for a transaction the payer wrote; sign an EIP-2612 permit (${EIP2612_GAS_SPONSORING}) or approve Permit2 from the payer's account`,
     }
   }
@@ -101,7 +107,7 @@ function checkPermit(info: Record<string, unknown>, target: PermitTarget): Eip26
   const expired = permitDeadlineRejection(permit.deadline, target.nowSeconds, target.settleMarginSeconds)
   if (expired) return expired
   if (permit.amount !== target.permittedAmount) {
-    return { reason: EIP2612_REJECTION.amountMismatch, message: `${EIP2612_GAS_SPONSORING}.info.amount ${permit.amount} differs from permit2Authorization.permitted.amount ${target.permittedAmount} (the proxy requires them equal)` }
+    return { reason: target.naming?.amountMismatch ?? EIP2612_REJECTION.amountMismatch, message: `${EIP2612_GAS_SPONSORING}.info.amount ${permit.amount} differs from permit2Authorization.permitted.amount ${target.permittedAmount} (${target.naming?.runBy ?? 'the proxy'} requires them equal)` }
   }
   const hex = permit.signature.slice(2)
   return {

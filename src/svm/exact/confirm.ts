@@ -7,7 +7,7 @@ import { REJECTION } from '../../errors/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
 import { settleFailure, settlementPending } from '../../core/settle-answers.js'
 import { describeTransactionError, finalRefusalOf } from '../rpc/answers.js'
-import type { SignatureRound } from '../rpc/signature-poller.js'
+import type { SignatureRound, SignatureStatus } from '../rpc/signature-poller.js'
 import { SVM_REASON } from '../reasons.js'
 import type { ExactSvmRuntime, NetworkRuntime } from './runtime.js'
 
@@ -23,10 +23,14 @@ export interface Confirmation {
   offeredAt?: number
   /** What the transaction costs the fee payer once processed, in lamports (see `transactionFee`). */
   fee?: bigint
+  /** The status read in the send's own batch (`null`: not seen yet); `undefined` when none was read. */
+  seenAtSend?: SignatureStatus | null
 }
 
 /** Polls the signature status until confirmed, expired (blockhash no longer valid) or out of time. */
 export async function confirm(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation): Promise<SettleResponse> {
+  // Landed as the node took it: no wait, so no budget (its controller, timer and listener) to set up.
+  if (isLanded(c.seenAtSend)) return landed(ctx, c, c.seenAtSend)
   // The wait ends at the request's budget or at confirmTimeoutMs, whichever comes first (ended with the wait: see timeBudget).
   const budget = timeBudget(rt.confirmTimeoutMs, ctx.signal)
   try {
@@ -36,14 +40,29 @@ export async function confirm(rt: ExactSvmRuntime, ctx: PaymentContext, runtime:
   }
 }
 
+const isLanded = (status: SignatureStatus | null | undefined): status is SignatureStatus =>
+  status?.confirmationStatus === 'confirmed' || status?.confirmationStatus === 'finalized'
+
+/** The answer for a transaction the chain confirmed: landed, or failed on chain. */
+function landed(ctx: PaymentContext, c: Confirmation, status: SignatureStatus): SettleResponse {
+  ctx.timings.confirmationMs = performance.now() - c.sentAt
+  // Processed, landed or failed: the fee payer paid its fee either way.
+  if (c.fee !== undefined) ctx.cost = (ctx.cost ?? 0n) + c.fee
+  if (status.err !== null && status.err !== undefined) {
+    return settleFailure(ctx, REJECTION.transactionFailed, `the transaction failed on chain: ${describeTransactionError(status.err)}`, c.payer, c.signature)
+  }
+  return { success: true, transaction: c.signature, network: ctx.wireNetwork, ...(c.payer ? { payer: c.payer } : {}) }
+}
+
 /** confirm's polling, until `signal` (the smaller of both budgets) aborts. */
 async function waitFor(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: NetworkRuntime, c: Confirmation, signal: AbortSignal): Promise<SettleResponse> {
   // Leaders drop transactions under load; the same bytes are the same transaction, so they go again
   // every rebroadcastIntervalMs until the status appears or the blockhash expires.
   let nextOffer = c.offeredAt === undefined ? 0 : rt.rebroadcastIntervalMs > 0 ? c.offeredAt + rt.rebroadcastIntervalMs : Number.POSITIVE_INFINITY
   let expiredOnce = false
-  // The first look is immediate: a fast chain may already have the transaction.
+  // The first look is immediate (a fast chain may already have the transaction), unless the send's batch made it.
   let delayMs = 0
+  if (c.seenAtSend !== undefined) delayMs = rt.pollIntervalMs
   for (;;) {
     if (signal.aborted) return settlementPending(ctx, c.signature, c.payer)
     let round: SignatureRound | undefined
@@ -59,15 +78,7 @@ async function waitFor(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: Networ
     delayMs = rt.pollIntervalMs
     const status = round.status
     if (status) {
-      if (status.confirmationStatus === 'confirmed' || status.confirmationStatus === 'finalized') {
-        ctx.timings.confirmationMs = performance.now() - c.sentAt
-        // Processed, landed or failed: the fee payer paid its fee either way.
-        if (c.fee !== undefined) ctx.cost = (ctx.cost ?? 0n) + c.fee
-        if (status.err !== null && status.err !== undefined) {
-          return settleFailure(ctx, REJECTION.transactionFailed, `the transaction failed on chain: ${describeTransactionError(status.err)}`, c.payer, c.signature)
-        }
-        return { success: true, transaction: c.signature, network: ctx.wireNetwork, ...(c.payer ? { payer: c.payer } : {}) }
-      }
+      if (isLanded(status)) return landed(ctx, c, status)
       continue
     }
     if (round.blockhashValid === undefined) throw new FacilitatorError('rpc_error', 'the Solana RPC answered isBlockhashValid in an unknown shape')

@@ -5,6 +5,7 @@ import { settleFailure } from '../../core/settle-answers.js'
 import { transactionFee } from '../codec/transaction-fee.js'
 import { decodeWireTransaction } from '../codec/wire-transaction.js'
 import { finalRefusalOf } from '../rpc/answers.js'
+import { type SignatureStatus, signatureStatusesSchema } from '../rpc/signature-poller.js'
 import type { RpcOutcome } from '../rpc/solana-rpc.js'
 import { SVM_REASON } from '../reasons.js'
 import { confirm } from './confirm.js'
@@ -21,10 +22,16 @@ export async function settle(rt: ExactSvmRuntime, ctx: PaymentContext, signed: S
   const sentAt = performance.now()
   let offeredAt: number | undefined
   let sendOutcome: RpcOutcome | undefined
+  let statusOutcome: RpcOutcome | undefined
   try {
-    ;[sendOutcome] = await runtime.rpc.request(
-      // Preflight would simulate a second time; verify has just done it.
-      [{ method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] }],
+    ;[sendOutcome, statusOutcome] = await runtime.rpc.request(
+      [
+        // Preflight would simulate a second time; verify has just done it.
+        { method: 'sendTransaction', params: [wire, { encoding: 'base64', skipPreflight: true, preflightCommitment: 'confirmed' }] },
+        // confirm's first look rides with the send (one round trip less): a node that runs the batch in
+        // order may already know the outcome, one that does not answers null and confirm polls as usual.
+        { method: 'getSignatureStatuses', params: [[signature], { searchTransactionHistory: false }] },
+      ],
       ctx.signal,
     )
     offeredAt = sentAt
@@ -37,7 +44,14 @@ export async function settle(rt: ExactSvmRuntime, ctx: PaymentContext, signed: S
   const refusal = finalRefusalOf(sendOutcome)
   if (refusal) return settleFailure(ctx, SVM_REASON.signatureInvalid, refusal, payment.payer, signature)
   // Any other refusal is not proof the bytes cannot land (another node may have them): only the chain's status or the blockhash's expiry below decides the outcome.
-  return confirm(rt, ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt, fee })
+  return confirm(rt, ctx, runtime, { signature, blockhash: payment.blockhash, payer: payment.payer, sentAt, wire, offeredAt, fee, seenAtSend: statusAtSend(statusOutcome) })
+}
+
+/** The status the send's batch read: `null` when the node has not seen it yet, `undefined` when the read failed or answered an odd shape. */
+function statusAtSend(outcome: RpcOutcome | undefined): SignatureStatus | null | undefined {
+  if (!outcome?.ok) return undefined
+  const parsed = signatureStatusesSchema.safeParse(outcome.result)
+  return parsed.success ? (parsed.data.value[0] ?? null) : undefined
 }
 
 /** Finishes a recorded settlement: re-sends the recorded bytes while the chain has not seen them, and waits for its outcome. */

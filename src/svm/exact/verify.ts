@@ -192,7 +192,7 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
       // The core holds it against what else is held on the source (another process's settles, through the
       // store): anything besides it is refused, and verified again with the balance read (readsAfresh).
       reservation!.readsAfresh = true
-      return { response: valid, payment: signed, spend: { account, amount: payment.amount, balance: payment.amount, since: read.startedAt } }
+      return { response: valid, payment: signed, spend: { account, amount: payment.amount, balance: payment.amount, since: read.startedAt, floor: true } }
     }
     const balanceAfter = sourceBalanceOf(simulation.data.value.accounts, payment)
     if (balanceAfter === undefined) return { response: valid, payment: signed }

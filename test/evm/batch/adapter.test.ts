@@ -185,7 +185,7 @@ describe('batchSettlementEvm', () => {
     other.paymentPayload.payload.amount = '4001'
     expect(await facilitator.settle(other)).toMatchObject({ success: false, errorReason: 'duplicate_settlement' })
     // A nonce that is not the channel's next is refused before anything is sent.
-    expect(await facilitator.settle(refund('5'))).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_payload', transaction: '' })
+    expect(await facilitator.settle(refund('5'))).toMatchObject({ success: false, errorReason: 'invalid_batch_settlement_evm_refund_simulation_failed', transaction: '' })
     expect(await channelOnChain(world, id)).toEqual([6000n, 1000n])
   })
 

@@ -1,7 +1,7 @@
 /**
  * batchSettlementEvm() against what a review found, on anvil: vouchers may reach the whole balance
  * while a withdrawal is pending (the spec's rule 9, and the contract lets them be claimed), ERC-6492
- * voucher signatures refused, a node fault during a wallet's signature check a fault (never a
+ * voucher signatures refused, ERC-6492 deposit signatures read as the official facilitator does, a node fault during a wallet's signature check a fault (never a
  * verdict), every refund rule at /verify, remembered channel state dropped when a settle is resumed,
  * and `signer_busy` when every signer is at its in-flight bound.
  */
@@ -101,6 +101,36 @@ describe('batchSettlementEvm review fixes', () => {
     expect(await facilitator.verify(wrap(await voucherPayload(eoa, 2000n, eoaWrapped)))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_voucher_signature' })
   })
 
+  it('settles a deployed wallet\'s EIP-3009 deposit signed in an ERC-6492 envelope, passing the token the inner signature', async () => {
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const wallet = getAddress(await deploySmartWallet(world.node, owner.address))
+    await fundPayer(world.node, world.token, wallet, 100_000n)
+    const { config, id } = batchChannel(world, to, wallet, zeroAddress)
+    const deposit = await depositPayload(world, owner, config, 20_000n)
+    const auth = deposit.deposit.authorization.erc3009Authorization
+    const wrapped = { ...deposit, deposit: { ...deposit.deposit, authorization: { erc3009Authorization: { ...auth, signature: serializeErc6492Signature({ address: world.factory.address, data: '0xdeadbeef', signature: auth.signature }) } } } }
+    expect(await facilitator.verify(wrap(wrapped))).toMatchObject({ isValid: true, payer: wallet })
+    expect(await facilitator.settle(wrap(wrapped))).toMatchObject({ success: true, amount: '20000' })
+    expect(await channelOnChain(world, id)).toEqual([20_000n, 0n])
+  })
+
+  it('refuses an undeployed ERC-6492 wallet\'s EIP-3009 deposit with the official eip6492_factory_not_allowed, sending nothing', async () => {
+    const owner = privateKeyToAccount(generatePrivateKey())
+    const salt = generatePrivateKey()
+    const wallet = getAddress(await world.factory.walletAddress(owner.address, salt))
+    await fundPayer(world.node, world.token, wallet, 100_000n)
+    const { config, id } = batchChannel(world, to, wallet, owner.address)
+    const deposit = await depositPayload(world, owner, config, 20_000n)
+    const auth = deposit.deposit.authorization.erc3009Authorization
+    const signature = serializeErc6492Signature({ address: world.factory.address, data: world.factory.deployCalldata(owner.address, salt), signature: auth.signature })
+    const body = wrap({ ...deposit, deposit: { ...deposit.deposit, authorization: { erc3009Authorization: { ...auth, signature } } } })
+    const reason = 'invalid_batch_settlement_evm_eip6492_factory_not_allowed'
+    expect(await facilitator.verify(body)).toMatchObject({ isValid: false, invalidReason: reason, payer: wallet })
+    expect(await facilitator.settle(body)).toMatchObject({ success: false, errorReason: reason, transaction: '' })
+    expect(await world.node.publicClient.getCode({ address: wallet })).toBeUndefined()
+    expect(await channelOnChain(world, id)).toEqual([0n, 0n])
+  })
+
   it('answers a node fault during a wallet voucher check with an rpc fault, never a verdict against the payer', async () => {
     const owner = privateKeyToAccount(generatePrivateKey())
     const wallet = getAddress(await deploySmartWallet(world.node, owner.address))
@@ -133,7 +163,7 @@ describe('batchSettlementEvm review fixes', () => {
     expect(await facilitator.verify(refund({ amount: '7000' }))).toMatchObject({ isValid: true })
     expect(await facilitator.verify(refund({ amount: '7001' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_amount_invalid' })
     expect(await facilitator.verify(refund({ amount: '0' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_amount_invalid' })
-    expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '1' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_payload' })
+    expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '1' }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_refund_simulation_failed' })
     const stranger = privateKeyToAccount(generatePrivateKey())
     const forged = await signRefund(stranger, 84532, c.id, 0n, 1000n)
     expect(await facilitator.verify(refund({ amount: '1000', refundNonce: '0', refundAuthorizerSignature: forged }))).toMatchObject({ isValid: false, invalidReason: 'invalid_batch_settlement_evm_authorizer_address_mismatch' })

@@ -72,16 +72,21 @@ contract X402Erc3009DepositCollector is X402DepositCollectorBase {
 /// Collects a deposit through Permit2's permitWitnessTransferFrom with a DepositWitness(bytes32 channelId),
 /// straight into the settlement contract; data is abi.encode(nonce, deadline, permit2Signature, eip2612PermitData),
 /// where a non-empty eip2612PermitData = abi.encode(value, deadline, v, r, s) runs the token's permit to
-/// Permit2 first (in a try/catch: a used or front-run permit leaves the allowance the payer already has).
+/// Permit2 first (in a try/catch: a used or front-run permit leaves the allowance the payer already has);
+/// its value must be the deposit amount.
 contract X402Permit2DepositCollector is X402DepositCollectorBase {
     IPermit2Witness public constant PERMIT2 = IPermit2Witness(0x000000000022D473030F116dDEE9F6B43aC78BA3);
     bytes32 public constant DEPOSIT_WITNESS_TYPEHASH = keccak256("DepositWitness(bytes32 channelId)");
     string public constant WITNESS_TYPE_STRING =
         "DepositWitness witness)DepositWitness(bytes32 channelId)TokenPermissions(address token,uint256 amount)";
 
+    error Permit2612AmountMismatch();
+    /// The token's permit reverted (used, front-run, expired or forged); the Permit2 transfer still runs.
+    event EIP2612PermitFailed(address indexed token, address indexed owner, bytes reason);
+
     function collect(address payer, address token, uint256 amount, bytes32 channelId, bytes calldata data) external onlySettlement {
         (uint256 nonce, uint256 deadline, bytes memory signature, bytes memory permit2612) = abi.decode(data, (uint256, uint256, bytes, bytes));
-        if (permit2612.length > 0) _permit2612(payer, token, permit2612);
+        if (permit2612.length > 0) _permit2612(payer, token, amount, permit2612);
         PERMIT2.permitWitnessTransferFrom(
             IPermit2Witness.PermitTransferFrom(IPermit2Witness.TokenPermissions(token, amount), nonce, deadline),
             IPermit2Witness.SignatureTransferDetails(msg.sender, amount),
@@ -92,8 +97,12 @@ contract X402Permit2DepositCollector is X402DepositCollectorBase {
         );
     }
 
-    function _permit2612(address payer, address token, bytes memory data) private {
+    function _permit2612(address payer, address token, uint256 amount, bytes memory data) private {
         (uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) = abi.decode(data, (uint256, uint256, uint8, bytes32, bytes32));
-        try IERC20Permit2612(token).permit(payer, address(PERMIT2), value, deadline, v, r, s) {} catch {}
+        if (value != amount) revert Permit2612AmountMismatch();
+        try IERC20Permit2612(token).permit(payer, address(PERMIT2), value, deadline, v, r, s) {}
+        catch (bytes memory reason) {
+            emit EIP2612PermitFailed(token, payer, reason);
+        }
     }
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import { answerOf, type FetchHandler } from './handler.js'
 import type { HttpAnswer, HttpCall } from './http-call.js'
-import { concatBytes, tooLarge } from './read-body.js'
+import { concatBytes, readStreamBytes, tooLarge } from './read-body.js'
 import { plainPathname } from './route-path.js'
 import { FacilitatorError } from '../errors/facilitator-error.js'
 
@@ -175,24 +175,11 @@ export async function writeResponse(response: Response, res: ServerResponse): Pr
     res.end()
     return
   }
-  const body = await readBody(response.body)
+  // The stream's reader directly: half the CPU of `arrayBuffer()`, which goes through more layers of promises.
+  const body = await readStreamBytes(response.body, Number.POSITIVE_INFINITY)
   // With its length given, node:http writes head and body at once instead of chunked framing.
   if (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) headers['content-length'] = String(body.byteLength)
   res.writeHead(response.status, headers)
   res.end(body)
 }
 
-// The stream's reader directly: half the CPU of `arrayBuffer()`, which goes through more layers of promises.
-async function readBody(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
-  const reader = stream.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    if (!(value instanceof Uint8Array)) throw new TypeError('a response body chunk is not a Uint8Array')
-    chunks.push(value)
-    size += value.byteLength
-  }
-  return concatBytes(chunks, size)
-}

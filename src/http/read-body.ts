@@ -35,6 +35,8 @@ export async function readStreamBytes(body: ReadableStream<Uint8Array> | null, m
   for (;;) {
     const { done, value } = await reader.read()
     if (done) break
+    // A hand-made stream may yield strings; undici's own bodies are bytes.
+    if (!(value instanceof Uint8Array)) throw new TypeError('a body chunk is not a Uint8Array')
     size += value.byteLength
     if (size > maxBytes) {
       await reader.cancel().catch(() => undefined)

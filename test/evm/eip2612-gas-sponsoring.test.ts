@@ -31,7 +31,7 @@ import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
-import { approvePermit2, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
+import { approvePermit2, signEip2612Permit, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: ReturnType<typeof createFacilitator>
@@ -91,23 +91,7 @@ function infoOf(payload: PaymentPayload): PermitInfo {
   return info
 }
 
-/** An EIP-2612 permit of `fields` over the token's domain, signed by `signer`. */
-async function signPermit(signer: LocalAccount, fields: PermitInfo): Promise<Hex> {
-  return signer.signTypedData({
-    domain: { name: world.token.name, version: world.token.version, chainId: world.node.chainId, verifyingContract: world.token.address },
-    types: {
-      Permit: [
-        { name: 'owner', type: 'address' },
-        { name: 'spender', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'nonce', type: 'uint256' },
-        { name: 'deadline', type: 'uint256' },
-      ],
-    },
-    primaryType: 'Permit',
-    message: { owner: fields.from as Hex, spender: fields.spender as Hex, value: BigInt(fields.amount), nonce: BigInt(fields.nonce), deadline: BigInt(fields.deadline) },
-  })
-}
+const signPermit = (signer: LocalAccount, fields: PermitInfo) => signEip2612Permit(world, signer, fields)
 
 /** The official payload with its permit's fields changed and signed again by `signer` (the payer by default); `raw` skips re-signing. */
 async function withPermit(base: PaymentPayload, signer: LocalAccount, change: (info: PermitInfo) => PermitInfo, raw = false): Promise<PaymentPayload> {

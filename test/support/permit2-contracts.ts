@@ -156,3 +156,33 @@ export async function newPermit2Payer(fixture: Pick<EvmFixture, 'node' | 'token'
 }
 
 export { deployContract }
+
+/** The fields of an `eip2612GasSponsoring` extension's info, as clients send them. */
+export interface Eip2612PermitInfo {
+  from: string
+  asset: string
+  spender: string
+  amount: string
+  nonce: string
+  deadline: string
+  signature: string
+  version: string
+}
+
+/** An EIP-2612 permit of `fields` over the fixture token's domain, signed by `signer` (to forge or re-sign an extension). */
+export function signEip2612Permit(world: EvmFixture, signer: LocalAccount, fields: Eip2612PermitInfo): Promise<Hex> {
+  return signer.signTypedData({
+    domain: { name: world.token.name, version: world.token.version, chainId: world.node.chainId, verifyingContract: world.token.address },
+    types: {
+      Permit: [
+        { name: 'owner', type: 'address' },
+        { name: 'spender', type: 'address' },
+        { name: 'value', type: 'uint256' },
+        { name: 'nonce', type: 'uint256' },
+        { name: 'deadline', type: 'uint256' },
+      ],
+    },
+    primaryType: 'Permit',
+    message: { owner: fields.from as Hex, spender: fields.spender as Hex, value: BigInt(fields.amount), nonce: BigInt(fields.nonce), deadline: BigInt(fields.deadline) },
+  })
+}

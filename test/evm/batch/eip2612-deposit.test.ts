@@ -18,7 +18,7 @@ import { channelConfig, permit2CollectorData } from '../../support/batch-settlem
 import { batchRequirements, channelOnChain, delegatingBatchFacilitator, newBatchReceiver, startBatchWorld } from '../../support/batch-world.js'
 import { tokenBalance } from '../../support/evm-contracts.js'
 import type { EvmFixture } from '../../support/evm-fixture.js'
-import { approvePermit2, newPermit2Payer } from '../../support/permit2-contracts.js'
+import { approvePermit2, newPermit2Payer, signEip2612Permit, type Eip2612PermitInfo } from '../../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: Facilitator
@@ -40,16 +40,7 @@ afterAll(async () => world?.stop())
 
 const requirements = () => batchRequirements(world, to, { extra: { assetTransferMethod: 'permit2' } })
 type Body = { x402Version: number; paymentPayload: Record<string, unknown>; paymentRequirements: ReturnType<typeof requirements> }
-interface PermitInfo {
-  from: string
-  asset: string
-  spender: string
-  amount: string
-  nonce: string
-  deadline: string
-  signature: string
-  version: string
-}
+type PermitInfo = Eip2612PermitInfo
 
 /** A payer with tokens and gas money and no allowance to Permit2. */
 const unapprovedPayer = () => newPermit2Payer(world, { approve: 0n })
@@ -70,23 +61,7 @@ function infoOf(body: Body): PermitInfo {
 
 const channelIdOf = (body: Body) => (body.paymentPayload.payload as { voucher: { channelId: Hex } }).voucher.channelId
 
-/** An EIP-2612 permit of `fields` over the token's domain, signed by `signer`. */
-function signPermit(signer: LocalAccount, fields: PermitInfo): Promise<Hex> {
-  return signer.signTypedData({
-    domain: { name: world.token.name, version: world.token.version, chainId: world.node.chainId, verifyingContract: world.token.address },
-    types: {
-      Permit: [
-        { name: 'owner', type: 'address' },
-        { name: 'spender', type: 'address' },
-        { name: 'value', type: 'uint256' },
-        { name: 'nonce', type: 'uint256' },
-        { name: 'deadline', type: 'uint256' },
-      ],
-    },
-    primaryType: 'Permit',
-    message: { owner: fields.from as Hex, spender: fields.spender as Hex, value: BigInt(fields.amount), nonce: BigInt(fields.nonce), deadline: BigInt(fields.deadline) },
-  })
-}
+const signPermit = (signer: LocalAccount, fields: PermitInfo) => signEip2612Permit(world, signer, fields)
 
 /** The body with its permit's fields changed and signed again by `signer`. */
 async function withPermit(body: Body, signer: LocalAccount, change: (info: PermitInfo) => PermitInfo): Promise<Body> {

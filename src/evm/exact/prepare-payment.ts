@@ -1,4 +1,5 @@
-import { parseErc6492Signature, parseSignature, type Address, type Hex } from 'viem'
+import { parseSignature, type Address, type Hex } from 'viem'
+import { unwrapErc6492 } from '../codec/erc6492.js'
 import type { PaymentContext } from '../../core/adapter.js'
 import { admitAsset, payeeCreditOf, type AdmittedAsset, type PayeeCredit } from '../asset-policy.js'
 import { isHexAddress, parseExactEvmPayload, type ExactEvmPayload } from './authorization.js'
@@ -171,17 +172,6 @@ function isPlainSignature(signature: Hex): boolean {
   if (signature.length !== 132 || !/^0x[0-9a-fA-F]*$/.test(signature)) return false
   const v = Number.parseInt(signature.slice(130), 16)
   return v === 0 || v === 1 || v === 27 || v === 28
-}
-
-/** An ERC-6492 envelope's factory, factory calldata and inner signature; `undefined` for any other signature. */
-export function unwrapErc6492(signature: Hex): { factory: Address; data: Hex; signature: Hex } | undefined {
-  try {
-    const parsed = parseErc6492Signature(signature)
-    if (parsed.address === undefined || parsed.data === undefined) return undefined
-    return { factory: parsed.address, data: parsed.data, signature: parsed.signature }
-  } catch {
-    return undefined
-  }
 }
 
 /** The (v,r,s) overload for a plain account's signature (or one still unproven), the `bytes` overload for smart wallets. */

@@ -1,7 +1,6 @@
 import { FacilitatorError, toFacilitatorError } from '../errors/facilitator-error.js'
 import { REJECTION } from '../errors/reasons.js'
 import type { PaymentRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../schemas/messages.js'
-import { parsePaymentRequest } from '../schemas/parse-request.js'
 import { settleFailure } from '../core/settle-answers.js'
 import { journaledTransactions } from '../settlement/sender-slots.js'
 import { settleOnce } from '../settlement/settle-once.js'
@@ -14,14 +13,15 @@ import type { AdapterStore, PaymentContext, ReadinessCheck, SchemeAdapter } from
 import { boundedStoreCall } from '../settlement/bounded-store-call.js'
 import { dispatch } from '../core/context.js'
 import { timeBudget, withDeadline } from '../core/deadline.js'
-import type { FacilitatorHooks, RefusalEvent, SettleEvent, SettleOrigin, VerifyEvent } from '../core/hooks.js'
+import type { FacilitatorHooks, SettleOrigin } from '../core/hooks.js'
 import { createRegistry, type Registry } from '../core/registry.js'
-import { trace } from '@opentelemetry/api'
 import { traced } from '../core/tracing.js'
 import { loggingHooks, type Logger } from './logging-hooks.js'
 import { startReconciler } from './reconciler.js'
 import { readiness } from './readiness.js'
 import { callerRefusal, type SettleCaller } from './settle-caller.js'
+import { labelSpan, parseOrRefuse } from './read-request.js'
+import { firstRejection, notify } from './run-hooks.js'
 
 /** Time budgets of one call. */
 export interface Timeouts {
@@ -343,48 +343,7 @@ async function runVerify(adapter: SchemeAdapter, context: PaymentContext, option
   return response
 }
 
-async function firstRejection(hooks: readonly FacilitatorHooks[] | undefined, name: 'beforeVerify' | 'beforeSettle', ctx: PaymentContext) {
-  for (const hook of hooks ?? []) {
-    const verdict = await hook[name]?.(ctx)
-    if (verdict) return verdict
-  }
-  return undefined
-}
 
-/** Network, scheme and version of the request on the active span. */
-function labelSpan(request: PaymentRequest): void {
-  trace.getActiveSpan()?.setAttributes({
-    'x402.network': request.paymentRequirements.network,
-    'x402.scheme': request.paymentRequirements.scheme,
-    'x402.version': request.x402Version,
-  })
-}
-
-type ParsedBody = { request: PaymentRequest } | { rejection: { reason: string; message: string }; network: string }
-
-function parseOrThrow(body: unknown): ParsedBody {
-  const parsed = parsePaymentRequest(body)
-  if (parsed.ok) return { request: parsed.request }
-  if (parsed.reason === 'unsupported_version') {
-    const requirements = (body as { paymentRequirements?: { network?: unknown } }).paymentRequirements
-    const network = typeof requirements?.network === 'string' ? requirements.network : ''
-    return { rejection: { reason: REJECTION.invalidVersion, message: `x402 version ${parsed.version} is not supported` }, network }
-  }
-  throw new FacilitatorError('invalid_request', `${parsed.path}: ${parsed.message}`, { details: { field: parsed.path } })
-}
-
-/** parseOrThrow, telling the after-hooks of a request refused before it could be read as a payment. */
-function parseOrRefuse(body: unknown, operation: RefusalEvent['operation'], options: PaymentOptions): ParsedBody {
-  let parsed: ParsedBody
-  try {
-    parsed = parseOrThrow(body)
-  } catch (error) {
-    notify(options, 'afterRefusal', { operation, reason: 'invalid_request' })
-    throw error
-  }
-  if ('rejection' in parsed) notify(options, 'afterRefusal', { operation, reason: REJECTION.invalidVersion })
-  return parsed
-}
 
 function invalid(invalidReason: string, invalidMessage: string): VerifyResponse {
   return { isValid: false, invalidReason, invalidMessage }
@@ -395,28 +354,4 @@ function asFault(error: unknown, signal: AbortSignal): FacilitatorError {
     return new FacilitatorError('timeout', 'the operation did not finish within its time budget', { cause: error })
   }
   return toFacilitatorError(error)
-}
-
-interface AfterHookEvents {
-  afterVerify: VerifyEvent
-  afterSettle: SettleEvent
-  afterRefusal: RefusalEvent
-}
-
-/** Runs after-hooks without delaying the answer; their failures go to onError. */
-function notify<K extends keyof AfterHookEvents>(options: PaymentOptions, name: K, event: AfterHookEvents[K]): void {
-  for (const hook of options.hooks ?? []) {
-    const fn = hook[name] as ((e: typeof event) => unknown) | undefined
-    if (!fn) continue
-    try {
-      const outcome = fn.call(hook, event)
-      if (outcome instanceof Promise) {
-        const tracked = outcome.catch((error: unknown) => options.onError?.(error, name))
-        options.pending?.add(tracked)
-        void tracked.finally(() => options.pending?.delete(tracked))
-      }
-    } catch (error) {
-      options.onError?.(error, name)
-    }
-  }
 }

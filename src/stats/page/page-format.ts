@@ -36,3 +36,6 @@ export function formatUtc(iso: string): string {
 export function networkLabel(network: string): string {
   return describeNetwork(network)?.v1Name ?? network
 }
+
+/** `0x1234…abcd` for a long address or id; a short one as it is. */
+export const shortAddress = (address: string): string => (address.length > 14 ? `${address.slice(0, 6)}…${address.slice(-4)}` : address)

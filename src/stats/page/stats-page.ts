@@ -1,14 +1,12 @@
-import type { CatalogListing, CatalogResource } from '../../catalog/catalog-schema.js'
+import type { CatalogListing } from '../../catalog/catalog-schema.js'
 import { createAssetTable, type AssetTable } from '../../networks/assets.js'
-import { toCaip2 } from '../../networks/networks.js'
 import type { PublicStats, RefusalTotals, UsageTotals, VolumeEntry } from '../stats-schema.js'
-import { formatTokenUnits } from '../../networks/token-units.js'
 import { html, SafeHtml, type HtmlValue } from './html-template.js'
 import { latencyChart, type LatencyGroup } from './latency-chart.js'
-import { formatCount, formatMs, formatPercent, formatUsd, formatUtc, networkLabel } from './page-format.js'
+import { formatCount, formatMs, formatPercent, formatUsd, formatUtc, networkLabel, shortAddress } from './page-format.js'
+import { catalogSection } from './catalog-section.js'
 import { STATS_PAGE_CSS } from './page-style.js'
 import type { ResourcePrice } from './resource-price.js'
-import { safeHttpUrl } from './safe-http-url.js'
 import { stackedBarChart, type BarSeries } from './stacked-bar-chart.js'
 
 /** The catalog as the page shows it: the listing and, per resource URL, what it costs. */
@@ -36,7 +34,6 @@ export interface StatsPageInput {
 
 const PALETTE_SIZE = 8
 const WINDOW_LABELS: Readonly<Record<string, string>> = { '1m': '1 min', '5m': '5 min', '1h': '1 hour', '24h': '24 hours', all: 'all time' }
-const EXTERNAL = 'nofollow noopener noreferrer ugc'
 
 /**
  * The public statistics and the catalog as one HTML page for people: totals,
@@ -196,7 +193,6 @@ function tokenAmount(entry: VolumeEntry): string {
   return entry.symbol ? `${entry.amount} ${entry.symbol}` : `${entry.amount} base units of ${shortAddress(entry.asset)}`
 }
 
-const shortAddress = (address: string) => (address.length > 14 ? `${address.slice(0, 6)}…${address.slice(-4)}` : address)
 
 // ---- daily series -----------------------------------------------------------
 
@@ -351,62 +347,6 @@ function speedSection(stats: PublicStats): SafeHtml {
 <div class="figures">${latencyFigure(stats)}${confirmationFigure(stats)}</div>
 <p class="note">Windows are clock-aligned: “1 min” is the current and the previous minute, “1 hour” the current and the previous 60 minutes, “24 hours” the current and the previous 24 hours. Quantiles are within ±4%.</p>
 </section>`
-}
-
-// ---- catalog ----------------------------------------------------------------
-
-function catalogSection(catalog: StatsPageCatalog | 'unavailable', assets: AssetTable, maxResources: number): SafeHtml {
-  let content: SafeHtml
-  if (catalog === 'unavailable') content = html`<p>The catalog is unavailable right now. Try again in a minute.</p>`
-  else if (catalog.listing.resources.length === 0) content = html`<p class="muted">No paid resource settled through this facilitator yet.</p>`
-  else {
-    const { resources } = catalog.listing
-    const shown = resources.slice(0, Math.max(0, maxResources))
-    content = html`<table id="resources" class="stack" role="table">
-<caption>Ordered by calls, as in the listing of ${formatUtc(catalog.listing.cachedAt)}. Success rate: the share of calls that settled on chain, once there are enough calls to mean something. Names, descriptions and addresses come from resource servers and payers: this facilitator does not vouch for them.</caption>
-<thead role="rowgroup"><tr role="row"><th role="columnheader" scope="col">Resource</th><th role="columnheader" scope="col">Price</th><th role="columnheader" scope="col">Network</th><th role="columnheader" scope="col" class="num">Success rate</th><th role="columnheader" scope="col" class="num">Calls</th><th role="columnheader" scope="col" class="num">Value processed</th><th role="columnheader" scope="col">Last called</th></tr></thead>
-<tbody role="rowgroup">
-${shown.map((resource) => resourceRow(resource, catalog.prices.get(resource.url) ?? [], assets))}
-</tbody>
-</table>
-${shown.length < resources.length ? html`<p class="note">The ${formatCount(shown.length)} most called of ${formatCount(resources.length)} resources; the JSON listing has them all.</p>` : null}`
-  }
-  return html`<section aria-labelledby="resources-heading">
-<h2 id="resources-heading">Paid resources</h2>
-${content}
-</section>`
-}
-
-function resourceRow(resource: CatalogResource, prices: readonly ResourcePrice[], assets: AssetTable): SafeHtml {
-  const href = safeHttpUrl(resource.url)
-  const page = resource.jobsUrl !== resource.url ? safeHttpUrl(resource.jobsUrl) : undefined
-  const { trustScore } = resource
-  const rate = trustScore.sufficientData && trustScore.successRate !== null ? formatPercent(trustScore.successRate) : 'not enough data'
-  const rateClass = !trustScore.sufficientData || trustScore.successRate === null ? 'muted' : trustScore.successRate >= 95 ? 'rate-good' : 'rate-low'
-  return html`<tr role="row">
-<td role="cell" class="resource"><span class="resource-name"><bdi>${resource.name}</bdi></span><br>${
-    href ? html`<a class="resource-url" href="${href}" rel="${EXTERNAL}"><bdi>${resource.url}</bdi></a>` : html`<span class="resource-url"><bdi>${resource.url}</bdi></span>`
-  }${page ? html` · <a href="${page}" rel="${EXTERNAL}">catalog page</a>` : null}${resource.description ? html`<p class="description"><bdi>${resource.description}</bdi></p>` : null}</td>
-<td role="cell" data-label="Price">${priceText(prices, resource, assets)}</td>
-<td role="cell" class="nowrap" data-label="Network"><bdi>${networkLabel(resource.paymentRequirements.network)}</bdi></td>
-<td role="cell" class="num ${rateClass}" data-label="Success rate">${rate}</td>
-<td role="cell" class="num" data-label="Calls">${formatCount(trustScore.calls)}</td>
-<td role="cell" class="num" data-label="Value processed">${trustScore.valueProcessed}</td>
-<td role="cell" data-label="Last called">${trustScore.lastCalled}</td>
-</tr>`
-}
-
-/** `0.01 USDC`, or one line per network (`0.01 USDC on base-sepolia`); a dash when unknown. */
-function priceText(prices: readonly ResourcePrice[], resource: CatalogResource, assets: AssetTable): SafeHtml | string {
-  if (prices.length === 0) return '—'
-  const shown = toCaip2(resource.paymentRequirements.network) ?? resource.paymentRequirements.network
-  const texts = prices.map((price) => {
-    const network = toCaip2(price.network) ?? price.network
-    const asset = assets.find(network, price.asset)
-    const amount = asset ? `${formatTokenUnits(BigInt(price.amount), asset.decimals)} ${asset.symbol}` : `${price.amount} base units of ${shortAddress(price.asset)}`
-    return prices.length === 1 && network === shown ? amount : `${amount} on ${networkLabel(network)}`
-  })
-  return html`<span class="lines">${texts.map((text, i) => html`${i > 0 ? html`<br>` : null}<bdi>${text}</bdi>`)}</span>`
 }
 
 // ---- footer -----------------------------------------------------------------

@@ -25,11 +25,11 @@ import { toFacilitatorSvmSigner } from '@x402/svm'
 import { ExactSvmScheme as OfficialClientScheme } from '@x402/svm/exact/client'
 import { registerExactSvmScheme } from '@x402/svm/exact/facilitator'
 import { createPaymentHeader } from 'x402/client'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
 import { createFacilitator, FacilitatorError, SOLANA_DEVNET } from '../../src/index.js'
 import { exactSvm, SVM_REASON } from '../../src/svm/index.js'
 import type { LiteSvmRpc } from '../support/litesvm-rpc.js'
-import { createPaymentScenario, type PaymentScenario, scenarioRequirements, startSolanaTestRpc } from '../support/svm-fixtures.js'
+import { createPaymentScenario, MEMO_PROGRAM, type PaymentScenario, scenarioRequirements, startSolanaTestRpc, tokenBalance } from '../support/svm-fixtures.js'
 import { buildTransaction, paymentInstructions } from '../support/svm-transactions.js'
 
 const AMOUNT = 1_000n
@@ -185,6 +185,30 @@ describe('Solana exact verify, ours against the official facilitator', () => {
     expect(theirs).toEqual({ isValid: false, invalidReason: 'invalid_exact_svm_payload_unknown_fourth_instruction', payer: s.payer.address })
   })
 
+  test('a memo after the transfer: both accept; a required memo that differs: both memo_mismatch', async () => {
+    const memo = (text: string): Instruction => ({ programAddress: MEMO_PROGRAM, accounts: [], data: new TextEncoder().encode(text) })
+    const free = await both('extra memo instruction', v2Body(await built({ amount: AMOUNT, extra: [memo('order-1')] })))
+    expect(free.ours).toEqual({ isValid: true, payer: s.payer.address })
+    expect(free.theirs).toEqual(free.ours)
+    const requirements = scenarioRequirements(s, AMOUNT, { memo: 'order-2' })
+    const wrong = await both('required memo differs', v2Body(await built({ amount: AMOUNT, extra: [memo('order-1')] }), requirements))
+    expect(wrong.ours).toEqual({ isValid: false, invalidReason: SVM_REASON.memoMismatch, payer: s.payer.address })
+    expect(wrong.theirs).toEqual(wrong.ours)
+  })
+
+  test('settle of a valid payment, each side its own: both succeed on chain with the same answer shape', async () => {
+    const before = tokenBalance(chain.svm, s.payToAta)
+    const mine = await officialBody()
+    const theirsBody = await officialBody()
+    const ourSettle = await ours.settle(mine)
+    const theirSettle = await official.settle(theirsBody.paymentPayload as unknown as OfficialPayload, theirsBody.paymentRequirements as unknown as OfficialRequirements)
+    table.push(`| settle, valid payment | ${JSON.stringify(ourSettle)} | ${JSON.stringify(theirSettle)} |`)
+    const shape = (r: { success: boolean; network: string; payer?: string; transaction: string }) => ({ success: r.success, network: r.network, payer: r.payer, signed: /^[1-9A-HJ-NP-Za-km-z]{64,88}$/.test(r.transaction) })
+    expect(shape(ourSettle)).toEqual({ success: true, network: SOLANA_DEVNET, payer: s.payer.address, signed: true })
+    expect(shape(theirSettle)).toEqual(shape(ourSettle))
+    expect(tokenBalance(chain.svm, s.payToAta)).toBe(before + 2n * AMOUNT)
+  })
+
   test('wrong network and wrong scheme: ours answers invalid, the official throws (no facilitator registered)', async () => {
     const good = await built({ amount: AMOUNT })
     const mainnet = await both('wrong network', v2Body(good, { ...scenarioRequirements(s, AMOUNT), network: SOLANA_MAINNET }))
@@ -205,10 +229,16 @@ describe('Solana exact verify, ours against the official facilitator', () => {
       ['transaction not a string', { transaction: 42 }],
       ['payload without transaction', { tx: await built({ amount: AMOUNT }) }],
     ]
-    for (const [name, payload] of payloads) {
-      const { ours, theirs } = await both(name, { x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements, payload }, paymentRequirements: requirements })
-      expect(ours, name).toEqual({ isValid: false, invalidReason: SVM_REASON.undecodable })
-      expect(theirs, name).toEqual(ours)
+    // The official logs each decoding error to the console; kept out of the test output.
+    const quiet = vi.spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      for (const [name, payload] of payloads) {
+        const { ours, theirs } = await both(name, { x402Version: 2, paymentPayload: { x402Version: 2, accepted: requirements, payload }, paymentRequirements: requirements })
+        expect(ours, name).toEqual({ isValid: false, invalidReason: SVM_REASON.undecodable })
+        expect(theirs, name).toEqual(ours)
+      }
+    } finally {
+      quiet.mockRestore()
     }
   })
 

@@ -4,9 +4,9 @@
  * the same rule, so clients that switch facilitators see the same codes.
  */
 export const SVM_REASON = {
-  /** `payload` is not `{ transaction: <base64> }`. */
+  /** `extra.feePayer` or `extra.memo` is not a string, or the decoded transaction exceeds the Solana size limit. */
   invalidPayload: 'invalid_exact_svm_payload_transaction',
-  /** The base64 does not decode to a Solana transaction. */
+  /** `payload.transaction` is missing, not base64, or does not decode to a Solana transaction. */
   undecodable: 'invalid_exact_svm_payload_transaction_could_not_be_decoded',
   /** A transaction format other than legacy or v0 (v1 messages carry their own fee configuration). */
   unsupportedVersion: 'invalid_exact_svm_payload_transaction_version',

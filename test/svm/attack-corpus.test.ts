@@ -201,8 +201,8 @@ const attacks: Attack[] = [
     build: async () => tx(await withExtra(memoIx('hi', [{ address: fp(), role: AccountRole.READONLY }]))),
   },
   {
-    name: 'a fee payer that is not ours',
-    code: SVM_REASON.feePayerNotManaged,
+    name: 'a fee payer that is not ours while extra.feePayer names ours',
+    code: SVM_REASON.feePayerMismatch,
     build: async () => tx(await valid(), attacker),
   },
   {

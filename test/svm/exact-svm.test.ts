@@ -221,7 +221,7 @@ describe('verify and settle real payments', () => {
   test('a payload that is not {transaction} is rejected with a code, not thrown', async () => {
     const body = await builderBody(spl, 1n)
     const broken = { ...body, paymentPayload: { ...body.paymentPayload, payload: { tx: 'x' } } }
-    expect(await facilitator(spl).verify(broken)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.invalidPayload })
+    expect(await facilitator(spl).verify(broken)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.undecodable })
   })
 })
 

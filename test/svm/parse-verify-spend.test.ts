@@ -98,7 +98,7 @@ describe('parse', () => {
       const parsed = a.parse(contextOf(a, broken))
       return 'refusal' in parsed ? parsed.refusal : undefined
     }
-    expect(refusalOf(adapter, 42)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.invalidPayload })
+    expect(refusalOf(adapter, 42)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.undecodable })
     expect(refusalOf(adapter, 'AAAA')).toMatchObject({ isValid: false, invalidReason: SVM_REASON.undecodable })
     expect(refusalOf(adapter, 'AAAA', { feePayer: 7 })).toMatchObject({ isValid: false, invalidReason: SVM_REASON.invalidPayload, invalidMessage: 'paymentRequirements.extra.feePayer and .memo must be strings' })
     const restricted = adapterFor(spl, { networks: [{ network: SOLANA_DEVNET, rpcUrl: chain.url, restrictAssets: true }] })

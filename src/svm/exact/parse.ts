@@ -44,9 +44,9 @@ export function parsePayment(rt: ExactSvmRuntime, ctx: PaymentContext): Parsed<E
   }
   const refuse = (reason: string, message: string): Parsed<ExactSvmPayload> => ({ refusal: invalid(reason, message) })
   if (mintRefusedOn(ctx, rt.networkOf(ctx))) return refuse(SVM_REASON.mintNotAllowed, `mint ${ctx.asset} is not accepted on ${ctx.network}`)
-  if (!payload.success) return refuse(SVM_REASON.invalidPayload, 'paymentPayload.payload.transaction must be a base64 Solana transaction')
   if (!extraSchema.safeParse(ctx.requirements.extra ?? {}).success) {
     return refuse(SVM_REASON.invalidPayload, 'paymentRequirements.extra.feePayer and .memo must be strings')
   }
+  // Missing, not a string, not base64 or not a transaction: one code, as the reference facilitator answers.
   return refuse(SVM_REASON.undecodable, 'the payload transaction is not a base64 Solana transaction')
 }

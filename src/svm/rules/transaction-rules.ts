@@ -152,11 +152,16 @@ async function applyRules(transaction: WireTransaction, input: Omit<TransactionR
   const { accounts, instructions, header } = transaction
   const feePayer = accounts[0]
   if (!feePayer) return violation(SVM_REASON.undecodable, 'the transaction has no accounts')
+  // extra.feePayer is judged first, then the transaction's against it, in the reference facilitator's order.
+  const expected = input.expectedFeePayer
+  if (expected !== undefined && !input.feePayers.has(expected)) {
+    return violation(SVM_REASON.feePayerNotManaged, `paymentRequirements.extra.feePayer ${expected} is not a fee payer of this facilitator`)
+  }
+  if (expected !== undefined && expected !== feePayer) {
+    return violation(SVM_REASON.feePayerMismatch, `fee payer ${feePayer} differs from paymentRequirements.extra.feePayer ${expected}`)
+  }
   if (!input.feePayers.has(feePayer)) {
     return violation(SVM_REASON.feePayerNotManaged, `fee payer ${feePayer} is not a fee payer of this facilitator`)
-  }
-  if (input.expectedFeePayer !== undefined && input.expectedFeePayer !== feePayer) {
-    return violation(SVM_REASON.feePayerMismatch, `fee payer ${feePayer} differs from paymentRequirements.extra.feePayer ${input.expectedFeePayer}`)
   }
   // An index past the account list names no account at all: a malformed message.
   for (const ix of instructions) {

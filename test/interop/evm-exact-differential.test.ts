@@ -16,7 +16,7 @@ import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { exactEvm, signExactEvmPayment } from '../../src/evm/index.js'
 import { deployTestToken, type TestToken } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { officialSigner } from '../support/batch-differential.js'
+import { officialSigner, shape } from '../support/batch-differential.js'
 
 type Json = Record<string, unknown>
 interface Body {
@@ -239,5 +239,46 @@ describe('exact EIP-3009 /verify: ours against the official facilitator, same re
     const payer = await world.newPayer()
     const payment = await signExactEvmPayment({ signer: privateKeyToAccount(generatePrivateKey()), requirements: world.requirementsV1(), overrides: { from: payer.address } })
     await renamedVerify('v1 signature by another key', v1(payment), RENAMED.signature, payer.address)
+  })
+})
+
+describe('exact EIP-3009 /settle: ours against the official facilitator, each side its own payment', () => {
+  async function settleSeen(side: 'ours' | 'official', body: Body) {
+    const r = side === 'ours' ? await ours.settle(body) : await official.settle(body.paymentPayload as unknown as OfficialPayload, body.paymentRequirements as unknown as OfficialRequirements)
+    return { success: r.success, errorReason: r.errorReason ?? null, payer: r.payer ?? null, network: r.network, transaction: shape(r.transaction) }
+  }
+
+  it('a valid v2 payment: settled, the same payer, network and transaction form', async () => {
+    for (const side of ['ours', 'official'] as const) {
+      const payer = await world.newPayer()
+      const answer = await settleSeen(side, v2(await signExactEvmPayment({ signer: payer, requirements: world.requirementsV2() })))
+      expect(answer, side).toEqual({ success: true, errorReason: null, payer: payer.address, network: 'eip155:84532', transaction: 'hex32-lower' })
+    }
+    table.push(`| settle: valid (v2) | success | success |`)
+  })
+
+  it('a valid v1 payment: settled, the network under its v1 name', async () => {
+    for (const side of ['ours', 'official'] as const) {
+      const payer = await world.newPayer()
+      const answer = await settleSeen(side, v1(await signExactEvmPayment({ signer: payer, requirements: world.requirementsV1() })))
+      expect(answer, side).toEqual({ success: true, errorReason: null, payer: payer.address, network: 'base-sepolia', transaction: 'hex32-lower' })
+    }
+    table.push(`| settle: valid (v1) | success | success |`)
+  })
+
+  it('a payment whose nonce is already used: both refuse it with the same code, no transaction', async () => {
+    const seen = []
+    for (const side of ['ours', 'official'] as const) {
+      const payer = await world.newPayer()
+      const payment = await signExactEvmPayment({ signer: payer, requirements: world.requirementsV2() })
+      // The nonce is spent on chain by the other facilitator (ours answers a payment it settled itself with that settlement).
+      const spend = side === 'ours' ? await settleSeen('official', v2(payment)) : await settleSeen('ours', v2(payment))
+      expect(spend.success).toBe(true)
+      const answer = await settleSeen(side, v2(payment))
+      seen.push({ ...answer, payer: answer.payer === payer.address ? 'the payer' : answer.payer })
+    }
+    table.push(`| settle: nonce already used | ${seen[0]?.errorReason} | ${seen[1]?.errorReason} |`)
+    expect(seen[1]).toMatchObject({ success: false, errorReason: 'invalid_exact_evm_nonce_already_used' })
+    expect(seen[0]).toEqual(seen[1])
   })
 })

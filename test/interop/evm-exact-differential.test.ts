@@ -17,19 +17,7 @@ import { exactEvm, signExactEvmPayment } from '../../src/evm/index.js'
 import { deployTestToken, type TestToken } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { officialSigner, shape } from '../support/batch-differential.js'
-
-type Json = Record<string, unknown>
-interface Body {
-  x402Version: number
-  paymentPayload: Json
-  paymentRequirements: Json
-}
-interface Answer {
-  ok: boolean
-  reason: string | null
-  payer: string | null
-}
-type Seen = Answer | { threw: true }
+import { exactDifferential, invalid, type Answer, type Body, type Json } from '../support/exact-differential.js'
 
 const NOW = () => BigInt(Math.floor(Date.now() / 1000))
 
@@ -37,7 +25,7 @@ let world: EvmFixture
 let otherToken: TestToken
 let ours: ReturnType<typeof createFacilitator>
 let official: x402Facilitator
-const table: string[] = []
+const { table, printTable, sameVerify, differentVerify } = exactDifferential(() => ({ ours, official }))
 
 beforeAll(async () => {
   world = await startEvmFixture({ signerCount: 2 })
@@ -50,46 +38,14 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
-  if (table.length) console.log(['| case | ours | official |', '|---|---|---|', ...table].join('\n'))
+  printTable()
   await ours?.close()
   await world?.stop()
 })
 
-async function see(side: 'ours' | 'official', body: Body): Promise<Seen> {
-  try {
-    const r = side === 'ours' ? await ours.verify(body) : await official.verify(body.paymentPayload as unknown as OfficialPayload, body.paymentRequirements as unknown as OfficialRequirements)
-    return { ok: r.isValid, reason: r.invalidReason ?? null, payer: r.payer ?? null }
-  } catch {
-    return { threw: true }
-  }
-}
-
-const label = (s: Seen) => ('threw' in s ? 'throws' : `${s.ok ? 'valid' : 'invalid'}${s.reason ? ` \`${s.reason}\`` : ''}${s.payer ? '' : ' (no payer)'}`)
-
-async function both(name: string, body: Body) {
-  const [a, b] = [await see('ours', body), await see('official', body)]
-  table.push(`| ${name} | ${label(a)} | ${label(b)} |`)
-  return [a, b] as const
-}
-
-/** Both sides verify `body` and answer the same: `expected` (payer included). */
-async function sameVerify(name: string, body: Body, expected: Answer) {
-  const [a, b] = await both(name, body)
-  expect(b, 'official').toEqual(expected)
-  expect(a, 'ours').toEqual(b)
-}
-
-/** Both sides verify `body`, with a documented difference: each answer is asserted exactly. */
-async function differentVerify(name: string, body: Body, oursSees: Answer, officialSees: Answer | 'throws') {
-  const [a, b] = await both(name, body)
-  expect(a, 'ours').toEqual(oursSees)
-  expect(b, 'official').toEqual(officialSees === 'throws' ? { threw: true } : officialSees)
-}
-
 const v2 = (paymentPayload: unknown, paymentRequirements: unknown = world.requirementsV2()): Body => ({ x402Version: 2, paymentPayload: paymentPayload as Json, paymentRequirements: paymentRequirements as Json })
 const v1 = (paymentPayload: unknown, paymentRequirements: unknown = world.requirementsV1()): Body => ({ x402Version: 1, paymentPayload: paymentPayload as Json, paymentRequirements: paymentRequirements as Json })
 const valid = (payer: LocalAccount): Answer => ({ ok: true, reason: null, payer: payer.address })
-const invalid = (reason: string, payer: string | null): Answer => ({ ok: false, reason, payer })
 
 /** `payment` with its `payload` fields replaced (authorization fields under `authorization`). */
 function patched(payment: unknown, fields: { signature?: unknown; authorization?: Json; drop?: string }): Json {

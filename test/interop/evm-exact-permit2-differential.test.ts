@@ -139,3 +139,27 @@ describe('exact through Permit2 /verify: ours against the official facilitator, 
     await differentVerify('permit2: nonce already used', body(payment), invalid('permit2_nonce_already_used', payer.address), invalid('permit2_simulation_failed', payer.address))
   })
 })
+
+describe('exact through Permit2: malformed payloads and settle', () => {
+  it('a permit without its witness, or with a non-numeric amount: what each answers', async () => {
+    const payer = await newPermit2Payer(world)
+    const base = await officialPayload(payer)
+    const permit = (base.payload as { permit2Authorization: Json }).permit2Authorization
+    const { witness: _witness, ...withoutWitness } = permit
+    const noWitness = { ...base, payload: { ...(base.payload as Json), permit2Authorization: withoutWitness } }
+    const badAmount = { ...base, payload: { ...(base.payload as Json), permit2Authorization: { ...permit, permitted: { ...(permit.permitted as Json), amount: 'ten' } } } }
+    // Ours refuses a payload that is not a Permit2 authorization before naming anyone as its payer.
+    await differentVerify('permit2: missing witness', body(noWitness), invalid('invalid_payload', null), 'throws')
+    await differentVerify('permit2: amount not a number', body(badAmount), invalid('invalid_payload', null), 'throws')
+  })
+
+  it('a valid payment settles on both, each side its own: the same payer, network and transaction form', async () => {
+    for (const side of ['ours', 'official'] as const) {
+      const payer = await newPermit2Payer(world)
+      const payment = await officialPayload(payer)
+      const r = side === 'ours' ? await ours.settle(body(payment)) : await official.settle(payment as never, requirements() as never)
+      expect({ success: r.success, errorReason: r.errorReason ?? null, payer: r.payer, network: r.network, transaction: /^0x[0-9a-f]{64}$/.test(r.transaction) }, side)
+        .toEqual({ success: true, errorReason: null, payer: payer.address, network: 'eip155:84532', transaction: true })
+    }
+  })
+})

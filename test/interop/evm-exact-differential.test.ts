@@ -185,6 +185,20 @@ describe('exact EIP-3009 /verify: ours against the official facilitator, same re
     await differentVerify('accepted ≠ requirements (payTo)', v2(await signExactEvmPayment({ signer: payer, requirements: signedFor })), invalid('accepted_requirements_mismatch', null), invalid(RENAMED.recipient[1], payer.address))
   })
 
+  it('accepted names another asset than the requirements (the payment signed for it): ours refuses the mismatch itself', async () => {
+    const payer = await world.newPayer()
+    const signedFor = world.requirementsV2({ asset: otherToken.address })
+    // The same core rule; the official facilitator checks the signature against the requirements' token.
+    await differentVerify('accepted ≠ requirements (asset)', v2(await signExactEvmPayment({ signer: payer, requirements: signedFor })), invalid('accepted_requirements_mismatch', null), invalid(RENAMED.signature[1], payer.address))
+  })
+
+  it('v1: a payload for another network than the requirements\': the core\'s network_mismatch against the scheme\'s code', async () => {
+    const payer = await world.newPayer()
+    const payment = await signExactEvmPayment({ signer: payer, requirements: world.requirementsV1() })
+    // The core matches the payload's network against the requirements' before any scheme reads it (a core code).
+    await differentVerify('v1 payload network ≠ requirements', v1({ ...payment, network: 'base' }), invalid('network_mismatch', null), invalid('invalid_exact_evm_network_mismatch', payer.address))
+  })
+
   it('v1: an authorization of less than maxAmountRequired', async () => {
     const payer = await world.newPayer()
     const payment = await signExactEvmPayment({ signer: payer, requirements: world.requirementsV1(), overrides: { value: 999n } })

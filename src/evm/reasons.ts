@@ -18,6 +18,8 @@ export const EVM_REJECTION = {
   assetNotAllowed: 'invalid_exact_evm_payload_asset_not_allowed',
   /** Neither `extra.name`/`extra.version` nor a configured asset give the token's EIP-712 domain. */
   missingDomain: 'invalid_exact_evm_payload_missing_eip712_domain',
+  /** `extra.name` is not the EIP-712 name of a token this facilitator knows (the official facilitator's code). */
+  tokenNameMismatch: 'invalid_exact_evm_token_name_mismatch',
   /** `authorization.to` is not the requirements' payTo. */
   recipientMismatch: 'invalid_exact_evm_payload_recipient_mismatch',
   /** `authorization.value` is not exactly the required amount. */

@@ -321,11 +321,19 @@ describe('exactEvm verify: every rejection has its own code', () => {
     }
   })
 
-  it('a failed simulation: the token\'s real domain differs from the one in extra', async () => {
-    // Signed and recovered for "Fake Coin": valid offline, but the token checks its own domain.
-    const requirements = world.requirementsV2({ extra: { name: 'Fake Coin', version: '2' } })
+  it('a failed simulation: the token\'s real domain version differs from the one in extra', async () => {
+    // Signed and recovered for version "9": valid offline, but the token checks its own domain.
+    const requirements = world.requirementsV2({ extra: { name: world.token.name, version: '9' } })
     const answer = await reject(await signedBy({}, requirements), requirements, EVM_REJECTION.simulationFailed)
     expect(answer.invalidMessage).toContain('FiatTokenV2: invalid signature')
+  })
+
+  it('extra.name other than a known token\'s EIP-712 name: refused offline, as the official facilitator names it', async () => {
+    const requirements = world.requirementsV2({ extra: { name: 'Fake Coin', version: '2' } })
+    rpcRequests = 0
+    const answer = await reject(await signedBy({}, requirements), requirements, EVM_REJECTION.tokenNameMismatch)
+    expect(answer.invalidMessage).toContain('Fake Coin')
+    expect(rpcRequests).toBe(0)
   })
 })
 

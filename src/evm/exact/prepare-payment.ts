@@ -94,6 +94,10 @@ export async function preparePayment(
   if (name === undefined || version === undefined) {
     return reject(EVM_REJECTION.missingDomain, 'paymentRequirements.extra must carry the token\'s EIP-712 name and version')
   }
+  // A known token's name is known: a wrong extra.name can only make a signature the token refuses.
+  if (known?.eip712 !== undefined && name !== known.eip712.name) {
+    return reject(EVM_REJECTION.tokenNameMismatch, `paymentRequirements.extra.name ${JSON.stringify(name)} is not the token's EIP-712 name`)
+  }
   if (!sameAddress(authorization.to, ctx.payTo)) {
     return reject(EVM_REJECTION.recipientMismatch, 'authorization.to differs from paymentRequirements.payTo')
   }

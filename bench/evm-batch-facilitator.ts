@@ -19,7 +19,8 @@ import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { signVoucher } from '../test/support/batch-settlement-signing.js'
 import { batchChannel, batchRequest, batchRequirements, depositPayload, newBatchReceiver, startBatchWorld } from '../test/support/batch-world.js'
 import { startFaultProxy, type FaultProxy } from '../test/support/fault-proxy.js'
-import { ANVIL_KEY, officialEvmSigner } from './evm.js'
+import { ANVIL_KEY } from './evm.js'
+import { officialEvmSigner } from '../test/support/official-evm-signer.js'
 import { check, progress, row, runConcurrent, type Row } from './measure.js'
 
 export const BATCH_FACILITATOR_COUNTS = {

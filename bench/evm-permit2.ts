@@ -25,7 +25,8 @@ import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { installPermit2, newPermit2Payer } from '../test/support/permit2-contracts.js'
-import { ANVIL_KEY, mineClock, officialEvmSigner } from './evm.js'
+import { ANVIL_KEY, mineClock } from './evm.js'
+import { officialEvmSigner } from '../test/support/official-evm-signer.js'
 import { ALL_CPUS, awaitReceipts, check, leanRpc, ownCpuMs, percentile, pinProcess, processCpuMs, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
 
 export const PERMIT2_COUNTS = {

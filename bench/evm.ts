@@ -7,9 +7,8 @@
 import diagnostics from 'node:diagnostics_channel'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
-import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { bytesToHex, createWalletClient, decodeFunctionResult, encodeFunctionData, http, parseSignature, publicActions, type Hex, type LocalAccount } from 'viem'
+import { bytesToHex, decodeFunctionResult, encodeFunctionData, parseSignature, type Hex, type LocalAccount } from 'viem'
 import { createNonceManager, jsonRpc } from 'viem/nonce'
 import { mnemonicToAccount } from 'viem/accounts'
 import { createFacilitator } from '../src/index.js'
@@ -22,6 +21,7 @@ import type { PaymentRequirementsV2 } from '../src/schemas/requirements.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { startEvmFixture, type EvmFixture } from '../test/support/evm-fixture.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
+import { officialEvmSigner } from '../test/support/official-evm-signer.js'
 import { eip3009Abi, MULTICALL3_ADDRESS, multicall3Abi } from '../src/evm/codec/abi.js'
 import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { awaitReceipts, check, leanRpc, ownCpuMs, processCpuMs, microseconds, percentile, progress, row, runConcurrent, settleInBursts, type Row } from './measure.js'
@@ -387,22 +387,6 @@ async function jitWarmUp(count: number, concurrency: number): Promise<void> {
   }
 }
 
-/**
- * The official facilitator's signer, as its docs wire it over a viem wallet client with public
- * actions: `account` on anvil's chain, receipts polled every 50 ms, no transport retries.
- */
-export function officialEvmSigner(account: LocalAccount, chain: EvmFixture['node']['chain'], rpcUrl: string, onFetchRequest?: () => void) {
-  const wallet = createWalletClient({ account, chain, pollingInterval: 50, transport: http(rpcUrl, { retryCount: 0, ...(onFetchRequest ? { onFetchRequest } : {}) }) }).extend(publicActions)
-  return toFacilitatorEvmSigner({
-    address: account.address,
-    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
-    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
-    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
-    sendTransaction: (args) => wallet.sendTransaction(args),
-    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
-    getCode: (args) => wallet.getCode(args),
-  })
-}
 
 /**
  * Mines one block, so that the chain's clock (the timestamp eth_call runs at) is now: anvil mines

@@ -4,12 +4,12 @@
  * casing), and payloads the support helpers do not make (an EIP-3009 deposit with a chosen validity
  * window, a high-s copy of a signature).
  */
-import { toFacilitatorEvmSigner } from '@x402/evm'
-import { createWalletClient, encodeAbiParameters, http, keccak256, publicActions, type Hex, type LocalAccount } from 'viem'
+import { encodeAbiParameters, keccak256, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey } from 'viem/accounts'
 import { channelId, type ChannelConfig } from '../../src/evm/batch/codec.js'
 import { ERC3009_DEPOSIT_COLLECTOR_ADDRESS, receiveWithAuthorizationTypes } from '../../src/evm/batch/constants.js'
 import { signVoucher } from './batch-settlement-signing.js'
+import { officialEvmSigner } from './official-evm-signer.js'
 import type { EvmFixture } from './evm-fixture.js'
 
 /** A /verify or /settle body as both facilitators take it (the official one its two halves). */
@@ -31,18 +31,7 @@ export interface Answer {
 export type Seen = Answer | { threw: true }
 
 /** The official facilitator's signer: `account` sending through the fixture's anvil. */
-export function officialSigner(world: EvmFixture, account: LocalAccount) {
-  const wallet = createWalletClient({ account, chain: world.node.chain, pollingInterval: 50, transport: http(world.node.rpcUrl, { retryCount: 0 }) }).extend(publicActions)
-  return toFacilitatorEvmSigner({
-    address: account.address,
-    readContract: (args) => wallet.readContract(args as Parameters<typeof wallet.readContract>[0]),
-    verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
-    writeContract: (args) => wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
-    sendTransaction: (args) => wallet.sendTransaction(args),
-    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
-    getCode: (args) => wallet.getCode(args),
-  })
-}
+export const officialSigner = (world: EvmFixture, account: LocalAccount) => officialEvmSigner(account, world.node.chain, world.node.rpcUrl)
 
 /** A value's shape: numbers stay numbers, strings are told apart by form (decimal, lower/mixed-case hex of n bytes). */
 export function shape(value: unknown): unknown {

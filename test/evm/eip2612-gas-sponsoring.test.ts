@@ -31,7 +31,7 @@ import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
-import { approvePermit2, signEip2612Permit, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
+import { approvePermit2, installPermit2, newPermit2Payer, signEip2612Permit, type Eip2612PermitInfo } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: ReturnType<typeof createFacilitator>
@@ -72,17 +72,7 @@ async function officialPayload(payer: LocalAccount, requirements: PaymentRequire
   })) as PaymentPayload
 }
 
-interface PermitInfo {
-  from: string
-  asset: string
-  spender: string
-  amount: string
-  nonce: string
-  deadline: string
-  signature: string
-  version: string
-  [other: string]: unknown
-}
+type PermitInfo = Eip2612PermitInfo & { [other: string]: unknown }
 
 function infoOf(payload: PaymentPayload): PermitInfo {
   const extensions = 'extensions' in payload && isRecord(payload.extensions) ? payload.extensions : undefined

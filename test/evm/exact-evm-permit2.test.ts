@@ -14,13 +14,13 @@ import { createRegistry } from '../../src/core/registry.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
 import type { SchemeAdapter } from '../../src/core/adapter.js'
 import { noJournal, resumeDirectly, settleDirectly, verifyDirectly } from '../support/adapter-steps.js'
-import { exactEvm, permitWitnessTransferFromTypes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
+import { exactEvm, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { deployTestToken, fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
-import { approvePermit2, installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
+import { approvePermit2, installPermit2, newPermit2Payer, signPermit2Authorization, type Permit2AuthorizationFields } from '../support/permit2-contracts.js'
 
 let world: EvmFixture
 let facilitator: ReturnType<typeof createFacilitator>
@@ -40,31 +40,13 @@ async function officialPayload(payer: LocalAccount, requirements: PaymentRequire
   return (await client.createPaymentPayload({ x402Version: 2, resource: { url: 'https://example.test/paid', description: 'paid', mimeType: 'application/json' }, accepts: [{ ...requirements, network: 'eip155:84532', maxTimeoutSeconds: 60, extra: requirements.extra ?? {} }] })) as PaymentPayload
 }
 
-interface PermitFields {
-  from: string
-  permitted: { token: string; amount: string }
-  spender: string
-  nonce: string
-  deadline: string
-  witness: { to: string; validAfter: string }
-}
+type PermitFields = Permit2AuthorizationFields
 
 /** The official payload with some permit fields changed, signed by `signer` (the payer by default). */
 async function hostile(payer: LocalAccount, requirements: PaymentRequirementsV2, change: (fields: PermitFields) => PermitFields, signer: LocalAccount = payer): Promise<PaymentPayload> {
   const base = await officialPayload(payer, requirements)
   const fields = change(structuredClone((base.payload as { permit2Authorization: PermitFields }).permit2Authorization))
-  const signature = await signer.signTypedData({
-    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: permitWitnessTransferFromTypes,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: {
-      permitted: { token: fields.permitted.token as Hex, amount: BigInt(fields.permitted.amount) },
-      spender: fields.spender as Hex,
-      nonce: BigInt(fields.nonce),
-      deadline: BigInt(fields.deadline),
-      witness: { to: fields.witness.to as Hex, validAfter: BigInt(fields.witness.validAfter) },
-    },
-  })
+  const signature = await signPermit2Authorization(world, signer, fields)
   return { ...base, payload: { signature, permit2Authorization: fields } }
 }
 

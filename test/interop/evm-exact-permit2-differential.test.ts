@@ -10,12 +10,12 @@ import { x402Facilitator } from '@x402/core/facilitator'
 import { ExactEvmScheme as ExactEvmClient } from '@x402/evm/exact/client'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import type { Hex, LocalAccount } from 'viem'
+import type { LocalAccount } from 'viem'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
-import { exactEvm, permitWitnessTransferFromTypes, PERMIT2_ADDRESS } from '../../src/evm/index.js'
+import { exactEvm } from '../../src/evm/index.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
-import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
+import { installPermit2, newPermit2Payer, signPermit2Authorization, type Permit2AuthorizationFields } from '../support/permit2-contracts.js'
 import { officialSigner } from '../support/batch-differential.js'
 import { exactDifferential, invalid, type Body, type Json } from '../support/exact-differential.js'
 
@@ -44,14 +44,7 @@ const requirements = (overrides: Partial<PaymentRequirementsV2> = {}): PaymentRe
 const body = (paymentPayload: Json, reqs: PaymentRequirementsV2 = requirements()): Body => ({ x402Version: 2, paymentPayload, paymentRequirements: reqs as unknown as Json })
 const now = () => Math.floor(Date.now() / 1000)
 
-interface PermitFields {
-  from: string
-  permitted: { token: string; amount: string }
-  spender: string
-  nonce: string
-  deadline: string
-  witness: { to: string; validAfter: string }
-}
+type PermitFields = Permit2AuthorizationFields
 
 /** A payload made by the official client. */
 async function officialPayload(payer: LocalAccount, reqs = requirements()): Promise<Json> {
@@ -63,18 +56,7 @@ async function officialPayload(payer: LocalAccount, reqs = requirements()): Prom
 async function hostile(payer: LocalAccount, change: (fields: PermitFields) => PermitFields, signer: LocalAccount = payer): Promise<Json> {
   const base = await officialPayload(payer)
   const fields = change(structuredClone((base.payload as { permit2Authorization: PermitFields }).permit2Authorization))
-  const signature = await signer.signTypedData({
-    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: permitWitnessTransferFromTypes,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: {
-      permitted: { token: fields.permitted.token as Hex, amount: BigInt(fields.permitted.amount) },
-      spender: fields.spender as Hex,
-      nonce: BigInt(fields.nonce),
-      deadline: BigInt(fields.deadline),
-      witness: { to: fields.witness.to as Hex, validAfter: BigInt(fields.witness.validAfter) },
-    },
-  })
+  const signature = await signPermit2Authorization(world, signer, fields)
   return { ...base, payload: { signature, permit2Authorization: fields } }
 }
 

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { encodeAbiParameters, encodeFunctionData, keccak256, toHex, type Abi, type Address, type Hex, type LocalAccount } from 'viem'
-import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/codec/permit2-abi.js'
+import { PERMIT2_ADDRESS, permitWitnessTransferFromTypes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/codec/permit2-abi.js'
 import type { AnvilNode } from './anvil.js'
 import { deployContract, type TestToken } from './evm-contracts.js'
 import type { EvmFixture } from './evm-fixture.js'
@@ -184,5 +184,31 @@ export function signEip2612Permit(world: EvmFixture, signer: LocalAccount, field
     },
     primaryType: 'Permit',
     message: { owner: fields.from as Hex, spender: fields.spender as Hex, value: BigInt(fields.amount), nonce: BigInt(fields.nonce), deadline: BigInt(fields.deadline) },
+  })
+}
+
+/** An exact Permit2 payload's `permit2Authorization`, as the official client writes it. */
+export interface Permit2AuthorizationFields {
+  from: string
+  permitted: { token: string; amount: string }
+  spender: string
+  nonce: string
+  deadline: string
+  witness: { to: string; validAfter: string }
+}
+
+/** The exact proxy's `PermitWitnessTransferFrom` over `fields`, signed by `signer` (to forge or re-sign a payload). */
+export function signPermit2Authorization(world: EvmFixture, signer: LocalAccount, fields: Permit2AuthorizationFields): Promise<Hex> {
+  return signer.signTypedData({
+    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
+    types: permitWitnessTransferFromTypes,
+    primaryType: 'PermitWitnessTransferFrom',
+    message: {
+      permitted: { token: fields.permitted.token as Hex, amount: BigInt(fields.permitted.amount) },
+      spender: fields.spender as Hex,
+      nonce: BigInt(fields.nonce),
+      deadline: BigInt(fields.deadline),
+      witness: { to: fields.witness.to as Hex, validAfter: BigInt(fields.witness.validAfter) },
+    },
   })
 }

@@ -14,12 +14,14 @@ export interface DispatchRejection {
  * Finds the adapter for a request and builds its context, or says why the
  * request cannot be served. Cross-field checks every scheme needs live here:
  * the payload must name the same scheme and network as the requirements, and
- * in v2 `accepted` must equal the requirements on every field that moves money.
+ * in v2 `accepted` must equal the requirements on every field that moves money. `operation` says
+ * which request it is: only a settle request may name a lower amount (an upto usage).
  */
 export function dispatch(
   registry: Registry,
   request: PaymentRequest,
   signal: AbortSignal,
+  operation: 'verify' | 'settle' = 'verify',
 ): { match: RegistryMatch; context: PaymentContext } | { rejection: DispatchRejection } {
   const requirements = request.paymentRequirements
   const payload = request.paymentPayload
@@ -53,8 +55,9 @@ export function dispatch(
   } else {
     // A scheme whose settle request sets the charge (`upto`) is the one exception: the client accepted a
     // maximum, and a settle request carries the usage in `amount`, which may be lower (the adapter
-    // refuses more than the permitted maximum).
-    const differing = differingAcceptedField(payload.accepted, requirements as Record<string, unknown>, match.adapter.settleSetsAmount ? ['amount'] : [])
+    // refuses more than the permitted maximum). A verify request carries the maximum, as accepted.
+    const usageMayDiffer = match.adapter.settleSetsAmount === true && operation === 'settle'
+    const differing = differingAcceptedField(payload.accepted, requirements as Record<string, unknown>, usageMayDiffer ? ['amount'] : [])
     if (differing) {
       return {
         rejection: {

@@ -158,7 +158,7 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
     if ('rejection' in request) {
       result = { success: false, errorReason: request.rejection.reason, errorMessage: request.rejection.message, transaction: '', network: request.network }
     } else {
-      const routed = dispatch(registry, request.request, signal)
+      const routed = dispatch(registry, request.request, signal, 'settle')
       if ('rejection' in routed) {
         const { reason, message } = routed.rejection
         result = { success: false, errorReason: reason, errorMessage: message, transaction: '', network: networkOf(request.request) }

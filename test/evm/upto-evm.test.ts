@@ -115,11 +115,11 @@ async function exactPermit2Payload(payer: LocalAccount, nonce: bigint, amount: b
   return { requirements, paymentPayload: { x402Version: 2, accepted: requirements, payload: { signature, permit2Authorization } } as PaymentPayload }
 }
 
-/** The context the core hands an adapter for this payment and these requirements (its routing checks passed). */
+/** The context the core hands an adapter for this settle request (its routing checks passed). */
 function contextOf(registry: ReturnType<typeof createRegistry>, paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) {
   const parsed = parsePaymentRequest(body(paymentPayload, requirements))
   if (!parsed.ok) throw new Error('bad test request')
-  const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000))
+  const routed = dispatch(registry, parsed.request, AbortSignal.timeout(30_000), 'settle')
   if ('rejection' in routed) throw new Error(routed.rejection.message)
   return routed.context
 }
@@ -387,15 +387,17 @@ describe('evmSchemes: upto through Permit2', () => {
   it('the core lets only upto settle requests differ from accepted in amount; every other field still must match', () => {
     const [exact, upto] = evmSchemes(world.adapterConfig())
     const registry = createRegistry([exact!, upto!])
-    const route = (paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2) => {
+    const route = (paymentPayload: PaymentPayload, requirements: PaymentRequirementsV2, operation: 'verify' | 'settle' = 'settle') => {
       const parsed = parsePaymentRequest(body(paymentPayload, requirements))
       if (!parsed.ok) throw new Error('bad test request')
-      return dispatch(registry, parsed.request, AbortSignal.timeout(1_000))
+      return dispatch(registry, parsed.request, AbortSignal.timeout(1_000), operation)
     }
     const upRequirements = uptoRequirements()
     const upPayload = { x402Version: 2, accepted: upRequirements, payload: {} } as PaymentPayload
     const routed = route(upPayload, used(upRequirements, '10'))
     expect('context' in routed && routed.context.amount).toBe(10n)
+    // A verify request carries the maximum the client accepted: a lower amount there is a mismatch.
+    expect(route(upPayload, used(upRequirements, '10'), 'verify')).toMatchObject({ rejection: { reason: REJECTION.acceptedMismatch, message: expect.stringContaining('amount') } })
     expect(route(upPayload, { ...upRequirements, payTo: world.signers[1]!.address })).toMatchObject({ rejection: { reason: REJECTION.acceptedMismatch } })
     const exRequirements = world.requirementsV2()
     const exPayload = { x402Version: 2, accepted: exRequirements, payload: {} } as PaymentPayload

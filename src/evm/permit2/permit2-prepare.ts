@@ -169,13 +169,15 @@ export interface Permit2Expectation {
   /** The amount `permitted.amount` must equal (exact: the price; upto: the maximum), and how messages name it. */
   readonly amount: bigint
   readonly amountName: string
+  /** A check of the scheme's own witness fields, run where the official facilitator runs it: after the recipient (upto: `witness.facilitator`). */
+  readonly witness?: () => Rejection | undefined
 }
 
 /**
  * The offline field checks of both Permit2 schemes (and so of the EIP-2612 sponsoring path): the
  * requirements' addresses, the asset policy (see admitAsset: the same rule and code as for EIP-3009
- * payments), then in the official facilitator's order spender, recipient, the clock (see
- * permit2Window), amount, token. Answers the policy's admission of the asset when all pass.
+ * payments), then in the official facilitator's order spender, recipient, the scheme's witness check,
+ * the clock (see permit2Window), amount, token. Answers the policy's admission of the asset when all pass.
  */
 export function permit2FieldChecks(
   ctx: PaymentContext,
@@ -195,6 +197,8 @@ export function permit2FieldChecks(
   if (!sameAddress(payload.to, ctx.payTo)) {
     return { reason: PERMIT2_REJECTION.recipientMismatch, message: 'permit2Authorization.witness.to differs from paymentRequirements.payTo' }
   }
+  const witness = expected.witness?.()
+  if (witness) return witness
   const window = permit2Window(payload, options)
   if (window) return window
   // Exact equality: a larger permit would let the proxy move more than the price (upto: than the maximum).

@@ -51,18 +51,20 @@ export function uptoSettleCalldata(payload: UptoPayload, amount: bigint, permit2
 }
 
 /**
- * The offline checks of an upto payment, in the order of exact through Permit2 (spender = the upto
- * proxy, recipient, clock, permitted amount = the maximum, token), then `witness.facilitator` must be
- * one of this network's signers, then the amount to charge (`ctx.amount`) at most the maximum,
+ * The offline checks of an upto payment, in the official facilitator's order: spender = the upto
+ * proxy, recipient, `witness.facilitator` one of this network's signers, clock, permitted amount =
+ * the maximum, token; then the amount to charge (`ctx.amount`) at most the maximum,
  * then the gas-sponsoring extension (an EIP-2612 permit of the maximum). The calldata simulates the maximum.
  */
 export async function prepareUpto(ctx: PaymentContext, runtime: NetworkRuntime, options: Permit2Options, payload: UptoPayload | Rejection): Promise<(PreparedPermit2 & { readonly payload: UptoPayload }) | Rejection> {
   if ('reason' in payload) return payload
-  const admission = permit2FieldChecks(ctx, runtime, payload, options, { proxy: X402_UPTO_PERMIT2_PROXY, scheme: 'upto', amount: uptoMaximum(ctx), amountName: 'the maximum' })
+  // witness.facilitator is checked where the official facilitator checks it: right after the recipient.
+  const facilitatorMismatch = (): Rejection | undefined =>
+    runtime.signers.some((slot) => sameAddress(slot.signer.address, payload.facilitator))
+      ? undefined
+      : { reason: UPTO_REJECTION.facilitatorMismatch, message: `permit2Authorization.witness.facilitator ${payload.facilitator} is not a signer of this facilitator on ${runtime.network.caip2}` }
+  const admission = permit2FieldChecks(ctx, runtime, payload, options, { proxy: X402_UPTO_PERMIT2_PROXY, scheme: 'upto', amount: uptoMaximum(ctx), amountName: 'the maximum', witness: facilitatorMismatch })
   if ('reason' in admission) return admission
-  if (!runtime.signers.some((slot) => sameAddress(slot.signer.address, payload.facilitator))) {
-    return { reason: UPTO_REJECTION.facilitatorMismatch, message: `permit2Authorization.witness.facilitator ${payload.facilitator} is not a signer of this facilitator on ${runtime.network.caip2}` }
-  }
   if (ctx.amount > payload.amount) {
     return { reason: UPTO_REJECTION.settlementExceedsAmount, message: `the amount to settle ${ctx.amount} exceeds the permitted maximum ${payload.amount}` }
   }

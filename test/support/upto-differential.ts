@@ -91,8 +91,8 @@ export interface SettleSeen {
   moved: { payTo: string; payer: string }
 }
 
-/** Settles `body` on one side, reading payTo's and `payer`'s balances around it; `threw` when the facilitator threw. */
-export async function settleSeen(up: UptoWorld, side: Side, body: Body, payer: string): Promise<SettleSeen | { threw: true }> {
+/** Settles `body` on one side, reading payTo's and `payer`'s balances around it; `threw` when the facilitator threw. `raw` gets the whole answer. */
+export async function settleSeen(up: UptoWorld, side: Side, body: Body, payer: string, raw?: (answer: { transaction: string }) => void): Promise<SettleSeen | { threw: true }> {
   const { world } = up
   const balances = () => Promise.all([tokenBalance(world.node, world.token, world.payTo), tokenBalance(world.node, world.token, payer as `0x${string}`)])
   const [payToBefore, payerBefore] = await balances()
@@ -103,6 +103,7 @@ export async function settleSeen(up: UptoWorld, side: Side, body: Body, payer: s
     return { threw: true }
   }
   const [payToAfter, payerAfter] = await balances()
+  raw?.(r)
   return {
     ok: r.success,
     reason: r.errorReason ?? null,

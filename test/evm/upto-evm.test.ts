@@ -3,8 +3,6 @@
  * spec) at their canonical addresses; payloads from the official @x402/evm upto client and from our
  * own signer to the spec's typed data.
  */
-import { x402Client } from '@x402/core/client'
-import { UptoEvmScheme } from '@x402/evm/upto/client'
 import { parseEventLogs, serializeErc6492Signature, type Hex, type LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -12,7 +10,7 @@ import { createFacilitator, REJECTION } from '../../src/index.js'
 import { dispatch } from '../../src/core/context.js'
 import { createRegistry } from '../../src/core/registry.js'
 import { parsePaymentRequest } from '../../src/schemas/parse-request.js'
-import { evmSchemes, PERMIT2_ADDRESS, permitWitnessTransferFromTypes, uptoPermitWitnessTransferFromTypes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
+import { evmSchemes, PERMIT2_ADDRESS, permitWitnessTransferFromTypes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/index.js'
 import type { BroadcastRecord } from '../../src/core/adapter.js'
 import type { PaymentPayload } from '../../src/schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
@@ -20,7 +18,8 @@ import { fundPayer, tokenBalance } from '../support/evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from '../support/evm-fixture.js'
 import { resumeDirectly, settleDirectly, verifyDirectly } from '../support/adapter-steps.js'
 import { requestsDuring, startFaultProxy } from '../support/fault-proxy.js'
-import { installPermit2, newPermit2Payer } from '../support/permit2-contracts.js'
+import { installPermit2, newPermit2Payer, signUptoAuthorization } from '../support/permit2-contracts.js'
+import { officialUptoPayload, uptoRequirements as requirementsFor } from '../support/upto-payments.js'
 
 let world: EvmFixture
 let facilitator: ReturnType<typeof createFacilitator>
@@ -28,61 +27,28 @@ let facilitatorAddress: string
 
 const body = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirementsV2) => ({ x402Version: 2, paymentPayload, paymentRequirements })
 
-function uptoRequirements(overrides: Partial<PaymentRequirementsV2> = {}): PaymentRequirementsV2 {
-  return world.requirementsV2({
-    scheme: 'upto',
-    amount: '5000',
-    extra: { name: world.token.name, version: world.token.version, assetTransferMethod: 'permit2', facilitatorAddress },
-    ...overrides,
-  })
-}
+/** Upto requirements (maximum 5000) naming the facilitator's listed address. */
+const uptoRequirements = (overrides: Partial<PaymentRequirementsV2> = {}): PaymentRequirementsV2 => requirementsFor(world, facilitatorAddress, overrides)
 
 /** The settle request of a resource server that used `amount` of the maximum. */
 const used = (requirements: PaymentRequirementsV2, amount: string): PaymentRequirementsV2 => ({ ...requirements, amount })
 
 const uptoPayer = (): Promise<LocalAccount> => newPermit2Payer(world)
 
-async function officialPayload(payer: LocalAccount, requirements: PaymentRequirementsV2): Promise<PaymentPayload> {
-  const client = new x402Client().setSpendControls(false).register('eip155:84532', new UptoEvmScheme(payer))
-  return (await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: 'https://example.test/metered', description: 'metered', mimeType: 'application/json' },
-    accepts: [{ ...requirements, network: 'eip155:84532', maxTimeoutSeconds: 60, extra: requirements.extra ?? {} }],
-  })) as PaymentPayload
-}
+const officialPayload = async (payer: LocalAccount, requirements: PaymentRequirementsV2): Promise<PaymentPayload> => (await officialUptoPayload(payer, requirements)) as unknown as PaymentPayload
 
 /** A payload signed here to the spec's typed data (witness: to, facilitator, validAfter). */
 async function ownPayload(payer: Pick<LocalAccount, 'address' | 'signTypedData'>, requirements: PaymentRequirementsV2, change: { facilitator?: Hex; spender?: Hex; amount?: bigint; nonce?: bigint } = {}): Promise<PaymentPayload> {
-  const now = BigInt(Math.floor(Date.now() / 1000))
-  const fields = {
+  const permit2Authorization = {
     from: payer.address,
-    permitted: { token: requirements.asset as Hex, amount: change.amount ?? BigInt(requirements.amount) },
+    permitted: { token: requirements.asset, amount: String(change.amount ?? requirements.amount) },
     spender: change.spender ?? X402_UPTO_PERMIT2_PROXY,
-    nonce: change.nonce ?? randomNonce(),
-    deadline: now + 300n,
-    witness: { to: requirements.payTo as Hex, facilitator: change.facilitator ?? (facilitatorAddress as Hex), validAfter: 0n },
+    nonce: String(change.nonce ?? randomNonce()),
+    deadline: String(Math.floor(Date.now() / 1000) + 300),
+    witness: { to: requirements.payTo, facilitator: change.facilitator ?? facilitatorAddress, validAfter: '0' },
   }
-  const signature = await payer.signTypedData({
-    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: uptoPermitWitnessTransferFromTypes,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: fields,
-  })
-  const text = (v: bigint) => v.toString()
-  return {
-    x402Version: 2,
-    accepted: requirements,
-    payload: {
-      signature,
-      permit2Authorization: {
-        ...fields,
-        permitted: { token: fields.permitted.token, amount: text(fields.permitted.amount) },
-        nonce: text(fields.nonce),
-        deadline: text(fields.deadline),
-        witness: { ...fields.witness, validAfter: '0' },
-      },
-    },
-  } as PaymentPayload
+  const signature = await signUptoAuthorization(world, payer, permit2Authorization)
+  return { x402Version: 2, accepted: requirements, payload: { signature, permit2Authorization } } as PaymentPayload
 }
 
 const randomNonce = () => BigInt(`0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex')}`)

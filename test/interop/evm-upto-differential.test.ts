@@ -14,7 +14,8 @@ import { X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { newPermit2Payer } from '../support/permit2-contracts.js'
 import { exactDifferential, invalid, type Answer, type Body, type Json, type Side } from '../support/exact-differential.js'
-import { officialUptoPayload, resignedUpto, settleLabel, settleSeen, startUptoWorld, uptoRequirements, type SettleSeen, type UptoWorld } from '../support/upto-differential.js'
+import { settleLabel, settleSeen, startUptoWorld, type SettleSeen, type UptoWorld } from '../support/upto-differential.js'
+import { officialUptoPayload, resignedUpto, uptoRequirements } from '../support/upto-payments.js'
 import type { UptoAuthorizationFields } from '../support/permit2-contracts.js'
 
 const SIDES = ['ours', 'official'] as const

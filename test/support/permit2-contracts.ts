@@ -219,7 +219,7 @@ export interface UptoAuthorizationFields extends Omit<Permit2AuthorizationFields
 }
 
 /** The upto proxy's `PermitWitnessTransferFrom` over `fields` (witness: to, facilitator, validAfter), signed by `signer`. */
-export function signUptoAuthorization(world: EvmFixture, signer: LocalAccount, fields: UptoAuthorizationFields): Promise<Hex> {
+export function signUptoAuthorization(world: EvmFixture, signer: Pick<LocalAccount, 'signTypedData'>, fields: UptoAuthorizationFields): Promise<Hex> {
   return signer.signTypedData({
     domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
     types: uptoPermitWitnessTransferFromTypes,

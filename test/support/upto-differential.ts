@@ -1,25 +1,21 @@
 /**
  * What test/interop/evm-upto-differential.test.ts needs besides exact-differential.ts: one anvil with
  * Permit2 and both proxies, our facilitator (evmSchemes on one key) and the official one (@x402/evm
- * ExactEvmScheme and UptoEvmScheme under x402Facilitator on another key), upto payments for a chosen
- * facilitator (the witness names it, so each side gets its own), and /settle seen by a client together
- * with what moved on chain.
+ * ExactEvmScheme and UptoEvmScheme under x402Facilitator on another key), and /settle seen by a client
+ * together with what moved on chain. Payments: upto-payments.ts.
  */
-import { x402Client } from '@x402/core/client'
 import { x402Facilitator } from '@x402/core/facilitator'
 import type { PaymentPayload as OfficialPayload, PaymentRequirements as OfficialRequirements } from '@x402/core/types'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import { UptoEvmScheme as UptoEvmClient } from '@x402/evm/upto/client'
 import { UptoEvmScheme } from '@x402/evm/upto/facilitator'
 import type { LocalAccount } from 'viem'
 import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import { evmSchemes } from '../../src/evm/index.js'
-import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { shape } from './batch-differential.js'
 import { tokenBalance } from './evm-contracts.js'
 import { startEvmFixture, type EvmFixture } from './evm-fixture.js'
-import type { Body, Json, Side } from './exact-differential.js'
-import { installPermit2, signUptoAuthorization, type UptoAuthorizationFields } from './permit2-contracts.js'
+import type { Body, Side } from './exact-differential.js'
+import { installPermit2 } from './permit2-contracts.js'
 import { officialEvmSigner } from './official-evm-signer.js'
 
 export interface UptoWorld {
@@ -50,32 +46,6 @@ export async function startUptoWorld(): Promise<UptoWorld> {
       await world.stop()
     },
   }
-}
-
-/** Upto requirements of a maximum of 5000 (`amount`) for the facilitator at `facilitatorAddress`, as a resource server copies it from /supported. */
-export function uptoRequirements(world: EvmFixture, facilitatorAddress: string, overrides: Partial<PaymentRequirementsV2> = {}): PaymentRequirementsV2 {
-  return world.requirementsV2({
-    scheme: 'upto',
-    amount: '5000',
-    extra: { name: world.token.name, version: world.token.version, assetTransferMethod: 'permit2', facilitatorAddress },
-    ...overrides,
-  })
-}
-
-/** A payload of the official upto client for `requirements` (its witness names `extra.facilitatorAddress`). */
-export async function officialUptoPayload(payer: LocalAccount, requirements: PaymentRequirementsV2): Promise<Json> {
-  const client = new x402Client().setSpendControls(false).register('eip155:84532', new UptoEvmClient(payer))
-  return (await client.createPaymentPayload({
-    x402Version: 2,
-    resource: { url: 'https://example.test/metered', description: 'metered', mimeType: 'application/json' },
-    accepts: [{ ...requirements, network: 'eip155:84532', maxTimeoutSeconds: 60, extra: requirements.extra ?? {} }],
-  })) as unknown as Json
-}
-
-/** `payment` with its permit fields changed and re-signed by `signer` (the payer by default): what a hostile client sends. */
-export async function resignedUpto(world: EvmFixture, payment: Json, change: (fields: UptoAuthorizationFields) => UptoAuthorizationFields, signer: LocalAccount): Promise<Json> {
-  const fields = change(structuredClone((payment.payload as { permit2Authorization: UptoAuthorizationFields }).permit2Authorization))
-  return { ...payment, payload: { signature: await signUptoAuthorization(world, signer, fields), permit2Authorization: fields } }
 }
 
 /** What a client sees of a settle answer, and what moved on chain (payTo's gain, the payer's loss). */

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
+import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { newPermit2Payer } from '../support/permit2-contracts.js'
 import { exactDifferential, invalid, type Answer, type Body, type Json, type Side } from '../support/exact-differential.js'
@@ -197,14 +197,17 @@ describe('upto /verify: requirements for another scheme or network, and malforme
 
 describe('upto /settle: each side its own payment, the balances read around it', () => {
   /** Settles on each side a payment made out to it (`prepare` may settle it once first), with `usage` as the settle request's amount. */
-  async function settleBoth(name: string, usage: string, options: { payer?: LocalAccount; change?: (f: UptoAuthorizationFields) => UptoAuthorizationFields; before?: (side: Side, settle: Body) => Promise<void> } = {}) {
+  async function settleBoth(
+    name: string,
+    usage: string,
+    options: { payer?: LocalAccount; change?: (f: UptoAuthorizationFields) => UptoAuthorizationFields; signer?: LocalAccount; request?: (settle: Body) => Body } = {},
+  ) {
     const payer = options.payer ?? (await newPermit2Payer(up.world))
-    const p = await payments(payer, options.change)
+    const p = await payments(payer, options.change, options.signer)
     const seen = {} as Record<Side, SettleSeen | { threw: true }>
     for (const side of SIDES) {
       const settle = body(p[side], used(requirements(side), usage))
-      await options.before?.(side, settle)
-      seen[side] = await settleSeen(up, side, settle, payer.address)
+      seen[side] = await settleSeen(up, side, options.request?.(settle) ?? settle, payer.address)
     }
     table.push(`| settle: ${name} | ${settleLabel(seen.ours)} | ${settleLabel(seen.official)} |`)
     return { payer, ours: seen.ours, official: seen.official }
@@ -253,6 +256,35 @@ describe('upto /settle: each side its own payment, the balances read around it',
     const poor = await settleBoth('balance 10, usage 100', '100', { payer: await newPermit2Payer(up.world, { amount: 10n }) })
     expect(poor.official).toEqual(refusedWith(poor.payer, 'permit2_insufficient_balance', null))
     expect(poor.ours).toEqual({ ...poor.official, amount: '0' })
+  })
+
+  it('a permit signed by another key than `from`: the same code, unsent', async () => {
+    const forged = await settleBoth('signature by another key', '100', { change: (f) => f, signer: privateKeyToAccount(generatePrivateKey()) })
+    expect(forged.official).toEqual(refusedWith(forged.payer, 'invalid_permit2_signature', null))
+    expect(forged.ours).toEqual({ ...forged.official, amount: '0' })
+  })
+
+  it('a malformed payload, a network neither serves, a payTo other than accepted: refused unsent by both, under the codes of /verify', async () => {
+    const malformed = await settleBoth('no witness.facilitator', '100', {
+      request: (r) => {
+        const payment = structuredClone(r.paymentPayload) as { payload: { permit2Authorization: { witness: Json } } }
+        delete payment.payload.permit2Authorization.witness.facilitator
+        return { ...r, paymentPayload: payment as unknown as Json }
+      },
+    })
+    // As at /verify: ours refuses a payload that is not an upto authorization before naming a payer.
+    expect(malformed.official).toEqual({ ...refusedWith(malformed.payer, 'unsupported_payload_type', null), payer: '' })
+    expect(malformed.ours).toEqual({ ...refusedWith(malformed.payer, 'invalid_payload', '0'), payer: null })
+    const network = await settleBoth('network eip155:1 (accepted too)', '100', {
+      request: (r) => ({ ...r, paymentPayload: { ...r.paymentPayload, accepted: { ...(r.paymentPayload.accepted as Json), network: 'eip155:1' } }, paymentRequirements: { ...r.paymentRequirements, network: 'eip155:1' } }),
+    })
+    // A code rather than a server error (DESIGN.md); no adapter took the request, so no upto amount either.
+    expect(network.official).toEqual({ threw: true })
+    expect(network.ours).toEqual({ ...refusedWith(network.payer, 'invalid_network', null), payer: null, network: 'eip155:1' })
+    const payTo = await settleBoth('requirements payTo ≠ accepted', '100', { request: (r) => ({ ...r, paymentRequirements: { ...r.paymentRequirements, payTo: stranger() } }) })
+    // The core rule of /verify: accepted must equal the requirements (amount aside on a settle); the official facilitator compares the permit's witness.to.
+    expect(payTo.official).toEqual(refusedWith(payTo.payer, 'invalid_permit2_recipient_mismatch', null))
+    expect(payTo.ours).toEqual({ ...refusedWith(payTo.payer, 'accepted_requirements_mismatch', null), payer: null })
   })
 
   it('a payer holding less than the maximum but more than the usage: both refuse (the maximum must be covered)', async () => {
@@ -306,6 +338,29 @@ describe('upto /settle: each side its own payment, the balances read around it',
     // remembers nothing of a zero settle, so the resource server (or the payer, who may call /settle) can charge it afterwards.
     expect(seen.official[1]).toEqual(landed(payer, '100'))
     expect(seen.ours[1]).toEqual({ ...refusedWith(payer, 'duplicate_settlement', '0'), payer: null })
+  })
+})
+
+describe('upto with eip2612GasSponsoring: a payer without the Permit2 allowance signs an EIP-2612 permit of the maximum', () => {
+  const sponsored = (payer: LocalAccount, side: Side) => officialUptoPayload(payer, requirements(side), { world: up.world })
+  const allowance = (owner: string) => up.world.node.publicClient.readContract({ address: up.world.token.address, abi: up.world.token.abi, functionName: 'allowance', args: [owner, PERMIT2_ADDRESS] })
+
+  it('verify: valid on both', async () => {
+    const payer = await newPermit2Payer(up.world, { approve: 0n })
+    await sameVerify('upto + eip2612GasSponsoring: valid', { ours: body(await sponsored(payer, 'ours'), requirements('ours')), official: body(await sponsored(payer, 'official'), requirements('official')) }, { ok: true, reason: null, payer: payer.address })
+  })
+
+  it('settle a usage: both run settleWithPermit, the usage moves, the permit left the maximum less the usage to Permit2', async () => {
+    const seen = {} as Record<Side, SettleSeen | { threw: true }>
+    const payers = {} as Record<Side, LocalAccount>
+    for (const side of SIDES) {
+      payers[side] = await newPermit2Payer(up.world, { approve: 0n })
+      seen[side] = await settleSeen(up, side, body(await sponsored(payers[side], side), used(requirements(side), '1234')), payers[side].address)
+      expect(await allowance(payers[side].address), side).toBe(5000n - 1234n)
+    }
+    table.push(`| settle: eip2612GasSponsoring, usage 1234 | ${settleLabel(seen.ours)} | ${settleLabel(seen.official)} |`)
+    expect(seen.official).toEqual({ ok: true, reason: null, payer: payers.official.address, network: 'eip155:84532', transaction: 'hex32-lower', amount: '1234', moved: { payTo: '1234', payer: '1234' } })
+    expect(seen.ours).toEqual({ ...seen.official, payer: payers.ours.address })
   })
 })
 

@@ -10,7 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LocalAccount } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
+import { evmSchemes, PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY } from '../../src/evm/index.js'
+import { createFacilitator } from '../../src/facilitator/facilitator.js'
 import type { PaymentRequirementsV2 } from '../../src/schemas/requirements.js'
 import { newPermit2Payer } from '../support/permit2-contracts.js'
 import { exactDifferential, invalid, type Answer, type Body, type Json, type Side } from '../support/exact-differential.js'
@@ -139,6 +140,7 @@ describe('upto /verify: requirements for another scheme or network, and malforme
     const payer = await newPermit2Payer(up.world)
     const p = await payments(payer)
     const exact = (side: Side) => requirements(side, { scheme: 'exact' })
+    // A core rule of ours (as in the exact differential tests): accepted must equal the requirements, scheme included, before any scheme reads the payload.
     await differentVerify('upto payment, exact requirements', { ours: body(p.ours, exact('ours')), official: body(p.official, exact('official')) }, invalid('accepted_requirements_mismatch', null), invalid('unsupported_payload_type', payer.address))
   })
 
@@ -146,6 +148,7 @@ describe('upto /verify: requirements for another scheme or network, and malforme
     const payer = await newPermit2Payer(up.world)
     const p = await payments(payer)
     const acceptedAs = (side: Side, overrides: Partial<PaymentRequirementsV2>) => body({ ...p[side], accepted: { ...(p[side].accepted as Json), ...overrides } }, requirements(side))
+    // The same core rule answers what the official upto scheme names with its own codes (ours leaves invalid_upto_evm_scheme/network_mismatch unused).
     await differentVerify('upto: accepted.scheme exact', { ours: acceptedAs('ours', { scheme: 'exact' }), official: acceptedAs('official', { scheme: 'exact' }) }, invalid('accepted_requirements_mismatch', null), invalid('invalid_upto_evm_scheme', payer.address))
     await differentVerify('upto: accepted.network eip155:1', { ours: acceptedAs('ours', { network: 'eip155:1' }), official: acceptedAs('official', { network: 'eip155:1' }) }, invalid('accepted_requirements_mismatch', null), invalid('invalid_upto_evm_network_mismatch', payer.address))
   })
@@ -196,7 +199,7 @@ describe('upto /verify: requirements for another scheme or network, and malforme
 })
 
 describe('upto /settle: each side its own payment, the balances read around it', () => {
-  /** Settles on each side a payment made out to it (`prepare` may settle it once first), with `usage` as the settle request's amount. */
+  /** Settles on each side a payment made out to it (its permit changed by `change`, its request by `request`), with `usage` as the settle request's amount. */
   async function settleBoth(
     name: string,
     usage: string,
@@ -319,6 +322,23 @@ describe('upto /settle: each side its own payment, the balances read around it',
     expect(hashes.ours[2]).toBe(hashes.ours[0])
     // The official facilitator keeps no record of a landed settlement: it simulates again, and Permit2's spent nonce reverts.
     for (const again of seen.official) expect(again).toEqual(refusedWith(payer, 'permit2_simulation_failed', null))
+  })
+
+  it('/verify of a permit whose nonce Permit2 has spent, by a facilitator with no record of it: ours names the cause', async () => {
+    const payer = await newPermit2Payer(up.world)
+    const p = await payments(payer)
+    for (const side of SIDES) expect(await settleSeen(up, side, body(p[side], used(requirements(side), '100')), payer.address), side).toEqual(landed(payer, '100'))
+    // Ours after a restart (a new instance, an empty store, the same key); the official facilitator keeps no record anyway.
+    const restarted = createFacilitator({ schemes: evmSchemes(up.world.adapterConfig({ signers: [up.world.signers[0]!] })) })
+    try {
+      const [a, b] = [await restarted.verify(body(p.ours, requirements('ours'))), await up.official.verify(p.official as never, requirements('official') as never)]
+      table.push(`| verify: nonce spent on chain (no record) | invalid \`${a.invalidReason}\` | invalid \`${b.invalidReason}\` |`)
+      // Ours reads Permit2's nonce bitmap and names the cause (as for exact through Permit2); the official facilitator sees only the reverting simulation.
+      expect({ ok: a.isValid, reason: a.invalidReason, payer: a.payer }).toEqual({ ok: false, reason: 'permit2_nonce_already_used', payer: payer.address })
+      expect({ ok: b.isValid, reason: b.invalidReason, payer: b.payer }).toEqual({ ok: false, reason: 'permit2_simulation_failed', payer: payer.address })
+    } finally {
+      await restarted.close()
+    }
   })
 
   it('a permit settled with a usage of zero, settled again: ours at most once, the official facilitator charges it later', async () => {

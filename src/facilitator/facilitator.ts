@@ -162,6 +162,9 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
       if ('rejection' in routed) {
         const { reason, message } = routed.rejection
         result = { success: false, errorReason: reason, errorMessage: message, transaction: '', network: networkOf(request.request) }
+        // A request an adapter serves but the core refused (accepted ≠ requirements) is still that adapter's answer.
+        const { paymentPayload, paymentRequirements } = request.request
+        routedAdapter = registry.find(paymentPayload.x402Version, paymentRequirements.scheme, paymentRequirements.network)?.adapter
       } else {
         const ctx = routed.context
         context = ctx
@@ -193,8 +196,9 @@ async function settleUntraced(registry: Registry, body: unknown, options: Settle
   }
   // The answer of a settle that sets its charge (upto) always says what was charged, also when the core answered it: nothing when
   // refused, the usage when it landed or may still land (pending).
-  if (context && routedAdapter?.settleSetsAmount && result.amount === undefined) {
-    result = { ...result, amount: result.success || result.errorReason === REJECTION.settlementPending ? String(context.amount) : '0' }
+  if (routedAdapter?.settleSetsAmount && result.amount === undefined) {
+    const charged = result.success || result.errorReason === REJECTION.settlementPending
+    result = { ...result, amount: context && charged ? String(context.amount) : '0' }
   }
   if ('request' in request) notify(options, 'afterSettle', { operation: 'settle', request: request.request, context, result, durationMs: performance.now() - started, origin: trace.origin })
   return result

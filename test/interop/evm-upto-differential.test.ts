@@ -287,7 +287,7 @@ describe('upto /settle: each side its own payment, the balances read around it',
     const payTo = await settleBoth('requirements payTo ≠ accepted', '100', { request: (r) => ({ ...r, paymentRequirements: { ...r.paymentRequirements, payTo: stranger() } }) })
     // The core rule of /verify: accepted must equal the requirements (amount aside on a settle); the official facilitator compares the permit's witness.to.
     expect(payTo.official).toEqual(refusedWith(payTo.payer, 'invalid_permit2_recipient_mismatch', null))
-    expect(payTo.ours).toEqual({ ...refusedWith(payTo.payer, 'accepted_requirements_mismatch', null), payer: null })
+    expect(payTo.ours).toEqual({ ...refusedWith(payTo.payer, 'accepted_requirements_mismatch', '0'), payer: null })
   })
 
   it('a payer holding less than the maximum but more than the usage: both refuse (the maximum must be covered)', async () => {

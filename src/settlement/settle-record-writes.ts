@@ -3,9 +3,9 @@ import { boundedStoreCall } from './bounded-store-call.js'
 import type { SettleCall } from './settle-call.js'
 import { decodeSettlementRecord, type SettlementRecord } from './settlement-record.js'
 
-// The store calls of one settle on its payment's record and resume lock. Each is bounded (see
-// bounded-store-call.ts); writes that must not overtake a lease renewal go through `keeper.serial`
-// at the caller.
+// The store calls of one settle on its payment's record and resume lock, each bounded (see
+// bounded-store-call.ts). Writes made while a lease is kept go through `keeper.serial` (here in
+// releaseClaim, else at the caller), so a renewal never lands after the write that ended the lease.
 
 /** A new lease of this call's, from now. */
 export const leaseFromNow = (call: SettleCall) => Date.now() + call.leaseMs

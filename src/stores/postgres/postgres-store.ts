@@ -2,6 +2,7 @@ import pg from 'pg'
 import type { SettlementLedger } from '../../ledger/settlement-ledger.js'
 import { createHyperLogLog, estimateHyperLogLog, hash64, hyperLogLogRegister } from '../hyperloglog.js'
 import type { ExpiryOptions, RankedEntry, SetOptions, Store } from '../store.js'
+import { callBatches, counterBatches } from './postgres-batches.js'
 import { createPostgresLedger } from './postgres-ledger.js'
 import { migratePostgres, quoteSchema } from './postgres-migrations.js'
 
@@ -84,8 +85,6 @@ export const POSTGRES_STORE_DEFAULTS: Readonly<pg.PoolConfig> = Object.freeze({
 })
 
 const SWEEP_BATCH = 1_000
-/** Batches of calls of one kind (writes, reads) at the server at once, per store. */
-const BATCHES_IN_FLIGHT = 2
 
 /**
  * A store in PostgreSQL, for several facilitator processes that must act as one:
@@ -159,141 +158,6 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     return through.query<R>({ name: named(text), text, values })
   }
 
-  /**
-   * Every other call issued in one turn of the event loop goes to the server as one
-   * statement (`run_batch`): one round trip, one transaction and one commit (with its
-   * flush) for all of them, instead of one each; pg spends tens of µs of CPU per query.
-   * They run sorted by key (a key's calls keep their order), so batches of two instances
-   * lock rows in one order. A batch that fails is rolled back whole and its calls run
-   * again one by one, so that a failure is answered to its own call only. Reads go in
-   * batches of their own: a transaction that writes nothing does not wait for the flush.
-   *
-   * At most `BATCHES_IN_FLIGHT` batches of a kind are at the server at once; calls made
-   * meanwhile wait for one to come back and then go together. Measured on anvil: more,
-   * smaller batches each waiting for a flush of their own (a pool of 40) settled fewer
-   * payments a second than fewer, larger ones.
-   */
-  interface BatchedCall {
-    op: Record<string, unknown> & { o: string; k: string }
-    resolve: (value: unknown) => void
-    reject: (error: unknown) => void
-  }
-  const queues = { writes: [] as BatchedCall[], reads: [] as BatchedCall[] }
-  const inFlight = { writes: 0, reads: 0 }
-  const scheduled = { writes: false, reads: false }
-  function batched(op: BatchedCall['op']): Promise<unknown> {
-    if (closed) return Promise.reject(new Error('the PostgreSQL store is closed'))
-    const queue = op.o === 'get' || op.o === 'fields' ? 'reads' : 'writes'
-    return new Promise((resolve, reject) => {
-      queues[queue].push({ op, resolve, reject })
-      schedule(queue)
-    })
-  }
-  /** Sends the queue's calls at the end of this turn, if a batch may leave now. */
-  function schedule(queue: keyof typeof queues): void {
-    if (scheduled[queue] || queues[queue].length === 0 || inFlight[queue] >= BATCHES_IN_FLIGHT) return
-    scheduled[queue] = true
-    setImmediate(() => {
-      scheduled[queue] = false
-      if (inFlight[queue] >= BATCHES_IN_FLIGHT || queues[queue].length === 0) return
-      inFlight[queue]++
-      void flushCalls(queue).finally(() => {
-        inFlight[queue]--
-        schedule(queue)
-      })
-    })
-  }
-  const runBatch = async (ops: BatchedCall['op'][]) => {
-    const { rows } = await query<{ results: unknown[] }>(sql.runBatch, [JSON.stringify(ops), now()])
-    return rows[0]!.results
-  }
-  async function flushCalls(queue: keyof typeof queues): Promise<void> {
-    const batch = queues[queue]
-    queues[queue] = []
-    // A stable sort: one key's calls stay in the order they were made.
-    const order = batch.map((_, i) => i).sort((a, b) => {
-      const ka = batch[a]!.op.k
-      const kb = batch[b]!.op.k
-      return ka < kb ? -1 : ka > kb ? 1 : a - b
-    })
-    try {
-      const results = await runBatch(order.map((i) => batch[i]!.op))
-      for (const [position, i] of order.entries()) batch[i]!.resolve(results[position])
-    } catch (error) {
-      if (batch.length === 1) return batch[0]!.reject(error)
-      // One after the other, in the batch's order: a key's calls must not overtake each other.
-      for (const i of order) {
-        const call = batch[i]!
-        try {
-          call.resolve((await runBatch([call.op]))[0])
-        } catch (alone) {
-          call.reject(alone)
-        }
-      }
-    }
-  }
-
-  /**
-   * Counter writes (hashes, text hashes, sketches) issued in one turn of the event loop go
-   * to the server together: one statement, one transaction, each key locked once. The
-   * statistics recorder alone writes seven of them per settle; sent one by one, each would
-   * cost a round trip and a turn on the hot rows' locks. Writes to one key merge in order
-   * (numbers add, texts replace, sketch registers keep the maximum, the last ttl wins), and
-   * every caller is answered once the statement has committed.
-   */
-  interface CounterKey {
-    key: string
-    kind: 'h' | 't' | 'd'
-    ttl: number | null | undefined
-    fields: Map<string, number | string>
-  }
-  let counters = new Map<string, CounterKey>()
-  let waiting: { resolve: () => void; reject: (error: unknown) => void }[] = []
-  function counter(kind: CounterKey['kind'], key: string, ttlMs: number | null, apply: (fields: CounterKey['fields']) => void): Promise<void> {
-    const id = `${kind}\u0000${key}`
-    let entry = counters.get(id)
-    if (!entry) {
-      entry = { key, kind, ttl: undefined, fields: new Map() }
-      counters.set(id, entry)
-    }
-    if (ttlMs !== null) entry.ttl = ttlMs
-    apply(entry.fields)
-    if (waiting.length === 0) setImmediate(() => void flushCounters())
-    return new Promise<void>((resolve, reject) => waiting.push({ resolve, reject }))
-  }
-  async function flushCounters(): Promise<void> {
-    const batch = [...counters.values()]
-    const callers = waiting
-    counters = new Map()
-    waiting = []
-    // Sorted by key and kind: the order every batch locks its keys in.
-    batch.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0))
-    const keys: string[] = []
-    const kinds: string[] = []
-    const ttls: (number | null)[] = []
-    const rows: number[] = []
-    const fields: string[] = []
-    const nums: (number | null)[] = []
-    const texts: (string | null)[] = []
-    for (const [i, entry] of batch.entries()) {
-      keys.push(entry.key)
-      kinds.push(entry.kind)
-      ttls.push(entry.ttl ?? null)
-      for (const [field, value] of entry.fields) {
-        rows.push(i + 1)
-        fields.push(field)
-        nums.push(typeof value === 'number' ? value : null)
-        texts.push(typeof value === 'string' ? value : null)
-      }
-    }
-    try {
-      await query(sql.applyCounters, [keys, kinds, ttls, rows, fields, nums, texts, now()], counterPool)
-      for (const caller of callers) caller.resolve()
-    } catch (error) {
-      for (const caller of callers) caller.reject(error)
-    }
-  }
-
   const ttl = (o?: ExpiryOptions) => (o?.ttlMs === undefined ? null : Math.max(1, Math.ceil(o.ttlMs)))
   const live = `(e.expires_at IS NULL OR e.expires_at > $2)`
   const sql = {
@@ -316,6 +180,13 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
       )
       SELECT count(*)::integer AS n FROM gone`,
   }
+
+  // Calls and counter writes of one turn travel together (see postgres-batches.ts).
+  const { batched, close: closeCalls } = callBatches(async (ops) => {
+    const { rows } = await query<{ results: unknown[] }>(sql.runBatch, [JSON.stringify(ops), now()])
+    return rows[0]!.results
+  })
+  const { counter, flushWaiting: flushCounters } = counterBatches(now, (values) => query(sql.applyCounters, values, counterPool))
 
   async function sweep(): Promise<number> {
     const { rows } = await query<{ n: number }>(sql.sweep, [now()])
@@ -411,11 +282,7 @@ export function createPostgresStore(options: PostgresStoreOptions = {}): Postgre
     async close() {
       closed = true
       // Calls already issued are sent before the pool ends.
-      await Promise.all([
-        queues.writes.length > 0 ? flushCalls('writes') : undefined,
-        queues.reads.length > 0 ? flushCalls('reads') : undefined,
-        waiting.length > 0 ? flushCounters() : undefined,
-      ])
+      await Promise.all([closeCalls(), flushCounters()])
       if (sweeper) clearInterval(sweeper)
       // A migration in flight finishes (or fails) before the pool it uses ends.
       await migrated?.catch(() => undefined)

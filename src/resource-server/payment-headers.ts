@@ -62,8 +62,14 @@ const MAX_HEADER_CHARS = 32_768
  * if (!payment.ok) return paymentRequiredResponse(challenge)
  */
 export function decodePaymentHeader(headers: Headers): DecodedPaymentHeader {
-  const name = headers.has(PAYMENT_HEADERS.v2Payment) ? PAYMENT_HEADERS.v2Payment : PAYMENT_HEADERS.v1Payment
-  const raw = headers.get(name)
+  return readPaymentHeader((name) => headers.get(name))
+}
+
+/** {@link decodePaymentHeader} over a header getter (names case-insensitive, null when absent): any transport. */
+export function readPaymentHeader(header: (name: string) => string | null): DecodedPaymentHeader {
+  const v2 = header(PAYMENT_HEADERS.v2Payment)
+  const name = v2 !== null ? PAYMENT_HEADERS.v2Payment : PAYMENT_HEADERS.v1Payment
+  const raw = v2 ?? header(name)
   if (raw === null || raw.trim() === '') return { ok: false, reason: 'missing_payment' }
   const invalid = (message: string) => ({ ok: false as const, reason: 'invalid_payment_header' as const, message: `${name}: ${message}` })
   const value = raw.trim()

@@ -46,9 +46,22 @@ export type NodePaywall = (req: IncomingMessage, res: ServerResponse, work: Node
  * charged or written and the returned promise rejects (Express 5 hands it to its error handler).
  *
  * @example
- * // partial
- * const paid = createNodePaywall({ facilitator, batchSettlement: batch, offers: [voucherOffer] })
- * app.get('/weather', (req, res) => paid(req, res, async () => ({ headers: { 'content-type': 'application/json' }, body: '{"weather":"sunny"}' })))
+ * import { createServer } from 'node:http'
+ * import { createFacilitator } from 'x402-facilitator'
+ * import { evmSchemes } from 'x402-facilitator/evm'
+ * import { createNodePaywall } from 'x402-facilitator/server'
+ * import { privateKeyToAccount } from 'viem/accounts'
+ *
+ * const facilitator = createFacilitator({
+ *   schemes: evmSchemes({ networks: [{ network: 'base', rpcUrls: [process.env.BASE_RPC!] }], signers: [privateKeyToAccount(process.env.FACILITATOR_KEY as `0x${string}`)] }),
+ * })
+ * const usdc = '0x833589fCD6eDb6E08f4c7C32B51991b6D7C02913'
+ * const paid = createNodePaywall({
+ *   facilitator,
+ *   offers: [{ scheme: 'exact', network: 'eip155:8453', amount: '10000', asset: usdc, payTo: '0x209693Bc6afc0C5328bA36FaF03C514EF312287C', extra: { name: 'USD Coin', version: '2' } }],
+ * })
+ * // In Express: app.get('/weather', (req, res) => paid(req, res, work))
+ * createServer((req, res) => void paid(req, res, async () => ({ headers: { 'content-type': 'application/json' }, body: '{"weather":"sunny"}' }))).listen(3000)
  */
 export function createNodePaywall(options: PaywallOptions): NodePaywall {
   const core = createPaywallCore(options)

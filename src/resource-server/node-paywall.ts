@@ -3,7 +3,6 @@
  * the same core as `createPaywall`, without building a web `Request` or `Response` per request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { FacilitatorError } from '../errors/facilitator-error.js'
 import type { AnswerKit } from './paywall-answer.js'
 import { createPaywallCore, type PaywallRequestView } from './paywall-core.js'
 import type { PaywallOptions, VerifiedPayment } from './paywall.js'
@@ -42,8 +41,9 @@ export type NodePaywall = (req: IncomingMessage, res: ServerResponse, work: Node
  * `createPaywall`: nothing is charged on a work status >= 400, and the work's mistakes (a usage out
  * of range, a missing usage, an answer that is not a valid status, headers and body) are answered
  * 500 `{code: "misconfigured"}` with nothing charged. The request URL of the challenge is built from
- * the Host header over `http:` (set `resource.url` behind a proxy). When the work throws, nothing is
- * charged or written and the returned promise rejects (Express 5 hands it to its error handler).
+ * the Host header over `http:` (set `resource.url` behind a proxy). When the work throws (or the
+ * channel store fails), nothing is charged and the answer is 500 `{code: "internal_error"}`, as
+ * `createNodeListener` answers for `createPaywall`; the returned promise does not reject.
  *
  * @example
  * import { createServer } from 'node:http'
@@ -66,8 +66,13 @@ export type NodePaywall = (req: IncomingMessage, res: ServerResponse, work: Node
 export function createNodePaywall(options: PaywallOptions): NodePaywall {
   const core = createPaywallCore(options)
   return async (req, res, work) => {
-    const answer = await core(nodeView(req), work, nodeAnswers)
-    writeAnswer(res, answer)
+    try {
+      writeAnswer(res, await core(nodeView(req), work, nodeAnswers))
+    } catch {
+      // A throw of the work or a fault of the channel store: answered as createNodeListener answers a web handler's.
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+      res.end('{"error":"internal error","code":"internal_error"}')
+    }
   }
 }
 
@@ -124,7 +129,7 @@ function writeAnswer(res: ServerResponse, answer: NodePaidAnswer): void {
   const headers: Record<string, string | number> = {}
   for (const name in answer.headers) if (name.length !== 14 || name.toLowerCase() !== 'content-length') headers[name] = answer.headers[name]!
   headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength
-  if (res.headersSent) throw new FacilitatorError('misconfigured', 'the paid work wrote to the response: answer by returning { status, headers, body }')
+  if (res.headersSent) throw new Error('the paid work wrote to the response: answer by returning { status, headers, body }')
   res.writeHead(answer.status ?? 200, headers)
   res.end(body)
 }

@@ -243,6 +243,7 @@ describe('the web and node paywalls answer alike', () => {
     // The work: ?status=N answers N, ?usage=N reports a usage; the same on both sides.
     const reply = (url: string) => {
       const query = new URL(url, 'http://x').searchParams
+      if (query.has('throw')) throw new Error('the work failed')
       const status = Number(query.get('status') ?? 200)
       const body = JSON.stringify({ ok: status < 400 })
       return { status, body, usage: query.get('usage') }
@@ -300,6 +301,8 @@ describe('the web and node paywalls answer alike', () => {
     // An error status of the work: passed on, nothing charged; a usage above the price: 500 misconfigured.
     expect((await both('/call?status=503', { 'PAYMENT-SIGNATURE': await signed(4n * PRICE) })).status).toBe(503)
     expect((await both('/call?usage=5000', { 'PAYMENT-SIGNATURE': await signed(4n * PRICE) })).status).toBe(500)
+    // A work that throws: 500 internal_error on both, nothing charged.
+    expect(await both('/call?throw=1', { 'PAYMENT-SIGNATURE': await signed(4n * PRICE) })).toMatchObject({ status: 500, body: '{"error":"internal error","code":"internal_error"}' })
     expect((await both('/call?usage=500', { 'PAYMENT-SIGNATURE': await signed(4n * PRICE) })).status).toBe(200)
     expect((await webBatch.store.get(channel!.channelId))?.charged).toBe(3n * PRICE + 500n)
     expect((await nodeBatch.store.get(channel!.channelId))?.charged).toBe(3n * PRICE + 500n)

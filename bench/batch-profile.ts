@@ -3,9 +3,10 @@
  * the bench's own setup, then `presigned` vouchers per channel sent as in bench/evm-batch.ts, with
  * this process's CPU per voucher, and a CPU profile of that phase alone when `--profile <file>`.
  * `bare` answers the same requests from a plain node:http server: the floor of HTTP and the client;
+ * `node` is ours through createNodePaywall (node:http req/res, no web Request/Response);
  * `listener` through createNodeListener with a handler answering as the paywall does (the web Request/Response cost).
  *
- *   node --expose-gc --import tsx bench/batch-profile.ts ours|theirs|bare|listener [--remote] [--rounds N] [--profile out.cpuprofile]
+ *   node --expose-gc --import tsx bench/batch-profile.ts ours|node|theirs|bare|listener [--remote] [--rounds N] [--profile out.cpuprofile]
  */
 import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
@@ -20,16 +21,16 @@ import { BATCH_COUNTS, client, ourSide, presign, startBatchLoad, theirSide, type
 import { check, ownCpuMs, processCpuMs } from './measure.js'
 
 const args = process.argv.slice(2)
-const which = args[0] as 'ours' | 'theirs' | 'bare' | 'listener'
+const which = args[0] as 'ours' | 'node' | 'theirs' | 'bare' | 'listener'
 const rounds = Number(args[args.indexOf('--rounds') + 1] || 3) || 3
 const profileFile = args.includes('--profile') ? args[args.indexOf('--profile') + 1] : undefined
 // --remote: the requests come from bench/batch-load.ts in its own process (node:http client).
 const load = args.includes('--remote') ? await startBatchLoad() : undefined
 
-const world = await startEvmFixture({ signerCount: 2 })
+const world = await startEvmFixture({ signerCount: 3 })
 await installPermit2(world.node)
 await installBatchSettlement(world.node)
-const real = await (which === 'theirs' ? theirSide(world) : ourSide(world))
+const real = await (which === 'theirs' ? theirSide(world) : ourSide(world, which === 'node' ? 'node' : 'web'))
 // The bare floor answers what ours answers: 200, a JSON body and a PAYMENT-RESPONSE of the same size.
 let side: Side = real
 let bare: { close(): void } | undefined

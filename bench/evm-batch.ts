@@ -30,7 +30,7 @@ import { exactEvm, privateKeySigner, signExactEvmPayment } from '../src/evm/inde
 import { batchSettlementEvm } from '../src/evm/batch/index.js'
 import { createNodeListener } from '../src/http/node-listener.js'
 import { createBatchSettlementServer } from '../src/resource-server/batch/index.js'
-import { createPaywall } from '../src/resource-server/index.js'
+import { createNodePaywall, createPaywall } from '../src/resource-server/index.js'
 import { RPC_REQUEST_CHANNEL } from '../src/transport/keep-alive-post.js'
 import { ANVIL_MNEMONIC } from '../test/support/anvil.js'
 import { installBatchSettlement } from '../test/support/batch-settlement-contracts.js'
@@ -65,7 +65,8 @@ const NETWORK = 'eip155:84532'
 const PRICE = 1_000n
 
 export interface Side {
-  readonly name: 'ours' | 'theirs'
+  /** ours: createPaywall (web Request/Response); node: createNodePaywall; theirs: the official middleware. */
+  readonly name: 'ours' | 'node' | 'theirs'
   readonly url: string
   readonly receiver: Hex
   /** anvil RPC requests so far. */
@@ -76,21 +77,24 @@ export interface Side {
 }
 
 export async function benchEvmBatch(): Promise<Row[]> {
-  const world = await startEvmFixture({ signerCount: 2 })
+  const world = await startEvmFixture({ signerCount: 3 })
   try {
     await installPermit2(world.node)
     await installBatchSettlement(world.node)
     const ours = await ourSide(world)
+    const node = await ourSide(world, 'node')
     const theirs = await theirSide(world)
     const load = await startBatchLoad()
-    const runs: { ours: Awaited<ReturnType<typeof runSide>>[]; theirs: Awaited<ReturnType<typeof runSide>>[] } = { ours: [], theirs: [] }
+    type Run = Awaited<ReturnType<typeof runSide>>
+    const runs: Record<Side['name'], Run[]> = { ours: [], node: [], theirs: [] }
     for (let round = 0; round < BATCH_COUNTS.rounds; round++) {
-      const order = round % 2 === 0 ? [ours, theirs] : [theirs, ours]
+      // Each round in another order, so no side always runs first (or last).
+      const order = [[ours, node, theirs], [theirs, ours, node], [node, theirs, ours]][round % 3]!
       for (const side of order) runs[side.name].push(await runSide(world, side, load, round === 0))
     }
     load.close()
-    const median = (name: 'ours' | 'theirs', key: 'perSecond' | 'presignedPerSecond' | 'serverCpuPerVoucher' | 'rpcPerVoucher' | 'gasPerPayment') => percentile(runs[name].map((r) => r[key]), 50)
-    const pick = (name: 'ours' | 'theirs') => ({
+    const median = (name: Side['name'], key: 'perSecond' | 'presignedPerSecond' | 'serverCpuPerVoucher' | 'rpcPerVoucher' | 'gasPerPayment') => percentile(runs[name].map((r) => r[key]), 50)
+    const pick = (name: Side['name']) => ({
       perSecond: median(name, 'perSecond'),
       presignedPerSecond: median(name, 'presignedPerSecond'),
       serverCpuPerVoucher: median(name, 'serverCpuPerVoucher'),
@@ -98,15 +102,19 @@ export async function benchEvmBatch(): Promise<Row[]> {
       gasPerPayment: median(name, 'gasPerPayment'),
       payments: runs[name][0]!.payments,
     })
-    const results = { ours: pick('ours'), theirs: pick('theirs') }
+    const results = { ours: pick('ours'), node: pick('node'), theirs: pick('theirs') }
     const exactGas = await exactPaymentGas(world)
     await ours.close()
+    await node.close()
     await theirs.close()
     const note = `${BATCH_COUNTS.channels} channels at once x ${BATCH_COUNTS.vouchersPerChannel} vouchers, official client over loopback HTTP; median of ${BATCH_COUNTS.rounds} rounds`
     return [
       row('EVM batch', 'vouchers per second, official client paying (paywall + facilitator)', 'vouchers/s', 'higher', results.ours.perSecond, results.theirs.perSecond, note),
       row('EVM batch', 'vouchers per second, signed ahead (paywall + facilitator)', 'vouchers/s', 'higher', results.ours.presignedPerSecond, results.theirs.presignedPerSecond, `${BATCH_COUNTS.channels} channels at once x ${BATCH_COUNTS.presigned} vouchers, one request each, sent from a load generator process (node:http); median of ${BATCH_COUNTS.rounds} rounds`),
       row('EVM batch', 'server CPU per voucher, signed ahead (paywall + facilitator)', 'µs', 'lower', results.ours.serverCpuPerVoucher, results.theirs.serverCpuPerVoucher, 'the serving process, user + system, the load generator apart; robust to other load on the machine'),
+      row('EVM batch', 'vouchers per second, signed ahead (node paywall + facilitator)', 'vouchers/s', 'higher', results.node.presignedPerSecond, results.theirs.presignedPerSecond, 'ours through createNodePaywall on node:http (no web Request/Response), as the row above otherwise'),
+      row('EVM batch', 'server CPU per voucher, signed ahead (node paywall + facilitator)', 'µs', 'lower', results.node.serverCpuPerVoucher, results.theirs.serverCpuPerVoucher, 'ours through createNodePaywall; the serving process, user + system'),
+      row('EVM batch', 'vouchers per second, official client paying (node paywall + facilitator)', 'vouchers/s', 'higher', results.node.perSecond, results.theirs.perSecond, 'ours through createNodePaywall; the client signs each voucher (its CPU is in the figure)'),
       row('EVM batch', 'anvil RPC requests per voucher', 'requests', 'lower', results.ours.rpcPerVoucher, results.theirs.rpcPerVoucher, 'EOA vouchers, state fresh'),
       row('EVM batch', 'gas per payment (deposits + one claim + one sweep)', 'gas', 'lower', results.ours.gasPerPayment, results.theirs.gasPerPayment, `${results.ours.payments} payments over ${BATCH_COUNTS.channels} channels`),
       row('EVM batch', 'gas per payment, batch-settlement against exact', 'gas', 'lower', results.ours.gasPerPayment, exactGas, 'theirs: one exact (EIP-3009) payment settled by our facilitator on the same chain'),
@@ -214,7 +222,8 @@ export async function presign(payer: LocalAccount, last: string, from: bigint, c
 const MIN_DEPOSIT = (PRICE * 1_000n).toString()
 const offerOf = (world: EvmFixture, receiver: Hex) => ({ scheme: 'batch-settlement', network: NETWORK, amount: PRICE.toString(), asset: world.token.address, payTo: receiver, extra: { name: world.token.name, version: world.token.version, minDeposit: MIN_DEPOSIT } })
 
-export async function ourSide(world: EvmFixture): Promise<Side> {
+/** Our side; `node` serves it through createNodePaywall (node:http req/res), else createPaywall behind createNodeListener. */
+export async function ourSide(world: EvmFixture, transport: 'web' | 'node' = 'web'): Promise<Side> {
   const receiver = privateKeyToAccount(generatePrivateKey()).address
   let requests = 0
   const host = new URL(world.node.rpcUrl).host
@@ -222,16 +231,26 @@ export async function ourSide(world: EvmFixture): Promise<Side> {
     if ((message as { host?: string }).host === host) requests++
   }
   diagnostics.subscribe(RPC_REQUEST_CHANNEL, count)
-  const signer = privateKeySigner(ANVIL_KEY(1))
-  check(signer.address === world.signers[0]!.address, 'our facilitator key is anvil account 1')
+  // A key per side: two facilitators sending from one key would race for its nonces.
+  const index = transport === 'node' ? 3 : 1
+  const signer = privateKeySigner(ANVIL_KEY(index))
+  check(signer.address === world.signers[index - 1]?.address, `our ${transport} facilitator key is anvil account ${index}`)
   const facilitator = createFacilitator({
     schemes: [batchSettlementEvm({ networks: [{ network: NETWORK, rpcUrls: [world.node.rpcUrl] }], signers: [signer], receiverAuthorizer: privateKeyToAccount(generatePrivateKey()) })],
   })
   const batch = createBatchSettlementServer({ facilitator, claimPolicy: false })
-  const paywall = createPaywall({ facilitator, batchSettlement: batch, offers: [offerOf(world, receiver)] })
-  const server = await listen(createNodeListener((request) => paywall(request, async () => Response.json({ ok: true }))))
+  const offers = [offerOf(world, receiver)]
+  let server: LoopbackServer
+  if (transport === 'node') {
+    const paid = createNodePaywall({ facilitator, batchSettlement: batch, offers })
+    const body = JSON.stringify({ ok: true })
+    server = await listen((req, res) => void paid(req, res, async () => ({ headers: { 'content-type': 'application/json' }, body })))
+  } else {
+    const paywall = createPaywall({ facilitator, batchSettlement: batch, offers })
+    server = await listen(createNodeListener((request) => paywall(request, async () => Response.json({ ok: true }))))
+  }
   return {
-    name: 'ours',
+    name: transport === 'node' ? 'node' : 'ours',
     url: server.url,
     receiver,
     requests: () => requests,

@@ -15,3 +15,4 @@ export {
   type PaymentOffer,
 } from './payment-required.js'
 export { createPaywall, withPayment, type MeteredResponse, type PaidWork, type Paywall, type PaywallOptions, type VerifiedPayment } from './paywall.js'
+export { createNodePaywall, type NodeMeteredAnswer, type NodePaidAnswer, type NodePaidWork, type NodePaywall } from './node-paywall.js'

@@ -2,6 +2,7 @@ import * as z from 'zod'
 import { settleResponseSchema, type SettleResponse } from '../schemas/messages.js'
 import { paymentPayloadV1Schema, paymentPayloadV2Schema, type PaymentPayload } from '../schemas/payload.js'
 import { firstIssue } from '../schemas/parse-request.js'
+import { checkPaymentPayloadV2 } from '../schemas/payload-v2-check.js'
 
 /** Header names of the x402 HTTP transport. */
 export const PAYMENT_HEADERS = {
@@ -62,8 +63,14 @@ const MAX_HEADER_CHARS = 32_768
  * if (!payment.ok) return paymentRequiredResponse(challenge)
  */
 export function decodePaymentHeader(headers: Headers): DecodedPaymentHeader {
-  const name = headers.has(PAYMENT_HEADERS.v2Payment) ? PAYMENT_HEADERS.v2Payment : PAYMENT_HEADERS.v1Payment
-  const raw = headers.get(name)
+  return readPaymentHeader((name) => headers.get(name))
+}
+
+/** {@link decodePaymentHeader} over a header getter (names case-insensitive, null when absent): any transport. */
+export function readPaymentHeader(header: (name: string) => string | null): DecodedPaymentHeader {
+  const v2 = header(PAYMENT_HEADERS.v2Payment)
+  const name = v2 !== null ? PAYMENT_HEADERS.v2Payment : PAYMENT_HEADERS.v1Payment
+  const raw = v2 ?? header(name)
   if (raw === null || raw.trim() === '') return { ok: false, reason: 'missing_payment' }
   const invalid = (message: string) => ({ ok: false as const, reason: 'invalid_payment_header' as const, message: `${name}: ${message}` })
   const value = raw.trim()
@@ -75,6 +82,9 @@ export function decodePaymentHeader(headers: Headers): DecodedPaymentHeader {
   } catch {
     return invalid('is not base64-encoded JSON')
   }
+  // The common case (a v2 payload the schema accepts) checked by hand: the schema costs more than the rest of a voucher's decoding.
+  const checked = checkPaymentPayloadV2(json)
+  if (checked) return { ok: true, header: name, payload: checked }
   const parsed = anyPayload.safeParse(json)
   if (!parsed.success) {
     const issue = firstIssue(parsed.error)
@@ -88,7 +98,8 @@ export function decodePaymentHeader(headers: Headers): DecodedPaymentHeader {
  * `X-PAYMENT-RESPONSE` for v1, so each client finds the one it reads.
  */
 export function encodePaymentResponseHeader(x402Version: 1 | 2, settlement: SettleResponse): Record<string, string> {
-  const value = encodeJsonHeader(settleResponseSchema.parse(settlement))
+  // A settlement already in the schema's form (its keys, in its order) is what parsing it would answer.
+  const value = encodeJsonHeader(isSettlementInSchemaForm(settlement) ? settlement : settleResponseSchema.parse(settlement))
   return x402Version === 2 ? { [PAYMENT_HEADERS.v2Response]: value } : { [PAYMENT_HEADERS.v1Response]: value }
 }
 
@@ -110,3 +121,21 @@ export function withSettlementHeaders(response: Response, added: Record<string, 
   for (const [name, value] of Object.entries(added)) headers.set(name, value)
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers })
 }
+
+const SETTLEMENT_KEYS = ['success', 'errorReason', 'errorMessage', 'transaction', 'network', 'payer', 'amount', 'asset', 'extra'] as const
+
+/** Whether `settleResponseSchema.parse` would answer this settlement unchanged: only its keys, in its order, each of its type. */
+function isSettlementInSchemaForm(settlement: SettleResponse): boolean {
+  if (typeof settlement !== 'object' || settlement === null || Object.getPrototypeOf(settlement) !== Object.prototype) return false
+  let at = 0
+  for (const key in settlement) {
+    while (at < SETTLEMENT_KEYS.length && SETTLEMENT_KEYS[at] !== key) at++
+    if (at === SETTLEMENT_KEYS.length) return false
+    const value: unknown = settlement[key as keyof SettleResponse]
+    if (key === 'success' ? typeof value !== 'boolean' : key === 'extra' ? !isJsonRecord(value) : typeof value !== 'string') return false
+  }
+  return typeof settlement.success === 'boolean' && typeof settlement.transaction === 'string' && typeof settlement.network === 'string'
+}
+
+const isJsonRecord = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype && !Object.hasOwn(value, '__proto__')

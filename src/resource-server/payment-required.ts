@@ -1,6 +1,7 @@
 import { describeNetwork } from '../networks/networks.js'
 import type { PaymentRequirementsV1, PaymentRequirementsV2, ResourceInfo } from '../schemas/requirements.js'
 import { encodeJsonHeader, PAYMENT_HEADERS } from './payment-headers.js'
+import type { PlainAnswer } from './paywall-answer.js'
 
 /** What a paid resource asks for, written once in v2 form. */
 export interface PaymentOffer {
@@ -79,6 +80,12 @@ export function toRequirementsV1(offer: PaymentOffer, input: PaymentChallengeInp
  * return paymentRequiredResponse({ resource: { url: request.url }, offers: [usdcOnBase] })
  */
 export function paymentRequiredResponse(input: PaymentChallengeInput): Response {
+  const answer = paymentRequiredAnswer(input)
+  return new Response(answer.body, { status: answer.status, headers: answer.headers })
+}
+
+/** The 402 challenge of {@link paymentRequiredResponse} as a plain answer (any transport). */
+export function paymentRequiredAnswer(input: PaymentChallengeInput): PlainAnswer {
   const v2 = {
     x402Version: 2,
     ...(input.error ? { error: input.error } : {}),
@@ -88,7 +95,7 @@ export function paymentRequiredResponse(input: PaymentChallengeInput): Response 
   }
   const v1Accepts = input.offers.map((offer) => toRequirementsV1(offer, input)).filter((r) => r !== undefined)
   const body = { x402Version: 1, error: input.error ?? 'payment required', accepts: v1Accepts }
-  return new Response(JSON.stringify(body), {
+  return {
     status: 402,
     headers: {
       'content-type': 'application/json; charset=utf-8',
@@ -96,5 +103,6 @@ export function paymentRequiredResponse(input: PaymentChallengeInput): Response 
       [PAYMENT_HEADERS.v2Required]: encodeJsonHeader(v2),
       'access-control-expose-headers': `${PAYMENT_HEADERS.v2Required}, ${PAYMENT_HEADERS.v2Response}, ${PAYMENT_HEADERS.v1Response}`,
     },
-  })
+    body: JSON.stringify(body),
+  }
 }

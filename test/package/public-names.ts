@@ -44,7 +44,7 @@ export const PUBLIC_ENTRIES: Record<string, { source: string; names: readonly st
   './server': {
     source: 'src/resource-server/index.ts',
     names: [
-      'PAYMENT_HEADERS', 'createPaywall', 'decodePaymentHeader', 'encodeJsonHeader', 'encodePaymentResponseHeader', 'paymentRequiredResponse',
+      'PAYMENT_HEADERS', 'createNodePaywall', 'createPaywall', 'decodePaymentHeader', 'encodeJsonHeader', 'encodePaymentResponseHeader', 'paymentRequiredResponse',
       'toRequirementsV1', 'toRequirementsV2', 'withPayment',
     ],
   },

@@ -12,8 +12,9 @@ import { BATCH_REJECTION as R } from '../../evm/batch/reasons.js'
 import type { SettleResponse } from '../../schemas/messages.js'
 import type { PaymentPayloadV2 } from '../../schemas/payload.js'
 import type { PaymentRequirementsV2 } from '../../schemas/requirements.js'
-import { encodePaymentResponseHeader, withSettlementHeaders } from '../payment-headers.js'
-import type { MeteredResponse, PaidWork } from '../paywall.js'
+import { encodePaymentResponseHeader } from '../payment-headers.js'
+import type { AnswerKit } from '../paywall-answer.js'
+import { isMeteredAnswer, type Work } from '../paywall-core.js'
 import { channelStateWire, readMirroredFields, type ChannelState, type MirroredFields } from './channel-state.js'
 import type { BatchRuntime } from './batch-runtime.js'
 import { canCheckLocally, checkVoucherLocally } from './local-voucher-check.js'
@@ -22,29 +23,31 @@ import type { PaymentOffer } from '../payment-required.js'
 import { noteSweepPending } from './claim-policy.js'
 import { completeRefund } from './refund-settlement.js'
 
-/** What the paywall hands over for one batch-settlement request. */
-export interface PaywallBatchCall {
+/** What the paywall hands over for one batch-settlement request, answered on its transport (`R`). */
+export interface PaywallBatchCall<R = Response> {
   readonly payload: PaymentPayloadV2
   /** The resolved offer the payment accepted. */
   readonly offer: PaymentOffer
   readonly requirements: PaymentRequirementsV2
   /** A 402 with `error`, and `correction` merged into the offer's `extra` (the corrective 402). */
-  readonly challenge: (error: string, correction?: Record<string, unknown>) => Response
+  readonly challenge: (error: string, correction?: Record<string, unknown>) => R
   /** A facilitator fault (thrown), answered as the paywall answers those. */
-  readonly fault: (error: unknown) => Response
+  readonly fault: (error: unknown) => R
   /** A mistake of the work (a usage out of range), answered 500. */
-  readonly mistake: (message: string) => Response
-  readonly work: PaidWork
+  readonly mistake: (message: string) => R
+  readonly work: Work<R>
+  /** The transport's answers: the refund's acknowledgement, the work's status, the settlement header. */
+  readonly answers: AnswerKit<R>
 }
 
 /** A paywall's call with its offer's terms read (see batchOfferTerms). */
-export interface BatchCall extends PaywallBatchCall {
+export interface BatchCall<R> extends PaywallBatchCall<R> {
   readonly terms: BatchOfferTerms
 }
 
 type ClientPayload = DepositPayload | VoucherPayload | RefundPayload
 
-export async function serveBatchRequest(runtime: BatchRuntime, call: BatchCall): Promise<Response> {
+export async function serveBatchRequest<R>(runtime: BatchRuntime, call: BatchCall<R>): Promise<R> {
   const { terms } = call
   const parsed = parseBatchPayload(call.payload.payload, terms.chainId, terms.asset)
   if ('refusal' in parsed) return call.challenge(parsed.refusal.invalidReason ?? R.payloadType)
@@ -64,7 +67,7 @@ export async function serveBatchRequest(runtime: BatchRuntime, call: BatchCall):
   }
 }
 
-async function underLease(runtime: BatchRuntime, call: BatchCall, payload: ClientPayload, holder: string): Promise<Response> {
+async function underLease<R>(runtime: BatchRuntime, call: BatchCall<R>, payload: ClientPayload, holder: string): Promise<R> {
   const { terms } = call
   const { store } = runtime
   const id = payload.voucher.channelId
@@ -109,9 +112,11 @@ async function underLease(runtime: BatchRuntime, call: BatchCall, payload: Clien
   if (payload.type === 'refund') return refund(runtime, call, payload, state, mirrored, base, holder)
 
   const answer = await call.work({ x402Version: 2, payer, payload: call.payload, requirements: call.requirements, metered: false, maxAmount: terms.price })
-  const response = isMetered(answer) ? answer.response : answer
-  if (response.status >= 400) return response
-  const charge = isMetered(answer) ? answer.usage : terms.price
+  const response = isMeteredAnswer(answer) ? answer.response : answer
+  const problem = call.answers.problemOf?.(response)
+  if (problem !== undefined) return call.mistake(problem)
+  if (call.answers.statusOf(response) >= 400) return response
+  const charge = isMeteredAnswer(answer) ? answer.usage : terms.price
   if (typeof charge !== 'bigint' || charge < 0n || charge > terms.price) {
     return call.mistake(`the paid work reported a usage of ${String(charge)}; a batch-settlement payment charges from 0 to its price of ${terms.price}`)
   }
@@ -148,10 +153,10 @@ async function underLease(runtime: BatchRuntime, call: BatchCall, payload: Clien
   const paid: SettleResponse = settlement
     ? { ...settlement, extra: { ...settlement.extra, chargedAmount: charge.toString(), channelState: channelStateWire(id, next, next.charged) } }
     : { success: true, transaction: '', network: terms.network, payer: payload.channelConfig.payer, amount: '', extra: { chargedAmount: charge.toString(), channelState: channelStateWire(id, next, next.charged) } }
-  return withPaymentResponse(response, paid)
+  return call.answers.withHeaders(response, encodePaymentResponseHeader(2, paid))
 }
 
-async function refund(runtime: BatchRuntime, call: BatchCall, payload: RefundPayload, state: ChannelState | undefined, mirrored: MirroredFields, charged: bigint, holder: string): Promise<Response> {
+async function refund<R>(runtime: BatchRuntime, call: BatchCall<R>, payload: RefundPayload, state: ChannelState | undefined, mirrored: MirroredFields, charged: bigint, holder: string): Promise<R> {
   const id = payload.voucher.channelId
   const completed = await completeRefund(runtime, call.terms, call.payload.payload, payload, mirrored, charged)
   if (typeof completed === 'string') return call.challenge(completed)
@@ -180,14 +185,7 @@ async function refund(runtime: BatchRuntime, call: BatchCall, payload: RefundPay
     if (charged > mirrored.totalClaimed) await noteSweepPending(runtime, call.terms.network, call.terms.asset, call.terms.payTo)
   }
   const answer: SettleResponse = { ...settlement, extra: { ...settlement.extra, channelState: { ...(settlement.extra?.channelState as Record<string, unknown> | undefined), chargedCumulativeAmount: charged.toString() } } }
-  return withPaymentResponse(Response.json({ message: 'Refund acknowledged', channelId: id }), answer)
-}
-
-function withPaymentResponse(response: Response, settlement: SettleResponse): Response {
-  return withSettlementHeaders(response, encodePaymentResponseHeader(2, settlement))
-}
-
-// By shape, as the paywall does: a framework may answer with another fetch implementation's Response.
-function isMetered(answer: Response | MeteredResponse): answer is MeteredResponse {
-  return typeof answer === 'object' && answer !== null && 'response' in answer && 'usage' in answer
+  // As Response.json answers it: JSON, no cache-control.
+  const acknowledged = call.answers.fromPlain({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: 'Refund acknowledged', channelId: id }) })
+  return call.answers.withHeaders(acknowledged, encodePaymentResponseHeader(2, answer))
 }

@@ -51,7 +51,7 @@ export interface BatchSettlementServerOptions {
 
 export interface BatchSettlementServer {
   /** @internal The paywall's entry: one request on a batch-settlement offer. */
-  serve(call: PaywallBatchCall): Promise<Response>
+  serve<R>(call: PaywallBatchCall<R>): Promise<R>
   /** @internal Fills in `extra.receiverAuthorizer` and `extra.withdrawDelay` of an offer, or throws `misconfigured` naming what it lacks. */
   resolveOffer(offer: PaymentOffer, kinds: SupportedResponse['kinds'] | undefined): PaymentOffer
   /** @internal Whether resolving offers needs the facilitator's supported() (no key of the server's own). */

@@ -15,4 +15,4 @@ export {
   type PaymentOffer,
 } from './payment-required.js'
 export { createPaywall, withPayment, type MeteredResponse, type PaidWork, type Paywall, type PaywallOptions, type VerifiedPayment } from './paywall.js'
-export { createNodePaywall, type NodeMeteredAnswer, type NodePaidAnswer, type NodePaidWork, type NodePaywall } from './node-paywall.js'
+export { createNodePaywall, type NodeMeteredAnswer, type NodePaidAnswer, type NodePaidWork, type NodePaywall, type NodePaywallOptions } from './node-paywall.js'

@@ -31,6 +31,15 @@ export type NodePaidWork = (payment: VerifiedPayment) => Promise<NodePaidAnswer 
 /** A paid endpoint on node:http: answers `res` once the work ran (or the payment was refused). */
 export type NodePaywall = (req: IncomingMessage, res: ServerResponse, work: NodePaidWork) => Promise<void>
 
+export interface NodePaywallOptions extends PaywallOptions {
+  /**
+   * Told of a throw of the work or a fault of the channel store, after the 500 is answered (the
+   * returned promise never rejects, so a plain node:http server cannot crash on it).
+   * @default writes the error to `console.error`
+   */
+  onError?: (error: unknown, req: IncomingMessage) => void
+}
+
 /**
  * {@link createPaywall} for node:http and Express: the same offers, checks, charges, statuses,
  * headers and bodies, read from the `IncomingMessage` and written to the `ServerResponse` directly
@@ -42,8 +51,9 @@ export type NodePaywall = (req: IncomingMessage, res: ServerResponse, work: Node
  * of range, a missing usage, an answer that is not a valid status, headers and body) are answered
  * 500 `{code: "misconfigured"}` with nothing charged. The request URL of the challenge is built from
  * the Host header over `http:` (set `resource.url` behind a proxy). When the work throws (or the
- * channel store fails), nothing is charged and the answer is 500 `{code: "internal_error"}`, as
- * `createNodeListener` answers for `createPaywall`; the returned promise does not reject.
+ * channel store fails), nothing is charged, the answer is 500 `{code: "internal_error"}`, as
+ * `createNodeListener` answers for `createPaywall`, and the error goes to `onError`; the returned
+ * promise does not reject.
  *
  * @example
  * import { createServer } from 'node:http'
@@ -63,15 +73,21 @@ export type NodePaywall = (req: IncomingMessage, res: ServerResponse, work: Node
  * // In Express: app.get('/weather', (req, res) => paid(req, res, work))
  * createServer((req, res) => void paid(req, res, async () => ({ headers: { 'content-type': 'application/json' }, body: '{"weather":"sunny"}' }))).listen(3000)
  */
-export function createNodePaywall(options: PaywallOptions): NodePaywall {
+export function createNodePaywall(options: NodePaywallOptions): NodePaywall {
   const core = createPaywallCore(options)
+  const onError = options.onError ?? ((error: unknown) => console.error('x402-facilitator: createNodePaywall answered 500:', error))
   return async (req, res, work) => {
     try {
       writeAnswer(res, await core(nodeView(req), work, nodeAnswers))
-    } catch {
+    } catch (error) {
       // A throw of the work or a fault of the channel store: answered as createNodeListener answers a web handler's.
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
       res.end('{"error":"internal error","code":"internal_error"}')
+      try {
+        onError(error, req)
+      } catch {
+        // the operator's reporter failing must not reject the request's promise
+      }
     }
   }
 }

@@ -258,7 +258,8 @@ describe('the web and node paywalls answer alike', () => {
         }),
       ),
     )
-    const paid = createNodePaywall(options(nodeBatch))
+    const reported: unknown[] = []
+    const paid = createNodePaywall({ ...options(nodeBatch), onError: (error) => reported.push(error) })
     const node = await serve((req, res) =>
       void paid(req, res, async () => {
         const { status, body, usage } = reply(req.url ?? '/')
@@ -303,6 +304,8 @@ describe('the web and node paywalls answer alike', () => {
     expect((await both('/call?usage=5000', { 'PAYMENT-SIGNATURE': await signed(4n * PRICE) })).status).toBe(500)
     // A work that throws: 500 internal_error on both, nothing charged.
     expect(await both('/call?throw=1', { 'PAYMENT-SIGNATURE': await signed(4n * PRICE) })).toMatchObject({ status: 500, body: '{"error":"internal error","code":"internal_error"}' })
+    // The node path tells the operator what the client was not told.
+    expect(reported.map((error) => (error as Error).message)).toEqual(['the work failed'])
     expect((await both('/call?usage=500', { 'PAYMENT-SIGNATURE': await signed(4n * PRICE) })).status).toBe(200)
     expect((await webBatch.store.get(channel!.channelId))?.charged).toBe(3n * PRICE + 500n)
     expect((await nodeBatch.store.get(channel!.channelId))?.charged).toBe(3n * PRICE + 500n)

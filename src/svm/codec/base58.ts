@@ -21,7 +21,7 @@ const addressTexts = new Map<string, string>()
  */
 export function encodeBase58(bytes: Uint8Array): string {
   if (bytes.length !== 32) return encodeDigits(bytes)
-  const key = Buffer.from(bytes.buffer, bytes.byteOffset, 32).latin1Slice(0, 32)
+  const key = Buffer.from(bytes.buffer, bytes.byteOffset, 32).toString('latin1')
   let text = addressTexts.get(key)
   if (text === undefined) {
     text = encodeDigits(bytes)

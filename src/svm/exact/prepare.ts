@@ -6,7 +6,7 @@ import type { WireTransaction } from '../codec/wire-transaction.js'
 import type { FeePayerSigning } from '../crypto/ed25519.js'
 import { SVM_REASON, type SvmReason } from '../reasons.js'
 import { checkDecodedPaymentTransaction, type CheckedPayment } from '../rules/transaction-rules.js'
-import { extraSchema, mintRefusedOn } from './parse.js'
+import { mintRefusedOn, readExtra } from './parse.js'
 import type { ExactSvmRuntime, NetworkRuntime } from './runtime.js'
 
 /** A payment that passed the static rules, signed by its fee payer: what a valid verify hands settle (the adapter's `V`). */
@@ -33,21 +33,21 @@ export async function prepare(rt: ExactSvmRuntime, ctx: PaymentContext, runtime:
   if (mintRefusedOn(ctx, runtime)) {
     return { ok: false, reason: SVM_REASON.mintNotAllowed, message: `mint ${ctx.asset} is not accepted on ${ctx.network}` }
   }
-  const extra = extraSchema.safeParse(ctx.requirements.extra ?? {})
-  if (!extra.success) {
+  const extra = readExtra(ctx.requirements.extra)
+  if (!extra) {
     return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentRequirements.extra.feePayer and .memo must be strings' }
   }
   // The rules answer malformed bytes (account indices out of range, an oversized message) with a violation.
   const outcome = await checkDecodedPaymentTransaction({
     transaction,
     feePayers: rt.feePayers,
-    expectedFeePayer: extra.data.feePayer,
+    expectedFeePayer: extra.feePayer,
     allowedPrograms: rt.allowedPrograms,
     limits: rt.limits,
     asset: ctx.asset,
     payTo: ctx.payTo,
     amount: ctx.amount,
-    memo: extra.data.memo,
+    memo: extra.memo,
     associatedTokenAccount: rt.associatedTokenAccount,
     transferFeeAllowed: runtime.allowedMintExtensions.has('transferFee'),
   })

@@ -419,7 +419,10 @@ describe('simulate before signing', () => {
     // The check runs beside verify's one batch (a simulation without sigVerify would pass): its code decides.
     expect(await f.verify(tampered)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.signatureInvalid, payer: spl.payer.address })
     expect(chain.stats.requests).toBeLessThanOrEqual(1)
+    // A settle checks the signature before its batch: no RPC call at all, nothing sent.
+    const afterVerify = chain.stats.requests
     expect(await f.settle(tampered)).toMatchObject({ success: false, errorReason: SVM_REASON.signatureInvalid, transaction: '' })
+    expect(chain.stats.requests).toBe(afterVerify)
     expect(chain.stats.calls.sendTransaction ?? 0).toBe(0)
     // A chain that fails the batch (or is out of reach) does not change the answer.
     const failing = (): SvmRpcTransport => ({ request: () => Promise.reject(new FacilitatorError('rpc_unavailable', 'injected')) })

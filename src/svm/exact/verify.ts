@@ -61,14 +61,22 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
     const runtime = rt.networkOf(ctx)
     const prepared = await prepare(rt, ctx, runtime, payload.transaction)
     if (!prepared.ok) return { response: invalid(prepared.reason, prepared.message, prepared.payer) }
-    // The RPC batch leaves first and the payer's signature is checked while it is on the wire: the
+    const { signed } = prepared
+    if (reservation) {
+      // A settle's verify checks the payer's signature first: settle bursts are bound by CPU, not by one
+      // verify's latency, and the check beside the batch measured more CPU a settle (docs/benchmarks.md).
+      const refusal = payerSignatureRefusal(rt, signed.payment)
+      if (refusal) return { response: invalid(refusal.reason, refusal.message, refusal.payer) }
+      return judge(ctx, runtime, signed, reservation, startedAt)
+    }
+    // A /verify sends its RPC batch first and checks the payer's signature while it is on the wire: the
     // round trip no longer waits for the Ed25519 check. Anyone can sign a well-formed payment with a
     // fresh key at no cost, so checking first spared no RPC call. A bad signature answers its own
-    // code whatever the chain said (or failed to say), and only a valid verdict reaches settle.
-    const onChain = judge(ctx, runtime, prepared.signed, reservation, startedAt)
+    // code whatever the chain said (or failed to say).
+    const onChain = judge(ctx, runtime, signed, reservation, startedAt)
     // Handled now: a batch that fails before the check runs is no unhandled rejection.
     onChain.catch(() => undefined)
-    const refusal = await afterTheSend(() => payerSignatureRefusal(rt, prepared.signed.payment))
+    const refusal = await afterTheSend(() => payerSignatureRefusal(rt, signed.payment))
     if (!refusal) return onChain
     // Nothing of the call runs on after its answer: the batch's answer (or failure) is awaited and dropped.
     await onChain.then(noop, noop)

@@ -409,15 +409,27 @@ describe('simulate before signing', () => {
     expect(new Set(asked)).toEqual(new Set([settled.transaction]))
   })
 
-  test('a payer signature that does not verify is rejected before any RPC call', async () => {
+  test('a payer signature that does not verify is rejected, whatever the chain answers, and nothing is sent', async () => {
     const f = facilitator(spl)
     const body = await builderBody(spl, 32n, { memo: 'aaaa' })
     const wire = new Uint8Array(getBase64Encoder().encode(body.paymentPayload.payload.transaction))
     wire[wire.lastIndexOf('a'.charCodeAt(0))] = 'b'.charCodeAt(0)
     const tampered = { ...body, paymentPayload: { ...body.paymentPayload, payload: { transaction: Buffer.from(wire).toString('base64') } } }
     chain.resetStats()
+    // The check runs beside verify's one batch (a simulation without sigVerify would pass): its code decides.
     expect(await f.verify(tampered)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.signatureInvalid, payer: spl.payer.address })
-    expect(chain.stats.requests).toBe(0)
+    expect(chain.stats.requests).toBeLessThanOrEqual(1)
+    // A settle checks the signature before its batch: no RPC call at all, nothing sent.
+    const afterVerify = chain.stats.requests
+    expect(await f.settle(tampered)).toMatchObject({ success: false, errorReason: SVM_REASON.signatureInvalid, transaction: '' })
+    expect(chain.stats.requests).toBe(afterVerify)
+    expect(chain.stats.calls.sendTransaction ?? 0).toBe(0)
+    // A chain that fails the batch (or is out of reach) does not change the answer.
+    const failing = (): SvmRpcTransport => ({ request: () => Promise.reject(new FacilitatorError('rpc_unavailable', 'injected')) })
+    const offline = facilitator(spl, { rpc: failing })
+    expect(await offline.verify(tampered)).toMatchObject({ isValid: false, invalidReason: SVM_REASON.signatureInvalid, payer: spl.payer.address })
+    expect(await offline.settle(tampered)).toMatchObject({ success: false, errorReason: SVM_REASON.signatureInvalid, transaction: '' })
+    await expect(offline.verify(body)).rejects.toMatchObject({ code: 'rpc_unavailable' })
   })
 })
 

@@ -39,6 +39,26 @@ describe('encodeBase58', () => {
     expect(encodeBase58(new Uint8Array(32))).toBe('11111111111111111111111111111111')
     expect(encodeBase58(new Uint8Array([0xff]))).toBe('5Q')
   })
+
+  it('answers a 32-byte value seen before by its bytes, not by the array that held them', () => {
+    const kit = getBase58Decoder()
+    const shared = new Uint8Array(96)
+    shared.set(randomBytes(96))
+    const first = shared.subarray(32, 64)
+    const text = encodeBase58(first)
+    expect(text).toBe(kit.decode(first))
+    // The same bytes at another offset, and the same array after its bytes changed.
+    expect(encodeBase58(Uint8Array.from(first))).toBe(text)
+    first[0] = first[0]! ^ 1
+    expect(encodeBase58(first)).toBe(kit.decode(first))
+    expect(encodeBase58(first)).not.toBe(text)
+    // Past the bound the texts are still right.
+    for (let i = 0; i < 10_000; i++) {
+      const bytes = new Uint8Array(randomBytes(32))
+      expect(encodeBase58(bytes)).toBe(kit.decode(bytes))
+    }
+    expect(encodeBase58(Uint8Array.from(shared.subarray(0, 32)))).toBe(kit.decode(shared.subarray(0, 32)))
+  })
 })
 
 describe('decodeBase58 and isSolanaAddress', () => {

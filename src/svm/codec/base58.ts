@@ -5,14 +5,33 @@ const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 const LIMB = 656_356_768
 const DIGITS_PER_LIMB = 5
 
+/** Most 32-byte texts {@link encodeBase58} keeps; a full cache starts over. */
+const ADDRESS_CACHE_SIZE = 8_192
+// Addresses repeat from payment to payment (programs, mints, fee payers, payees, a payer's accounts,
+// the blockhash of the moment): their text is kept, keyed by the bytes themselves (latin1, a copy).
+const addressTexts = new Map<string, string>()
+
 /**
  * Base58 (Bitcoin alphabet) text of `bytes`: how Solana writes addresses and signatures.
- * Works in limbs of five digits rather than through BigInt (see docs/benchmarks.md, Solana notes).
+ * Works in limbs of five digits rather than through BigInt (see docs/benchmarks.md, Solana notes);
+ * the text of a 32-byte value (an address, a blockhash) seen lately is looked up instead.
  *
  * @example
  * encodeBase58(new Uint8Array(32)) // '11111111111111111111111111111111'
  */
 export function encodeBase58(bytes: Uint8Array): string {
+  if (bytes.length !== 32) return encodeDigits(bytes)
+  const key = Buffer.from(bytes.buffer, bytes.byteOffset, 32).toString('latin1')
+  let text = addressTexts.get(key)
+  if (text === undefined) {
+    text = encodeDigits(bytes)
+    if (addressTexts.size >= ADDRESS_CACHE_SIZE) addressTexts.clear()
+    addressTexts.set(key, text)
+  }
+  return text
+}
+
+function encodeDigits(bytes: Uint8Array): string {
   let zeros = 0
   while (zeros < bytes.length && bytes[zeros] === 0) zeros += 1
   // Little-endian limbs of the number the bytes spell (big-endian).

@@ -6,7 +6,7 @@ import type { WireTransaction } from '../codec/wire-transaction.js'
 import type { FeePayerSigning } from '../crypto/ed25519.js'
 import { SVM_REASON, type SvmReason } from '../reasons.js'
 import { checkDecodedPaymentTransaction, type CheckedPayment } from '../rules/transaction-rules.js'
-import { extraSchema, mintRefusedOn } from './parse.js'
+import { mintRefusedOn, readExtra } from './parse.js'
 import type { ExactSvmRuntime, NetworkRuntime } from './runtime.js'
 
 /** A payment that passed the static rules, signed by its fee payer: what a valid verify hands settle (the adapter's `V`). */
@@ -24,41 +24,50 @@ export interface SignedPayment {
 
 export type Prepared = { ok: true; signed: SignedPayment } | { ok: false; reason: SvmReason; message: string; payer?: string }
 
-/** Static rules, the payer's signature, then the fee payer's; nothing touches the chain. */
+/**
+ * Static rules, then the fee payer's signature; nothing touches the chain. The payer's signature is
+ * not checked here: verify checks it (payerSignatureRefusal) while its RPC batch is on the wire.
+ */
 export async function prepare(rt: ExactSvmRuntime, ctx: PaymentContext, runtime: NetworkRuntime, transaction: WireTransaction): Promise<Prepared> {
   // A mint anyone can create would let them pay themselves at the fee payer's expense: refused before any work.
   if (mintRefusedOn(ctx, runtime)) {
     return { ok: false, reason: SVM_REASON.mintNotAllowed, message: `mint ${ctx.asset} is not accepted on ${ctx.network}` }
   }
-  const extra = extraSchema.safeParse(ctx.requirements.extra ?? {})
-  if (!extra.success) {
+  const extra = readExtra(ctx.requirements.extra)
+  if (!extra) {
     return { ok: false, reason: SVM_REASON.invalidPayload, message: 'paymentRequirements.extra.feePayer and .memo must be strings' }
   }
   // The rules answer malformed bytes (account indices out of range, an oversized message) with a violation.
   const outcome = await checkDecodedPaymentTransaction({
     transaction,
     feePayers: rt.feePayers,
-    expectedFeePayer: extra.data.feePayer,
+    expectedFeePayer: extra.feePayer,
     allowedPrograms: rt.allowedPrograms,
     limits: rt.limits,
     asset: ctx.asset,
     payTo: ctx.payTo,
     amount: ctx.amount,
-    memo: extra.data.memo,
+    memo: extra.memo,
     associatedTokenAccount: rt.associatedTokenAccount,
     transferFeeAllowed: runtime.allowedMintExtensions.has('transferFee'),
   })
   if (!outcome.ok) return outcome
   const payment = outcome.payment
-  // The rules allow exactly two signers, the fee payer and the payer; the payer's signature is checked
-  // here because the simulation runs without sigVerify (see checkOnChain).
-  const payerSignature = payment.transaction.signatures[payment.payer]
-  if (!payerSignature || !rt.verifySignature(payment.payer, payment.transaction.messageBytes, payerSignature)) {
-    return { ok: false, reason: SVM_REASON.signatureInvalid, message: 'the payer\'s signature of the transaction does not verify', payer: payment.payer }
-  }
   const signer = rt.signers.get(payment.feePayer)
-  if (!signer) return { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
+  // A bad payer signature answers first, as it would after the RPC (the rules admit only our fee payers: not reached).
+  if (!signer) return payerSignatureRefusal(rt, payment) ?? { ok: false, reason: SVM_REASON.feePayerNotManaged, message: 'no signer for this fee payer' }
   return { ok: true, signed: await signAsFeePayer(signer, payment, transaction) }
+}
+
+/**
+ * The refusal of a payment whose payer signature does not verify, else `undefined`. The rules allow
+ * exactly two signers, the fee payer and the payer; the simulation runs without sigVerify (see
+ * checkOnChain), so this check is the one that holds the payer to the bytes.
+ */
+export function payerSignatureRefusal(rt: ExactSvmRuntime, payment: CheckedPayment): Extract<Prepared, { ok: false }> | undefined {
+  const payerSignature = payment.transaction.signatures[payment.payer]
+  if (payerSignature && rt.verifySignature(payment.payer, payment.transaction.messageBytes, payerSignature)) return undefined
+  return { ok: false, reason: SVM_REASON.signatureInvalid, message: 'the payer\'s signature of the transaction does not verify', payer: payment.payer }
 }
 
 /** Signs as fee payer and writes the signature into the fee payer's slot (the first) of a copy of the wire bytes. */

@@ -11,7 +11,7 @@ import { accountProblem, mintProblem } from './account-checks.js'
 import type { FeePayerReservation } from './fee-payer-slots.js'
 import { invalid } from './invalid.js'
 import type { ExactSvmPayload } from './parse.js'
-import { prepare, type SignedPayment } from './prepare.js'
+import { payerSignatureRefusal, prepare, type SignedPayment } from './prepare.js'
 import type { ExactSvmRuntime, NetworkRuntime } from './runtime.js'
 
 /** A balance read under way for one source account, and when the verify that made it began. */
@@ -61,7 +61,26 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
     const runtime = rt.networkOf(ctx)
     const prepared = await prepare(rt, ctx, runtime, payload.transaction)
     if (!prepared.ok) return { response: invalid(prepared.reason, prepared.message, prepared.payer) }
-    return judge(ctx, runtime, prepared.signed, reservation, startedAt)
+    const { signed } = prepared
+    if (reservation) {
+      // A settle's verify checks the payer's signature first: settle bursts are bound by CPU, not by one
+      // verify's latency, and the check beside the batch measured more CPU a settle (docs/benchmarks.md).
+      const refusal = payerSignatureRefusal(rt, signed.payment)
+      if (refusal) return { response: invalid(refusal.reason, refusal.message, refusal.payer) }
+      return judge(ctx, runtime, signed, reservation, startedAt)
+    }
+    // A /verify sends its RPC batch first and checks the payer's signature while it is on the wire: the
+    // round trip no longer waits for the Ed25519 check. Anyone can sign a well-formed payment with a
+    // fresh key at no cost, so checking first spared no RPC call. A bad signature answers its own
+    // code whatever the chain said (or failed to say).
+    const onChain = judge(ctx, runtime, signed, reservation, startedAt)
+    // Handled now: a batch that fails before the check runs is no unhandled rejection.
+    onChain.catch(() => undefined)
+    const refusal = await afterTheSend(() => payerSignatureRefusal(rt, signed.payment))
+    if (!refusal) return onChain
+    // Nothing of the call runs on after its answer: the batch's answer (or failure) is awaited and dropped.
+    await onChain.then(noop, noop)
+    return { response: invalid(refusal.reason, refusal.message, refusal.payer) }
   }
 
   /**
@@ -128,7 +147,7 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
         // Simulate before signing: the RPC gets the payer-signed transaction without our signature, so
         // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
         // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
-        // was checked in prepare; the signature (transaction id) above comes from signing locally.
+        // is checked beside this batch (see verify); the signature (transaction id) above comes from signing locally.
         // A settle's verify also asks for the source's state after the transfer: plus the amount, it is
         // the balance spent from (the verdict's spend, for the core's holds). A plain /verify holds
         // nothing: it does not make the node copy the account out.
@@ -203,4 +222,22 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
   }
 
   return verify
+}
+
+const noop = () => undefined
+
+/**
+ * Runs `check` once the RPC requests made so far have been written: they leave in a microtask (see
+ * the transport's `together`), and an immediate runs after the microtasks of this turn.
+ */
+function afterTheSend<T>(check: () => T): Promise<T> {
+  return new Promise((resolve, reject) =>
+    setImmediate(() => {
+      try {
+        resolve(check())
+      } catch (error) {
+        reject(error)
+      }
+    }),
+  )
 }

@@ -101,7 +101,7 @@ const violation = (reason: SvmReason, message: string, payer?: string): RuleOutc
  * Applies every rule that needs no chain state to a payment transaction: who
  * pays fees, which programs run, what compute budget it asks for, and that its
  * one transfer moves exactly the required amount of the asset to ATA(payTo).
- * Signatures are not checked here: `exactSvm` checks the payer's before simulating.
+ * Signatures are not checked here: `exactSvm` checks the payer's beside (verify) or before (settle) its simulation.
  *
  * The central rule is that the fee payer appears in no instruction's accounts:
  * a program can only debit, close onto, or sign with an account an instruction

@@ -146,8 +146,10 @@ export function createVerify(rt: ExactSvmRuntime): ExactSvmVerify {
         method: 'simulateTransaction',
         // Simulate before signing: the RPC gets the payer-signed transaction without our signature, so
         // verify (open to anyone) never hands out sendable bytes that could land behind settle's back
-        // and turn its replay check into `already_processed` for a payer who paid. The payer's signature
-        // is checked beside this batch (see verify); the signature (transaction id) above comes from signing locally.
+        // and turn its replay check into `already_processed` for a payer who paid. (The RPC itself sees our
+        // signature in the replay check beside it, so it could assemble them: it is trusted with sendable
+        // bytes, as on every settle.) The payer's signature is checked beside this batch (see verify); the
+        // signature (transaction id) above comes from signing locally.
         // A settle's verify also asks for the source's state after the transfer: plus the amount, it is
         // the balance spent from (the verdict's spend, for the core's holds). A plain /verify holds
         // nothing: it does not make the node copy the account out.

@@ -394,7 +394,8 @@ describe('createSendLane', () => {
     // The lane is free: the nonce given up is taken again and the transaction lands.
     const next = await sendNext(nonces, lane, sign)
     expect(next.ticket.nonce).toBe(start)
-    expect(next.outcome.kind).toBe('accepted')
+    // The whole outcome: a refusal shows the node's error (this failed once in CI as 'refused', not reproduced since).
+    expect(next.outcome).toEqual({ kind: 'accepted' })
     expect(await pending(account.address)).toBe(start + 1)
   })
 

@@ -14,7 +14,8 @@ import { createRequire } from 'node:module'
 import { dirname, join, posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { encodeAbiParameters, encodeFunctionData, keccak256, toHex, type Abi, type Address, type Hex, type LocalAccount } from 'viem'
-import { PERMIT2_ADDRESS, permitWitnessTransferFromTypes, uptoPermitWitnessTransferFromTypes, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/codec/permit2-abi.js'
+import { PERMIT2_ADDRESS, X402_EXACT_PERMIT2_PROXY, X402_UPTO_PERMIT2_PROXY } from '../../src/evm/codec/permit2-abi.js'
+import { permit2TypedData, uptoTypedData } from '../../src/evm/codec/permit2-typed-data.js'
 import type { AnvilNode } from './anvil.js'
 import { deployContract, type TestToken } from './evm-contracts.js'
 import type { EvmFixture } from './evm-fixture.js'
@@ -199,18 +200,7 @@ export interface Permit2AuthorizationFields {
 
 /** The exact proxy's `PermitWitnessTransferFrom` over `fields`, signed by `signer` (to forge or re-sign a payload). */
 export function signPermit2Authorization(world: EvmFixture, signer: LocalAccount, fields: Permit2AuthorizationFields): Promise<Hex> {
-  return signer.signTypedData({
-    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: permitWitnessTransferFromTypes,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: {
-      permitted: { token: fields.permitted.token as Hex, amount: BigInt(fields.permitted.amount) },
-      spender: fields.spender as Hex,
-      nonce: BigInt(fields.nonce),
-      deadline: BigInt(fields.deadline),
-      witness: { to: fields.witness.to as Hex, validAfter: BigInt(fields.witness.validAfter) },
-    },
-  })
+  return signer.signTypedData(permit2TypedData(world.node.chainId, witnessMessage(fields)))
 }
 
 /** An upto payload's `permit2Authorization`: the exact fields, with a witness that also names the facilitator. */
@@ -220,16 +210,18 @@ export interface UptoAuthorizationFields extends Omit<Permit2AuthorizationFields
 
 /** The upto proxy's `PermitWitnessTransferFrom` over `fields` (witness: to, facilitator, validAfter), signed by `signer`. */
 export function signUptoAuthorization(world: EvmFixture, signer: Pick<LocalAccount, 'signTypedData'>, fields: UptoAuthorizationFields): Promise<Hex> {
-  return signer.signTypedData({
-    domain: { name: 'Permit2', chainId: world.node.chainId, verifyingContract: PERMIT2_ADDRESS },
-    types: uptoPermitWitnessTransferFromTypes,
-    primaryType: 'PermitWitnessTransferFrom',
-    message: {
-      permitted: { token: fields.permitted.token as Hex, amount: BigInt(fields.permitted.amount) },
-      spender: fields.spender as Hex,
-      nonce: BigInt(fields.nonce),
-      deadline: BigInt(fields.deadline),
-      witness: { to: fields.witness.to as Hex, facilitator: fields.witness.facilitator as Hex, validAfter: BigInt(fields.witness.validAfter) },
-    },
-  })
+  return signer.signTypedData(uptoTypedData(world.node.chainId, { ...witnessMessage(fields), facilitator: fields.witness.facilitator as Hex }))
+}
+
+/** The payload's fields (decimal strings) as the signed message of src's typed data. */
+function witnessMessage(fields: Omit<Permit2AuthorizationFields, 'witness'> & { witness: { to: string; validAfter: string } }) {
+  return {
+    token: fields.permitted.token as Hex,
+    amount: BigInt(fields.permitted.amount),
+    spender: fields.spender as Hex,
+    nonce: BigInt(fields.nonce),
+    deadline: BigInt(fields.deadline),
+    to: fields.witness.to as Hex,
+    validAfter: BigInt(fields.witness.validAfter),
+  }
 }

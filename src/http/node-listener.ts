@@ -46,7 +46,8 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
   }
 }
 
-function originOf(req: IncomingMessage, fallbackOrigin: string): string {
+/** The request's origin over `http:` from its Host header, or `fallbackOrigin` when that is missing or malformed. */
+export function originOf(req: IncomingMessage, fallbackOrigin: string): string {
   const host = req.headers.host
   return host && /^[\w.:[\]-]+$/.test(host) ? `http://${host}` : fallbackOrigin
 }
@@ -91,15 +92,18 @@ function nodeCall(req: IncomingMessage, fallbackOrigin: string, budget: BodyBudg
     method: req.method ?? 'GET',
     pathname,
     clientAddress: req.socket?.remoteAddress,
-    header(name) {
-      const value = req.headers[name.toLowerCase()]
-      if (value === undefined) return null
-      return Array.isArray(value) ? value.join(', ') : value
-    },
+    header: (name) => nodeHeader(req, name),
     bytes: (maxBytes) => readNodeBody(req, maxBytes, budget),
     // Built only when asked (authentication hook, extra routes, error hook); the body stays with the handler.
     request: () => (request ??= new Request(pathname === undefined ? new URL('/', fallbackOrigin) : urlOf(), { method: req.method ?? 'GET', headers: headersOf(req) })),
   }
+}
+
+/** A header of a node request as web `Headers.get` answers it: null when absent, repeated values joined. */
+export function nodeHeader(req: IncomingMessage, name: string): string | null {
+  const value = req.headers[name.toLowerCase()]
+  if (value === undefined) return null
+  return Array.isArray(value) ? value.join(', ') : value
 }
 
 /** Bytes of bodies that may still be buffered, shared by every request of one listener. */

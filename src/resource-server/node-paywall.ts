@@ -3,6 +3,7 @@
  * the same core as `createPaywall`, without building a web `Request` or `Response` per request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { nodeHeader, originOf } from '../http/node-listener.js'
 import type { AnswerKit } from './paywall-answer.js'
 import { createPaywallCore, type PaywallRequestView } from './paywall-core.js'
 import type { PaywallOptions, VerifiedPayment } from './paywall.js'
@@ -95,19 +96,14 @@ export function createNodePaywall(options: NodePaywallOptions): NodePaywall {
 function nodeView(req: IncomingMessage): PaywallRequestView {
   return {
     url() {
-      const host = req.headers.host
-      const origin = host && /^[\w.:[\]-]+$/.test(host) ? `http://${host}` : 'http://localhost'
+      const origin = originOf(req, 'http://localhost')
       try {
         return new URL(req.url ?? '/', origin).href
       } catch {
         return `${origin}/`
       }
     },
-    header(name) {
-      const value = req.headers[name.toLowerCase()]
-      if (value === undefined) return null
-      return Array.isArray(value) ? value.join(', ') : value
-    },
+    header: (name) => nodeHeader(req, name),
   }
 }
 
